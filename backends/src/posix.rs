@@ -1,0 +1,653 @@
+//! The POSIX backend: folders are directories on any mounted file system.
+//!
+//! Containment is race-free: every lookup resolves beneath the folder's directory handle with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, and every change (`mkdirat`, `renameat`,
+//! `unlinkat`) names a single entry relative to a directory handle obtained that way. A symlink
+//! inside a folder works if it stays inside; one that leads out is refused by the kernel (`EXDEV`),
+//! not by a string check that could race with a rename.
+//!
+//! Blocking system calls run on tokio's blocking pool.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::volume::{DirEntry, EntryKind, Folder, ReadHandle, StagingFile, Stat, Volume};
+use crate::{BackendError, FolderLocation, ObjectPath, Result, STAGING_DIR};
+
+/// Staging writes are batched into blocks of this size before each blocking write.
+const WRITE_BLOCK: usize = 1 << 20;
+
+/// A volume rooted at a local directory.
+pub struct PosixVolume {
+    name: String,
+    root: PathBuf,
+}
+
+impl PosixVolume {
+    /// Opens (creating if needed) the volume rooted at `root`.
+    pub fn open(name: &str, root: &Path) -> Result<Self> {
+        std::fs::create_dir_all(root)?;
+        Ok(Self {
+            name: name.to_owned(),
+            root: root.canonicalize()?,
+        })
+    }
+
+    /// The directory of the volume.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+#[async_trait]
+impl Volume for PosixVolume {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn create_folder(&self, loc: &FolderLocation) -> Result<()> {
+        let dir = self.root.join(loc.relative_path());
+        blocking(move || {
+            let parent = dir.parent().expect("folder paths have parents");
+            std::fs::create_dir_all(parent)?;
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(BackendError::FolderExists(dir.display().to_string()))
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let root = open_dir_path(&dir)?;
+            ensure_dir(&root, &[STAGING_DIR, "tmp"])?;
+            ensure_dir(&root, &[STAGING_DIR, "uploads"])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>> {
+        let dir = self.root.join(loc.relative_path());
+        let root = blocking(move || open_dir_path(&dir)).await?;
+        Ok(Arc::new(PosixFolder {
+            root: Arc::new(root),
+        }))
+    }
+
+    async fn delete_folder(&self, loc: &FolderLocation) -> Result<()> {
+        let dir = self.root.join(loc.relative_path());
+        let volume_root = self.root.clone();
+        blocking(move || {
+            let root = open_dir_path(&dir)?;
+            if !dir_is_empty(&root)? {
+                return Err(BackendError::FolderNotEmpty);
+            }
+            match rustix::fs::statat(&root, STAGING_DIR, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(_) => remove_tree(&root, STAGING_DIR)?,
+                Err(Errno::NOENT) => {}
+                Err(e) => return Err(e.into()),
+            }
+            drop(root);
+            std::fs::remove_dir(&dir)?;
+            // The two hash levels above the folder are shared with other folders; remove them only
+            // when this was the last one, and never the scope directory or the volume root.
+            let mut p = dir.parent();
+            for _ in 0..2 {
+                match p {
+                    Some(d) if d != volume_root && std::fs::remove_dir(d).is_ok() => p = d.parent(),
+                    _ => break,
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// A folder opened by its directory handle.
+pub struct PosixFolder {
+    root: Arc<OwnedFd>,
+}
+
+#[async_trait]
+impl Folder for PosixFolder {
+    async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>> {
+        let root = self.root.clone();
+        let rel = path.rel();
+        blocking(move || match open_beneath(&root, &rel, OFlags::PATH) {
+            Ok(fd) => Ok(Some(stat_fd(&fd)?)),
+            Err(e) => absent_is_none(e),
+        })
+        .await
+    }
+
+    async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
+        let root = self.root.clone();
+        let rel = path.rel();
+        blocking(move || {
+            let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
+                Ok(fd) => fd,
+                Err(e) => return absent_is_none(e),
+            };
+            let stat = stat_fd(&fd)?;
+            if stat.kind != EntryKind::File {
+                return Ok(None);
+            }
+            Ok(Some(Box::new(PosixReader {
+                file: Arc::new(File::from(fd)),
+                stat,
+            }) as Box<dyn ReadHandle>))
+        })
+        .await
+    }
+
+    async fn create_staging(&self) -> Result<Box<dyn StagingFile>> {
+        let root = self.root.clone();
+        let staging = blocking(move || PosixStaging::create(root)).await?;
+        Ok(Box::new(staging))
+    }
+
+    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>> {
+        check_upload_id(upload_id)?;
+        let root = self.root.clone();
+        let upload_dir = format!("{STAGING_DIR}/uploads/{upload_id}");
+        let parts = parts.to_vec();
+        let staging = blocking(move || {
+            let mut staging = PosixStaging::create(root.clone())?;
+            let file = staging.file.as_ref().expect("fresh staging file is open");
+            let mut out: &File = file;
+            for part in parts {
+                let fd = match open_beneath(&root, &format!("{upload_dir}/{part}"), OFlags::RDONLY) {
+                    Ok(fd) => fd,
+                    Err(Errno::NOENT) => return Err(BackendError::PartNotFound(part)),
+                    Err(e) => return Err(e.into()),
+                };
+                // std::io::copy between files uses copy_file_range, so no bytes cross user space.
+                staging.len += std::io::copy(&mut File::from(fd), &mut out)?;
+            }
+            Ok(staging)
+        })
+        .await?;
+        Ok(Box::new(staging))
+    }
+
+    async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
+        let root = self.root.clone();
+        let segs = path.segments().to_vec();
+        blocking(move || {
+            let (leaf, parent) = segs.split_last().expect("non-empty path");
+            let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
+            let dir = ensure_dir(&root, &parent)?;
+            match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
+                Ok(()) => Ok(()),
+                Err(Errno::EXIST) => match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
+                    Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => Ok(()),
+                    _ => Err(BackendError::IsFile),
+                },
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {
+        let root = self.root.clone();
+        let path = path.clone();
+        blocking(move || {
+            let parent = match open_beneath(&root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY)
+            {
+                Ok(fd) => fd,
+                Err(e) => return absent_is_none(e).map(|_: Option<()>| false),
+            };
+            let removed = if path.is_dir() {
+                match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::REMOVEDIR) {
+                    Ok(()) => true,
+                    Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => false,
+                    Err(e) => return Err(e.into()),
+                }
+            } else {
+                match rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => false,
+                    Ok(_) => match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::empty()) {
+                        Ok(()) => true,
+                        Err(Errno::NOENT) => false,
+                        Err(e) => return Err(e.into()),
+                    },
+                    Err(Errno::NOENT) => false,
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            if removed {
+                prune_empty(&root, path.parent(), keep_depth);
+            }
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>> {
+        let root = self.root.clone();
+        let dir = dir.to_vec();
+        blocking(move || read_dir_sorted(&root, &dir)).await
+    }
+
+    async fn is_empty(&self) -> Result<bool> {
+        let root = self.root.clone();
+        blocking(move || dir_is_empty(&root)).await
+    }
+
+    async fn remove_upload(&self, upload_id: &str) -> Result<()> {
+        check_upload_id(upload_id)?;
+        let root = self.root.clone();
+        let upload_id = upload_id.to_owned();
+        blocking(move || {
+            let uploads = match open_beneath(&root, &format!("{STAGING_DIR}/uploads"), OFlags::RDONLY | OFlags::DIRECTORY) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            match remove_tree(&uploads, &upload_id) {
+                Err(BackendError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                r => r,
+            }
+        })
+        .await
+    }
+}
+
+/// Removes directories of `parents` that became empty, deepest first, keeping the first
+/// `keep_depth` levels (directories that carry a marker record of their own).
+fn prune_empty(root: &OwnedFd, parents: &[String], keep_depth: usize) {
+    for depth in (keep_depth + 1..=parents.len()).rev() {
+        let (leaf, above) = parents[..depth].split_last().expect("depth >= 1");
+        let Ok(dir) = open_beneath(root, &join_or_dot(above), OFlags::RDONLY | OFlags::DIRECTORY) else {
+            break;
+        };
+        if rustix::fs::unlinkat(&dir, leaf.as_str(), AtFlags::REMOVEDIR).is_err() {
+            break;
+        }
+    }
+}
+
+struct PosixReader {
+    file: Arc<File>,
+    stat: Stat,
+}
+
+#[async_trait]
+impl ReadHandle for PosixReader {
+    fn stat(&self) -> &Stat {
+        &self.stat
+    }
+
+    async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let file = self.file.clone();
+        blocking(move || {
+            let mut buf = BytesMut::zeroed(len);
+            let mut filled = 0;
+            while filled < len {
+                match file.read_at(&mut buf[filled..], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            buf.truncate(filled);
+            Ok(buf.freeze())
+        })
+        .await
+    }
+}
+
+struct PosixStaging {
+    root: Arc<OwnedFd>,
+    tmp_dir: Arc<OwnedFd>,
+    name: String,
+    file: Option<Arc<File>>,
+    buf: BytesMut,
+    len: u64,
+    published: bool,
+}
+
+impl PosixStaging {
+    fn create(root: Arc<OwnedFd>) -> Result<Self> {
+        let tmp_dir = ensure_dir(&root, &[STAGING_DIR, "tmp"])?;
+        let name = format!("{:032x}", rand::random::<u128>());
+        let fd = rustix::fs::openat(
+            &tmp_dir,
+            name.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::from_raw_mode(0o644),
+        )?;
+        Ok(Self {
+            root,
+            tmp_dir: Arc::new(tmp_dir),
+            name,
+            file: Some(Arc::new(File::from(fd))),
+            buf: BytesMut::new(),
+            len: 0,
+            published: false,
+        })
+    }
+
+    fn file(&self) -> Arc<File> {
+        self.file.clone().expect("staging file is open until published")
+    }
+
+    async fn write_block(&self, data: Bytes) -> Result<()> {
+        let file = self.file();
+        blocking(move || {
+            (&*file).write_all(&data)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            let block = self.buf.split().freeze();
+            self.write_block(block).await?;
+        }
+        Ok(())
+    }
+
+    /// Renames the staging file to `leaf` in the directory made of `dir` segments.
+    async fn rename_into(&mut self, dir: Vec<String>, leaf: String, durable: bool) -> Result<()> {
+        let root = self.root.clone();
+        let tmp_dir = self.tmp_dir.clone();
+        let name = self.name.clone();
+        blocking(move || {
+            let dir: Vec<&str> = dir.iter().map(String::as_str).collect();
+            // A concurrent delete may prune a parent directory between our mkdir and the rename;
+            // the rename then fails with ENOENT and the directories are made again.
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                let parent = ensure_dir(&root, &dir)?;
+                if let Ok(st) = rustix::fs::statat(&parent, leaf.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                    if kind_of(&st) == Some(EntryKind::Dir) {
+                        return Err(BackendError::IsDirectory);
+                    }
+                }
+                match rustix::fs::renameat(&tmp_dir, name.as_str(), &parent, leaf.as_str()) {
+                    Ok(()) => {
+                        if durable {
+                            rustix::fs::fsync(&parent)?;
+                        }
+                        return Ok(());
+                    }
+                    Err(Errno::NOENT) if attempts < 5 => continue,
+                    Err(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST) => return Err(BackendError::IsDirectory),
+                    Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        })
+        .await?;
+        self.published = true;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl StagingFile for PosixStaging {
+    async fn write(&mut self, data: Bytes) -> Result<()> {
+        self.len += data.len() as u64;
+        if self.buf.is_empty() && data.len() >= WRITE_BLOCK {
+            return self.write_block(data).await;
+        }
+        self.buf.extend_from_slice(&data);
+        if self.buf.len() >= WRITE_BLOCK {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn write_from(&mut self, src: &dyn ReadHandle, offset: u64, len: u64) -> Result<()> {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(WRITE_BLOCK as u64) as usize;
+            let chunk = src.read_at(offset + done, n).await?;
+            if chunk.is_empty() {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "source shrank while copying").into());
+            }
+            done += chunk.len() as u64;
+            self.write(chunk).await?;
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    async fn seal(&mut self, durable: bool) -> Result<Stat> {
+        self.flush().await?;
+        let file = self.file();
+        blocking(move || {
+            if durable {
+                file.sync_all()?;
+            }
+            stat_fd(&file.as_fd())
+        })
+        .await
+    }
+
+    async fn publish(mut self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()> {
+        self.rename_into(path.parent().to_vec(), path.leaf().to_owned(), durable).await
+    }
+
+    async fn publish_part(mut self: Box<Self>, upload_id: &str, part: u32, durable: bool) -> Result<()> {
+        check_upload_id(upload_id)?;
+        let dir = vec![STAGING_DIR.to_owned(), "uploads".to_owned(), upload_id.to_owned()];
+        self.rename_into(dir, part.to_string(), durable).await
+    }
+}
+
+impl Drop for PosixStaging {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = rustix::fs::unlinkat(&*self.tmp_dir, self.name.as_str(), AtFlags::empty());
+        }
+    }
+}
+
+/// Upload ids name directories; only the characters the gateway generates are accepted.
+fn check_upload_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "malformed upload id").into());
+    }
+    Ok(())
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| BackendError::Io(std::io::Error::other(e)))?
+}
+
+fn open_dir_path(dir: &Path) -> Result<OwnedFd> {
+    match rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOENT | Errno::NOTDIR) => Err(BackendError::FolderNotFound(dir.display().to_string())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn join_or_dot(segs: &[String]) -> String {
+    if segs.is_empty() {
+        ".".to_owned()
+    } else {
+        segs.join("/")
+    }
+}
+
+/// Opens `rel` beneath `root`; symlinks are followed only while they stay inside.
+fn open_beneath(root: &OwnedFd, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
+    rustix::fs::openat2(
+        root,
+        rel,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )
+}
+
+/// Maps "nothing there" errors to `None`; escape attempts to `Escapes`.
+fn absent_is_none<T>(e: Errno) -> Result<Option<T>> {
+    match e {
+        Errno::NOENT | Errno::NOTDIR | Errno::NAMETOOLONG => Ok(None),
+        Errno::XDEV | Errno::LOOP => Err(BackendError::Escapes),
+        e => Err(e.into()),
+    }
+}
+
+/// Opens the directory `segs` beneath `root`, creating missing levels.
+fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
+    let rel = if segs.is_empty() { ".".to_owned() } else { segs.join("/") };
+    match open_beneath(root, &rel, dir_flags) {
+        Ok(fd) => return Ok(fd),
+        Err(Errno::NOENT) => {}
+        Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
+        Err(Errno::XDEV | Errno::LOOP) => return Err(BackendError::Escapes),
+        Err(e) => return Err(e.into()),
+    }
+    let mut cur = open_beneath(root, ".", dir_flags)?;
+    for seg in segs {
+        let next = match open_beneath(&cur, seg, dir_flags) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                match rustix::fs::mkdirat(&cur, *seg, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                match open_beneath(&cur, seg, dir_flags) {
+                    Ok(fd) => fd,
+                    Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
+            Err(Errno::XDEV | Errno::LOOP) => return Err(BackendError::Escapes),
+            Err(e) => return Err(e.into()),
+        };
+        cur = next;
+    }
+    Ok(cur)
+}
+
+fn kind_of(st: &rustix::fs::Stat) -> Option<EntryKind> {
+    match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+        rustix::fs::FileType::RegularFile => Some(EntryKind::File),
+        rustix::fs::FileType::Directory => Some(EntryKind::Dir),
+        _ => None,
+    }
+}
+
+fn to_stat(st: &rustix::fs::Stat) -> Option<Stat> {
+    Some(Stat {
+        kind: kind_of(st)?,
+        size: st.st_size as u64,
+        inode: st.st_ino,
+        mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+    })
+}
+
+fn stat_fd(fd: &impl AsFd) -> Result<Stat> {
+    let st = rustix::fs::fstat(fd)?;
+    to_stat(&st).ok_or_else(|| std::io::Error::other("not a regular file or directory").into())
+}
+
+fn read_dir_sorted(root: &OwnedFd, dir: &[String]) -> Result<Vec<DirEntry>> {
+    let rel = join_or_dot(dir);
+    let fd = match open_beneath(root, &rel, OFlags::RDONLY | OFlags::DIRECTORY) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT | Errno::NOTDIR | Errno::XDEV | Errno::LOOP) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut entries = Vec::new();
+    let mut d = rustix::fs::Dir::read_from(&fd)?;
+    while let Some(ent) = d.read() {
+        let ent = ent?;
+        let Ok(name) = ent.file_name().to_str() else { continue };
+        if name == "." || name == ".." || (dir.is_empty() && name == STAGING_DIR) {
+            continue;
+        }
+        let st = match ent.file_type() {
+            rustix::fs::FileType::RegularFile | rustix::fs::FileType::Directory => {
+                match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => to_stat(&st),
+                    Err(_) => None,
+                }
+            }
+            // Symlinks (and file systems without d_type) resolve from the folder root so that
+            // links to siblings work and links leading out are dropped.
+            _ => {
+                let full = if dir.is_empty() { name.to_owned() } else { format!("{rel}/{name}") };
+                match open_beneath(root, &full, OFlags::PATH) {
+                    Ok(target) => rustix::fs::fstat(&target).ok().and_then(|st| to_stat(&st)),
+                    Err(_) => None,
+                }
+            }
+        };
+        if let Some(stat) = st {
+            entries.push(DirEntry {
+                name: name.to_owned(),
+                stat,
+            });
+        }
+    }
+    entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    Ok(entries)
+}
+
+fn dir_is_empty(dir: &OwnedFd) -> Result<bool> {
+    let mut d = rustix::fs::Dir::read_from(dir)?;
+    while let Some(ent) = d.read() {
+        let ent = ent?;
+        let name = ent.file_name().to_bytes();
+        if name != b"." && name != b".." && name != STAGING_DIR.as_bytes() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Removes `name` under `parent` recursively without following symlinks.
+fn remove_tree(parent: &OwnedFd, name: &str) -> Result<()> {
+    let st = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+        rustix::fs::unlinkat(parent, name, AtFlags::empty())?;
+        return Ok(());
+    }
+    let dir = rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut names = Vec::new();
+    let mut d = rustix::fs::Dir::read_from(&dir)?;
+    while let Some(ent) = d.read() {
+        let ent = ent?;
+        let n = ent.file_name().to_string_lossy().into_owned();
+        if n != "." && n != ".." {
+            names.push(n);
+        }
+    }
+    for n in names {
+        remove_tree(&dir, &n)?;
+    }
+    rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! The storage seam: a [`Volume`] holds folders, a [`Folder`] holds objects.
+//!
+//! Every path given to a folder is an [`ObjectPath`] (already validated) or a multipart upload id;
+//! implementations must resolve them beneath the folder's directory so that neither keys nor
+//! symlinks found on disk lead outside it.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::{FolderLocation, ObjectPath, Result};
+
+/// What a directory entry or stat result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+}
+
+/// File attributes the gateway needs: size, times, and the identity used as a change fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub kind: EntryKind,
+    pub size: u64,
+    pub inode: u64,
+    /// Modification time in nanoseconds since the Unix epoch.
+    pub mtime_ns: i128,
+}
+
+impl Stat {
+    /// Modification time as a `SystemTime`.
+    pub fn modified(&self) -> SystemTime {
+        let ns = self.mtime_ns.max(0) as u128;
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns as u64)
+    }
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    pub name: String,
+    pub stat: Stat,
+}
+
+impl DirEntry {
+    /// The key by which S3 orders this entry among its siblings: directories sort as `name/`.
+    pub fn sort_key(&self) -> String {
+        match self.stat.kind {
+            EntryKind::Dir => format!("{}/", self.name),
+            EntryKind::File => self.name.clone(),
+        }
+    }
+}
+
+/// A storage location holding many folders.
+#[async_trait]
+pub trait Volume: Send + Sync {
+    /// The volume's configured name (`volume1` in `local:volume1`).
+    fn name(&self) -> &str;
+    /// Creates a new, empty folder; fails with `FolderExists` if its directory is already there.
+    async fn create_folder(&self, loc: &FolderLocation) -> Result<()>;
+    /// Opens an existing folder.
+    async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>>;
+    /// Removes a folder that holds no objects (the hidden staging directory is removed with it).
+    async fn delete_folder(&self, loc: &FolderLocation) -> Result<()>;
+}
+
+/// One folder's objects. All paths resolve beneath the folder's directory.
+#[async_trait]
+pub trait Folder: Send + Sync {
+    /// Attributes of the file or directory at `path`, `None` when nothing is there.
+    async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>>;
+    /// Opens a file for reading; directories and missing paths are `None`.
+    async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>>;
+    /// Starts a new staging file inside the folder's hidden directory.
+    async fn create_staging(&self) -> Result<Box<dyn StagingFile>>;
+    /// Starts a staging file whose contents are the given parts of an upload, in order.
+    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>>;
+    /// Creates the directory for a marker key (`a/b/`) and its parents.
+    async fn make_dir(&self, path: &ObjectPath) -> Result<()>;
+    /// Removes the file (or, for a marker key, the directory if empty) and then every parent
+    /// directory left empty below depth `keep_depth` (parents with marker records stay), never
+    /// the folder root. Returns whether something was removed.
+    async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool>;
+    /// Entries of the directory `dir` (segments from the folder root), sorted in S3 key order,
+    /// without the hidden staging directory, unreadable names or entries that escape the folder.
+    async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>>;
+    /// Whether the folder holds no objects (ignoring the hidden staging directory).
+    async fn is_empty(&self) -> Result<bool>;
+    /// Removes the stored parts of a multipart upload.
+    async fn remove_upload(&self, upload_id: &str) -> Result<()>;
+}
+
+/// An open file for reading.
+#[async_trait]
+pub trait ReadHandle: Send + Sync {
+    /// Attributes taken when the file was opened.
+    fn stat(&self) -> &Stat;
+    /// Reads up to `len` bytes at `offset`; shorter only at the end of the file.
+    async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+}
+
+/// A file being written in the staging directory. Dropping it before `publish` removes it.
+#[async_trait]
+pub trait StagingFile: Send {
+    /// Appends bytes.
+    async fn write(&mut self, data: Bytes) -> Result<()>;
+    /// Appends `len` bytes of `src` starting at `offset`.
+    async fn write_from(&mut self, src: &dyn ReadHandle, offset: u64, len: u64) -> Result<()>;
+    /// Bytes written so far.
+    fn len(&self) -> u64;
+    /// Whether nothing has been written.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Flushes buffered data (and fsyncs when `durable`) and returns the file's attributes, which
+    /// stay the same after `publish` (rename keeps the inode and mtime).
+    async fn seal(&mut self, durable: bool) -> Result<Stat>;
+    /// Atomically moves the sealed file to `path`, creating parent directories.
+    async fn publish(self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()>;
+    /// Atomically moves the sealed file to part `part` of upload `upload_id`.
+    async fn publish_part(self: Box<Self>, upload_id: &str, part: u32, durable: bool) -> Result<()>;
+}
