@@ -1,1 +1,16 @@
-//! placeholder
+//! The RocksDB metadata store of Penstock.
+//!
+//! RocksDB holds what the file tree cannot: access keys, the bucket → vfolder map, object
+//! attributes (ETag, checksums, content headers, user metadata, tags) and multipart state. The
+//! file tree stays the truth for bytes and existence; an object record carries the
+//! [`Fingerprint`] of the file it describes so a file changed behind the gateway's back is noticed.
+//!
+//! Layout: one column family per record kind ([`schema`]), values are versioned JSON documents so
+//! fields can be added without a migration.
+
+mod records;
+pub mod schema;
+mod store;
+
+pub use records::*;
+pub use store::{MetaError, Store, StoreOptions};

@@ -1,0 +1,129 @@
+//! Typed configuration: a TOML file, overridden by command-line flags.
+//!
+//! Every field has a default, so `penstock serve` runs with no file at all: data under
+//! `./penstock-data`, S3 on `127.0.0.1:9000`, one POSIX volume named `local` under the data dir.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address of the S3 listener.
+    pub listen: SocketAddr,
+    /// Directory holding the metadata store and, by default, the `local` volume.
+    pub data_dir: PathBuf,
+    /// Region reported to clients and accepted in signatures.
+    pub region: String,
+    /// fsync files, directories and the metadata log before acknowledging a write.
+    pub fsync: bool,
+    /// Volume on which CreateBucket makes new folders.
+    pub default_volume: String,
+    /// Storage volumes. When empty, a POSIX volume `local` at `<data_dir>/volumes/local` is used.
+    pub volumes: Vec<VolumeConfig>,
+    /// Seconds to wait for in-flight requests on SIGTERM/SIGINT before closing connections.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9000".parse().expect("valid literal"),
+            data_dir: PathBuf::from("./penstock-data"),
+            region: "us-east-1".to_owned(),
+            fsync: true,
+            default_volume: "local".to_owned(),
+            volumes: Vec::new(),
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+/// One named volume.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeConfig {
+    pub name: String,
+    #[serde(flatten)]
+    pub backend: VolumeBackend,
+}
+
+/// The kind of storage behind a volume.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "backend", rename_all = "lowercase", deny_unknown_fields)]
+pub enum VolumeBackend {
+    /// A directory on a mounted file system.
+    Posix { path: PathBuf },
+}
+
+impl Config {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let cfg: Config = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(cfg)
+    }
+
+    /// The configured volumes, or the default `local` volume under the data dir.
+    pub fn effective_volumes(&self) -> Vec<VolumeConfig> {
+        if self.volumes.is_empty() {
+            vec![VolumeConfig {
+                name: "local".to_owned(),
+                backend: VolumeBackend::Posix {
+                    path: self.data_dir.join("volumes").join("local"),
+                },
+            }]
+        } else {
+            self.volumes.clone()
+        }
+    }
+
+    /// Checks cross-field rules that serde cannot express.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let vols = self.effective_volumes();
+        let mut names = std::collections::HashSet::new();
+        for v in &vols {
+            if v.name.is_empty() || !v.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                anyhow::bail!("volumes: invalid volume name {:?} (letters, digits, '-' and '_')", v.name);
+            }
+            if !names.insert(v.name.as_str()) {
+                anyhow::bail!("volumes: duplicate volume name {:?}", v.name);
+            }
+        }
+        if !names.contains(self.default_volume.as_str()) {
+            anyhow::bail!("default_volume: {:?} is not one of the configured volumes", self.default_volume);
+        }
+        if self.region.is_empty() {
+            anyhow::bail!("region: must not be empty");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(c.effective_volumes()[0].name, "local");
+    }
+
+    #[test]
+    fn parses_volumes_and_rejects_unknown_keys() {
+        let c: Config = toml::from_str(
+            "listen = \"0.0.0.0:9100\"\ndefault_volume = \"v1\"\n[[volumes]]\nname = \"v1\"\nbackend = \"posix\"\npath = \"/srv/v1\"\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.listen.port(), 9100);
+        assert!(toml::from_str::<Config>("lissten = \"x\"").is_err());
+        let bad: Config = toml::from_str("default_volume = \"nope\"").unwrap();
+        assert!(bad.validate().unwrap_err().to_string().contains("default_volume"));
+    }
+}

@@ -1,0 +1,12 @@
+//! The Penstock gateway: configuration, the S3 service and the server around it.
+//!
+//! A request flows: [`server`] (hyper connection) → s3s (SigV4, XML, routing) → [`auth`] (who is
+//! calling, may they touch this bucket) → the operation's module under [`s3`] (S3 semantics) →
+//! `penstock-backends` for bytes and `penstock-metadata` for records.
+
+pub mod auth;
+pub mod bootstrap;
+pub mod config;
+pub mod s3;
+pub mod server;
+pub mod telemetry;

@@ -1,0 +1,112 @@
+//! Bucket operations: a bucket is a vfolder in the caller's user quota scope.
+
+use s3s::dto::*;
+use s3s::{s3_error, S3Request, S3Response, S3Result};
+use uuid::Uuid;
+
+use penstock_backends::{FolderLocation, QuotaScope};
+use penstock_metadata::BucketRecord;
+
+use super::error::backend_err;
+use super::object::{now_ms, ts_ms};
+use super::{caller, location, Gateway};
+
+impl Gateway {
+    /// CreateBucket: a new folder on the default volume, owned by the caller.
+    pub(crate) async fn create_bucket(&self, req: S3Request<CreateBucketInput>) -> S3Result<S3Response<CreateBucketOutput>> {
+        let who = caller(&req)?;
+        let name = req.input.bucket.clone();
+        let n = name.clone();
+        if let Some(existing) = self.meta(move |s| s.bucket(&n)).await? {
+            return Err(if existing.owner == who.user_id {
+                s3_error!(BucketAlreadyOwnedByYou, "Your previous request to create the named bucket succeeded and you already own it.")
+            } else {
+                s3_error!(BucketAlreadyExists, "The requested bucket name is not available.")
+            });
+        }
+        let loc = FolderLocation {
+            scope: QuotaScope::user(who.user_id),
+            id: Uuid::new_v4(),
+        };
+        let volume = self.volume(&self.default_volume)?.clone();
+        volume.create_folder(&loc).await.map_err(backend_err)?;
+        let rec = BucketRecord {
+            name: name.clone(),
+            folder_id: loc.id,
+            volume: volume.name().to_owned(),
+            quota_scope: loc.scope.to_string(),
+            owner: who.user_id,
+            created_ms: now_ms(),
+        };
+        let r = rec.clone();
+        if !self.meta(move |s| s.create_bucket(&r)).await? {
+            // Lost a race for the name: undo the folder.
+            let _ = volume.delete_folder(&loc).await;
+            return Err(s3_error!(BucketAlreadyExists, "The requested bucket name is not available."));
+        }
+        tracing::info!(bucket = %name, folder = %loc.id, scope = %loc.scope, "bucket created");
+        Ok(S3Response::new(CreateBucketOutput {
+            location: Some(format!("/{name}")),
+        }))
+    }
+
+    /// HeadBucket.
+    pub(crate) async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
+        self.bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(HeadBucketOutput {
+            bucket_region: Some(self.region.clone()),
+            ..Default::default()
+        }))
+    }
+
+    /// DeleteBucket: only an empty folder can go.
+    pub(crate) async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
+        let b = self.bucket(&req.input.bucket).await?;
+        if !b.folder.is_empty().await.map_err(backend_err)? {
+            return Err(s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"));
+        }
+        let loc = location(&b.rec)?;
+        self.volume(&b.rec.volume)?.delete_folder(&loc).await.map_err(backend_err)?;
+        let rec = b.rec.clone();
+        self.meta(move |s| s.delete_bucket(&rec)).await?;
+        tracing::info!(bucket = %b.rec.name, "bucket deleted");
+        Ok(S3Response::new(DeleteBucketOutput::default()))
+    }
+
+    /// ListBuckets: the buckets the caller may use.
+    pub(crate) async fn list_buckets(&self, req: S3Request<ListBucketsInput>) -> S3Result<S3Response<ListBucketsOutput>> {
+        let who = caller(&req)?;
+        let prefix = req.input.prefix.clone().unwrap_or_default();
+        let all = self.meta(|s| s.buckets()).await?;
+        let buckets = all
+            .into_iter()
+            .filter(|b| who.may_use(b) && b.name.starts_with(&prefix))
+            .map(|b| Bucket {
+                name: Some(b.name),
+                creation_date: Some(ts_ms(b.created_ms)),
+                bucket_region: Some(self.region.clone()),
+            })
+            .collect();
+        Ok(S3Response::new(ListBucketsOutput {
+            buckets: Some(buckets),
+            owner: Some(Owner {
+                id: Some(who.user_id.simple().to_string()),
+                display_name: Some(who.access_key),
+            }),
+            prefix: req.input.prefix.clone(),
+            ..Default::default()
+        }))
+    }
+
+    /// GetBucketLocation: empty for us-east-1, as S3 answers.
+    pub(crate) async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        self.bucket(&req.input.bucket).await?;
+        let loc = (self.region != "us-east-1").then(|| BucketLocationConstraint::from(self.region.clone()));
+        Ok(S3Response::new(GetBucketLocationOutput {
+            location_constraint: loc,
+        }))
+    }
+}

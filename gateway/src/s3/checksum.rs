@@ -1,0 +1,374 @@
+//! Body integrity: Content-MD5 and the `x-amz-checksum-*` family, from headers or aws-chunked
+//! trailers, computed in one pass while the body streams to its staging file.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use http::HeaderMap;
+use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
+use s3s::{s3_error, S3Result};
+
+use penstock_metadata::Checksums;
+
+/// An S3 checksum algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Algo {
+    Crc32,
+    Crc32c,
+    Crc64Nvme,
+    Sha1,
+    Sha256,
+}
+
+pub(crate) const ALL_ALGOS: [Algo; 5] = [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256];
+
+impl Algo {
+    /// Parses an algorithm name as in `x-amz-checksum-algorithm` (`CRC32`, `crc64nvme`, ...).
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        ALL_ALGOS.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Parses a header name such as `x-amz-checksum-crc32c`.
+    pub(crate) fn from_header(h: &str) -> Option<Self> {
+        let lower = h.trim().to_ascii_lowercase();
+        lower.strip_prefix("x-amz-checksum-").and_then(Self::parse)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Algo::Crc32 => "CRC32",
+            Algo::Crc32c => "CRC32C",
+            Algo::Crc64Nvme => "CRC64NVME",
+            Algo::Sha1 => "SHA1",
+            Algo::Sha256 => "SHA256",
+        }
+    }
+
+    fn header(self) -> &'static str {
+        match self {
+            Algo::Crc32 => "x-amz-checksum-crc32",
+            Algo::Crc32c => "x-amz-checksum-crc32c",
+            Algo::Crc64Nvme => "x-amz-checksum-crc64nvme",
+            Algo::Sha1 => "x-amz-checksum-sha1",
+            Algo::Sha256 => "x-amz-checksum-sha256",
+        }
+    }
+
+    /// CRCs can be combined into a checksum of the whole object; hashes only composite.
+    pub(crate) fn is_crc(self) -> bool {
+        matches!(self, Algo::Crc32 | Algo::Crc32c | Algo::Crc64Nvme)
+    }
+
+    pub(crate) fn get(self, c: &Checksums) -> Option<&String> {
+        match self {
+            Algo::Crc32 => c.crc32.as_ref(),
+            Algo::Crc32c => c.crc32c.as_ref(),
+            Algo::Crc64Nvme => c.crc64nvme.as_ref(),
+            Algo::Sha1 => c.sha1.as_ref(),
+            Algo::Sha256 => c.sha256.as_ref(),
+        }
+    }
+
+    pub(crate) fn set(self, c: &mut Checksums, v: Option<String>) {
+        let slot = match self {
+            Algo::Crc32 => &mut c.crc32,
+            Algo::Crc32c => &mut c.crc32c,
+            Algo::Crc64Nvme => &mut c.crc64nvme,
+            Algo::Sha1 => &mut c.sha1,
+            Algo::Sha256 => &mut c.sha256,
+        };
+        *slot = v;
+    }
+
+    /// The checksum of `data` in raw bytes.
+    pub(crate) fn digest(self, data: &[u8]) -> Vec<u8> {
+        let mut s = State::new(self);
+        s.update(data);
+        s.finish()
+    }
+}
+
+enum State {
+    Crc32(Crc32),
+    Crc32c(Crc32c),
+    Crc64Nvme(Crc64Nvme),
+    Sha1(Sha1),
+    Sha256(Sha256),
+}
+
+impl State {
+    fn new(a: Algo) -> Self {
+        match a {
+            Algo::Crc32 => State::Crc32(Crc32::new()),
+            Algo::Crc32c => State::Crc32c(Crc32c::new()),
+            Algo::Crc64Nvme => State::Crc64Nvme(Crc64Nvme::new()),
+            Algo::Sha1 => State::Sha1(Sha1::new()),
+            Algo::Sha256 => State::Sha256(Sha256::new()),
+        }
+    }
+
+    fn update(&mut self, d: &[u8]) {
+        match self {
+            State::Crc32(h) => h.update(d),
+            State::Crc32c(h) => h.update(d),
+            State::Crc64Nvme(h) => h.update(d),
+            State::Sha1(h) => h.update(d),
+            State::Sha256(h) => h.update(d),
+        }
+    }
+
+    fn finish(self) -> Vec<u8> {
+        match self {
+            State::Crc32(h) => h.finalize().to_vec(),
+            State::Crc32c(h) => h.finalize().to_vec(),
+            State::Crc64Nvme(h) => h.finalize().to_vec(),
+            State::Sha1(h) => h.finalize().as_ref().to_vec(),
+            State::Sha256(h) => h.finalize().as_ref().to_vec(),
+        }
+    }
+}
+
+/// Computes MD5 (for the ETag) and the chosen checksums in one pass.
+pub(crate) struct BodyHasher {
+    md5: Md5,
+    states: Vec<(Algo, State)>,
+}
+
+/// The result of hashing a body.
+pub(crate) struct Digests {
+    pub md5: [u8; 16],
+    pub checksums: Checksums,
+}
+
+impl BodyHasher {
+    pub(crate) fn new(algos: &[Algo]) -> Self {
+        Self {
+            md5: Md5::new(),
+            states: algos.iter().map(|&a| (a, State::new(a))).collect(),
+        }
+    }
+
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        self.md5.update(data);
+        for (_, s) in &mut self.states {
+            s.update(data);
+        }
+    }
+
+    pub(crate) fn finish(self) -> Digests {
+        let mut checksums = Checksums::default();
+        for (a, s) in self.states {
+            a.set(&mut checksums, Some(B64.encode(s.finish())));
+        }
+        if !checksums.is_empty() {
+            checksums.checksum_type = Some("FULL_OBJECT".to_owned());
+        }
+        Digests {
+            md5: self.md5.finalize(),
+            checksums,
+        }
+    }
+}
+
+/// What the client asserts about a body: `Content-MD5`, checksum headers, a promised trailer.
+pub(crate) struct Claims {
+    content_md5: Option<String>,
+    checksums: Checksums,
+    trailer: Option<Algo>,
+    requested: Option<Algo>,
+}
+
+impl Claims {
+    /// Reads the claims from request headers. `requested` is an algorithm asked for without a
+    /// value (`x-amz-sdk-checksum-algorithm`, or the upload's algorithm for a part).
+    pub(crate) fn from_headers(headers: &HeaderMap, requested: Option<&str>) -> S3Result<Self> {
+        let mut checksums = Checksums::default();
+        for a in ALL_ALGOS {
+            if let Some(v) = headers.get(a.header()) {
+                let v = v.to_str().map_err(|_| s3_error!(InvalidRequest, "Invalid {} header", a.header()))?;
+                a.set(&mut checksums, Some(v.to_owned()));
+            }
+        }
+        let trailer = match headers.get("x-amz-trailer").map(|v| v.to_str().unwrap_or("")) {
+            Some(t) if !t.is_empty() => Some(
+                Algo::from_header(t).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported trailer {t}"))?,
+            ),
+            _ => None,
+        };
+        let requested = match requested.or_else(|| headers.get("x-amz-sdk-checksum-algorithm").and_then(|v| v.to_str().ok())) {
+            Some(r) => Some(Algo::parse(r).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?),
+            None => None,
+        };
+        Ok(Self {
+            content_md5: headers.get("content-md5").and_then(|v| v.to_str().ok()).map(str::to_owned),
+            checksums,
+            trailer,
+            requested,
+        })
+    }
+
+    /// Algorithms to compute: everything claimed or requested; CRC64NVME when nothing is, as S3
+    /// does by default for new objects.
+    pub(crate) fn algos(&self) -> Vec<Algo> {
+        let mut v: Vec<Algo> = ALL_ALGOS.into_iter().filter(|a| a.get(&self.checksums).is_some()).collect();
+        for a in [self.trailer, self.requested].into_iter().flatten() {
+            if !v.contains(&a) {
+                v.push(a);
+            }
+        }
+        if v.is_empty() {
+            v.push(Algo::Crc64Nvme);
+        }
+        v
+    }
+
+    /// Checks the computed digests against every claim, including trailers read after the body.
+    pub(crate) fn verify(&self, d: &Digests, trailers: Option<&HeaderMap>) -> S3Result<()> {
+        if let Some(m) = &self.content_md5 {
+            let raw = B64
+                .decode(m.trim())
+                .ok()
+                .filter(|r| r.len() == 16)
+                .ok_or_else(|| s3_error!(InvalidDigest, "The Content-MD5 you specified was invalid."))?;
+            if raw != d.md5 {
+                return Err(s3_error!(BadDigest, "The Content-MD5 you specified did not match what we received."));
+            }
+        }
+        for a in ALL_ALGOS {
+            if let Some(claimed) = a.get(&self.checksums) {
+                compare(a, claimed, &d.checksums)?;
+            }
+        }
+        if let Some(a) = self.trailer {
+            let value = trailers
+                .and_then(|t| t.get(a.header()))
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| s3_error!(InvalidRequest, "The trailing {} checksum promised by x-amz-trailer is missing", a.name()))?;
+            compare(a, value, &d.checksums)?;
+        }
+        Ok(())
+    }
+}
+
+fn compare(a: Algo, claimed: &str, computed: &Checksums) -> S3Result<()> {
+    let ours = a.get(computed).expect("claimed algorithms are computed");
+    let theirs = B64
+        .decode(claimed.trim())
+        .map_err(|_| s3_error!(InvalidRequest, "Value for x-amz-checksum-{} header is invalid.", a.name().to_lowercase()))?;
+    if B64.decode(ours).ok().as_deref() != Some(theirs.as_slice()) {
+        return Err(s3_error!(
+            BadDigest,
+            "The {} you specified did not match the calculated checksum.",
+            a.name()
+        ));
+    }
+    Ok(())
+}
+
+/// The composite checksum of a multipart object: the checksum of the concatenated raw part
+/// checksums, suffixed with the part count.
+pub(crate) fn composite(a: Algo, parts: &[&str]) -> Option<String> {
+    let mut concat = Vec::new();
+    for p in parts {
+        concat.extend(B64.decode(p).ok()?);
+    }
+    Some(format!("{}-{}", B64.encode(a.digest(&concat)), parts.len()))
+}
+
+/// The CRC of a whole object from the CRCs and sizes of its parts, without rereading the bytes.
+pub(crate) fn combine_crcs(a: Algo, parts: &[(&str, u64)]) -> Option<String> {
+    let alg = match a {
+        Algo::Crc32 => crc_fast::CrcAlgorithm::Crc32IsoHdlc,
+        Algo::Crc32c => crc_fast::CrcAlgorithm::Crc32Iscsi,
+        Algo::Crc64Nvme => crc_fast::CrcAlgorithm::Crc64Nvme,
+        Algo::Sha1 | Algo::Sha256 => return None,
+    };
+    let width = if a == Algo::Crc64Nvme { 8 } else { 4 };
+    let mut acc: Option<u64> = None;
+    for (b64, len) in parts {
+        let raw = B64.decode(b64).ok().filter(|r| r.len() == width)?;
+        let v = raw.iter().fold(0u64, |x, b| (x << 8) | u64::from(*b));
+        acc = Some(match acc {
+            None => v,
+            Some(prev) => crc_fast::checksum_combine(alg, prev, v, *len),
+        });
+    }
+    let v = acc?;
+    Some(B64.encode(&v.to_be_bytes()[8 - width..]))
+}
+
+/// The S3 multipart ETag: MD5 of the concatenated binary part MD5s, then `-<count>`.
+pub(crate) fn multipart_etag(part_md5_hex: &[&str]) -> Option<String> {
+    let mut concat = Vec::with_capacity(part_md5_hex.len() * 16);
+    for h in part_md5_hex {
+        concat.extend(hex::decode(h).ok()?);
+    }
+    Some(format!("{}-{}", hex::encode(Md5::checksum(&concat)), part_md5_hex.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multipart_etag_matches_s3() {
+        // Two parts: md5("a") and md5("b"); S3 publishes md5(md5a || md5b)-2.
+        let a = hex::encode(Md5::checksum(b"a"));
+        let b = hex::encode(Md5::checksum(b"b"));
+        let mut cat = Md5::checksum(b"a").to_vec();
+        cat.extend(Md5::checksum(b"b"));
+        assert_eq!(multipart_etag(&[&a, &b]).unwrap(), format!("{}-2", hex::encode(Md5::checksum(&cat))));
+        assert!(multipart_etag(&["zz"]).is_none());
+    }
+
+    #[test]
+    fn combined_crcs_equal_whole_object_crcs() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let (a, b) = data.split_at(60_001);
+        for algo in [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme] {
+            let whole = B64.encode(algo.digest(&data));
+            let pa = B64.encode(algo.digest(a));
+            let pb = B64.encode(algo.digest(b));
+            let combined = combine_crcs(algo, &[(&pa, a.len() as u64), (&pb, b.len() as u64)]).unwrap();
+            assert_eq!(combined, whole, "{algo:?}");
+        }
+        assert!(combine_crcs(Algo::Sha256, &[]).is_none());
+    }
+
+    #[test]
+    fn known_checksum_values() {
+        // Reference values for "hello world" published in AWS documentation and test suites.
+        let mut h = BodyHasher::new(&[Algo::Crc32, Algo::Crc32c, Algo::Sha256]);
+        h.update(b"hello ");
+        h.update(b"world");
+        let d = h.finish();
+        assert_eq!(hex::encode(d.md5), "5eb63bbbe01eeed093cb22bb8f5acdc3");
+        assert_eq!(d.checksums.crc32.as_deref(), Some("DUoRhQ=="));
+        assert_eq!(d.checksums.crc32c.as_deref(), Some("yZRlqg=="));
+        assert_eq!(d.checksums.sha256.as_deref(), Some("uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek="));
+    }
+
+    #[test]
+    fn claims_are_verified() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amz-checksum-crc32", "DUoRhQ==".parse().unwrap());
+        let claims = Claims::from_headers(&headers, None).unwrap();
+        assert_eq!(claims.algos(), [Algo::Crc32]);
+        let mut h = BodyHasher::new(&claims.algos());
+        h.update(b"hello world");
+        assert!(claims.verify(&h.finish(), None).is_ok());
+        let mut h = BodyHasher::new(&claims.algos());
+        h.update(b"hello world!");
+        assert!(claims.verify(&h.finish(), None).is_err());
+
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amz-trailer", "x-amz-checksum-crc64nvme".parse().unwrap());
+        let claims = Claims::from_headers(&headers, None).unwrap();
+        let mut h = BodyHasher::new(&claims.algos());
+        h.update(b"x");
+        let d = h.finish();
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-amz-checksum-crc64nvme", d.checksums.crc64nvme.clone().unwrap().parse().unwrap());
+        assert!(claims.verify(&d, Some(&trailers)).is_ok());
+        assert!(claims.verify(&d, None).is_err());
+    }
+}

@@ -1,0 +1,186 @@
+//! CopyObject, and the byte copy shared with UploadPartCopy.
+
+use s3s::dto::*;
+use s3s::{s3_error, S3Request, S3Response, S3Result};
+
+use penstock_backends::{ReadHandle, StagingFile, Stat};
+use penstock_metadata::{ObjectRecord};
+
+use super::checksum::{Algo, BodyHasher, ALL_ALGOS};
+use super::error::backend_err;
+use super::object::{attr_input, etag, fingerprint, last_modified, parse_key, parse_tagging_header, Conditions};
+use super::{caller, BucketCtx, Gateway};
+
+/// Bytes per block when copying between files.
+const COPY_BLOCK: usize = 1 << 20;
+
+/// A resolved, authorized copy source.
+pub(crate) struct Source {
+    pub bucket: BucketCtx,
+    pub key: String,
+    pub rec: ObjectRecord,
+    pub st: Stat,
+    pub handle: Option<std::sync::Arc<dyn ReadHandle>>,
+}
+
+impl Gateway {
+    /// Resolves `x-amz-copy-source`, checks the caller may read it and evaluates the
+    /// `x-amz-copy-source-if-*` conditions.
+    pub(crate) async fn copy_source<T>(
+        &self,
+        req: &S3Request<T>,
+        src: &CopySource,
+        conds: Conditions<'_>,
+    ) -> S3Result<Source> {
+        let CopySource::Bucket { bucket, key, version_id } = src else {
+            return Err(s3_error!(NotImplemented, "Access point copy sources are not supported"));
+        };
+        if version_id.as_deref().is_some_and(|v| v != "null") {
+            return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
+        }
+        parse_key(key)?;
+        let sb = self.bucket(bucket).await?;
+        if !caller(req)?.may_use(&sb.rec) {
+            return Err(s3_error!(AccessDenied, "Access Denied"));
+        }
+        let (rec, st, handle) = self.open_object(&sb, key).await?;
+        conds.check(&rec.etag, &st, true)?;
+        Ok(Source {
+            bucket: sb,
+            key: key.to_string(),
+            rec,
+            st,
+            handle,
+        })
+    }
+
+    /// CopyObject.
+    pub(crate) async fn copy_object(&self, mut req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
+        let path = parse_key(&req.input.key)?;
+        let b = self.bucket(&req.input.bucket).await?;
+        let i = &req.input;
+        let src = self
+            .copy_source(
+                &req,
+                &i.copy_source,
+                Conditions {
+                    if_match: i.copy_source_if_match.as_ref(),
+                    if_none_match: i.copy_source_if_none_match.as_ref(),
+                    if_modified_since: i.copy_source_if_modified_since.as_ref(),
+                    if_unmodified_since: i.copy_source_if_unmodified_since.as_ref(),
+                },
+            )
+            .await?;
+        let replace_meta = directive(i.metadata_directive.as_ref().map(|d| d.as_str()))?;
+        let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;
+        let same = src.bucket.rec.folder_id == b.rec.folder_id && src.key == i.key;
+        if same && !replace_meta && !replace_tags {
+            return Err(s3_error!(
+                InvalidRequest,
+                "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
+            ));
+        }
+        let tags = if replace_tags { parse_tagging_header(i.tagging.as_deref())? } else { src.rec.tags.clone() };
+        let requested = i.checksum_algorithm.as_ref().map(|a| a.as_str().to_owned());
+        let input = &mut req.input;
+        let attrs = if replace_meta { attr_input!(input).into_attrs() } else { src.rec.attrs.clone() };
+
+        let rec = if same && src.handle.is_some() {
+            // Metadata-only change of an object onto itself (s3fs chmod/utimens): no byte copy.
+            let mut rec = src.rec.clone();
+            rec.attrs = attrs;
+            rec.tags = tags;
+            let (folder, key) = (b.rec.folder_id, path.key());
+            let _guard = self.locks.lock(folder, &key).await;
+            let r = rec.clone();
+            self.meta(move |s| s.put_object(folder, &key, &r)).await?;
+            rec
+        } else {
+            let algos = copy_algos(&src.rec, requested.as_deref())?;
+            let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+            let mut hasher = BodyHasher::new(&algos);
+            if let Some(h) = &src.handle {
+                copy_range(h.as_ref(), 0, src.st.size, staging.as_mut(), &mut hasher).await?;
+            }
+            let d = hasher.finish();
+            let st = staging.seal(self.durable).await.map_err(backend_err)?;
+            let rec = ObjectRecord {
+                etag: hex::encode(d.md5),
+                fingerprint: fingerprint(&st),
+                attrs,
+                checksums: d.checksums,
+                tags,
+                parts: Vec::new(),
+            };
+            if path.is_dir() {
+                return Err(s3_error!(InvalidRequest, "A directory marker cannot be the target of a copy"));
+            }
+            self.commit(&b, &path, staging, &rec, None).await?;
+            rec
+        };
+        let lm = b
+            .folder
+            .stat(&path)
+            .await
+            .map_err(backend_err)?
+            .map(|st| last_modified(&st));
+        let c = &rec.checksums;
+        let result = CopyObjectResult {
+            e_tag: Some(etag(&rec.etag)),
+            last_modified: lm,
+            checksum_crc32: c.crc32.clone(),
+            checksum_crc32c: c.crc32c.clone(),
+            checksum_crc64nvme: c.crc64nvme.clone(),
+            checksum_sha1: c.sha1.clone(),
+            checksum_sha256: c.sha256.clone(),
+            checksum_type: c.checksum_type.clone().map(ChecksumType::from),
+        };
+        Ok(S3Response::new(CopyObjectOutput {
+            copy_object_result: Some(result),
+            ..Default::default()
+        }))
+    }
+}
+
+/// `COPY` (default) or `REPLACE`; true for replace.
+fn directive(d: Option<&str>) -> S3Result<bool> {
+    match d {
+        None | Some("COPY") => Ok(false),
+        Some("REPLACE") => Ok(true),
+        Some(o) => Err(s3_error!(InvalidArgument, "Unknown directive: {o}")),
+    }
+}
+
+/// Checksums of a copy: the requested algorithm, else the ones the source had, else CRC64NVME.
+pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<&str>) -> S3Result<Vec<Algo>> {
+    if let Some(r) = requested {
+        return Ok(vec![Algo::parse(r).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?]);
+    }
+    let mut v: Vec<Algo> = ALL_ALGOS.into_iter().filter(|a| a.get(&src.checksums).is_some()).collect();
+    if v.is_empty() {
+        v.push(Algo::Crc64Nvme);
+    }
+    Ok(v)
+}
+
+/// Copies `len` bytes from `src` at `start` into `dst`, hashing them.
+pub(crate) async fn copy_range(
+    src: &dyn ReadHandle,
+    start: u64,
+    len: u64,
+    dst: &mut dyn StagingFile,
+    hasher: &mut BodyHasher,
+) -> S3Result<()> {
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(COPY_BLOCK as u64) as usize;
+        let block = src.read_at(start + done, n).await.map_err(backend_err)?;
+        if block.is_empty() {
+            return Err(s3_error!(InternalError, "The source object shrank during the copy"));
+        }
+        done += block.len() as u64;
+        hasher.update(&block);
+        dst.write(block).await.map_err(backend_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! GetObject and HeadObject: resolve the file and its effective record, evaluate preconditions,
+//! select the byte range (Range or partNumber), then stream with one block of read-ahead.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use s3s::dto::*;
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+use sync_wrapper::SyncStream;
+
+use penstock_backends::{EntryKind, ReadHandle, Stat};
+use penstock_metadata::ObjectRecord;
+
+use super::checksum::ALL_ALGOS;
+use super::error::backend_err;
+use super::object::{effective_record, etag, last_modified, metadata_out, parse_http_date, parse_key, Conditions};
+use super::{BucketCtx, Gateway};
+
+/// Bytes per read from the backend while streaming a response.
+const READ_BLOCK: usize = 1 << 20;
+
+/// MD5 of the empty string: the ETag of directory markers.
+pub(crate) const EMPTY_MD5: &str = "d41d8cd98f00b204e9800998ecf8427e";
+
+/// The parameters GetObject and HeadObject share.
+struct ReadRequest<'a> {
+    bucket: &'a str,
+    key: &'a str,
+    conds: Conditions<'a>,
+    range: Option<Range>,
+    part_number: Option<i32>,
+    version_id: Option<&'a str>,
+}
+
+/// What a read resolved to.
+struct ReadPlan {
+    rec: ObjectRecord,
+    st: Stat,
+    handle: Option<Arc<dyn ReadHandle>>,
+    start: u64,
+    len: u64,
+    content_range: Option<String>,
+    parts_count: Option<i32>,
+    checksum_part: Option<usize>,
+}
+
+impl Gateway {
+    /// GetObject.
+    pub(crate) async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
+        let i = &req.input;
+        let plan = self
+            .plan_read(ReadRequest {
+                bucket: &i.bucket,
+                key: &i.key,
+                conds: Conditions {
+                    if_match: i.if_match.as_ref(),
+                    if_none_match: i.if_none_match.as_ref(),
+                    if_modified_since: i.if_modified_since.as_ref(),
+                    if_unmodified_since: i.if_unmodified_since.as_ref(),
+                },
+                range: i.range,
+                part_number: i.part_number,
+                version_id: i.version_id.as_deref(),
+            })
+            .await?;
+        let body = plan.handle.clone().map(|h| body_stream(h, plan.start, plan.len));
+        let h = ObjectHeaders::new(&plan, plan.checksum_part.is_some() || plan.content_range.is_none());
+        let mut out = GetObjectOutput {
+            body,
+            accept_ranges: Some("bytes".into()),
+            content_length: Some(plan.len as i64),
+            content_range: plan.content_range.clone(),
+            parts_count: plan.parts_count,
+            e_tag: Some(etag(&plan.rec.etag)),
+            last_modified: Some(last_modified(&plan.st)),
+            metadata: metadata_out(&plan.rec.attrs.user_metadata),
+            tag_count: (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32),
+            ..Default::default()
+        };
+        let a = &plan.rec.attrs;
+        out.content_type = i.response_content_type.clone().or_else(|| a.content_type.clone()).or(Some(DEFAULT_TYPE.into()));
+        out.content_encoding = i.response_content_encoding.clone().or_else(|| a.content_encoding.clone());
+        out.content_disposition = i.response_content_disposition.clone().or_else(|| a.content_disposition.clone());
+        out.content_language = i.response_content_language.clone().or_else(|| a.content_language.clone());
+        out.cache_control = i.response_cache_control.clone().or_else(|| a.cache_control.clone());
+        out.expires = i.response_expires.clone().or_else(|| a.expires.as_deref().and_then(parse_http_date));
+        if req.input.checksum_mode.as_ref().is_some_and(|m| m.as_str() == ChecksumMode::ENABLED) {
+            out.checksum_crc32 = h.crc32;
+            out.checksum_crc32c = h.crc32c;
+            out.checksum_crc64nvme = h.crc64nvme;
+            out.checksum_sha1 = h.sha1;
+            out.checksum_sha256 = h.sha256;
+            out.checksum_type = h.checksum_type;
+        }
+        Ok(S3Response::new(out))
+    }
+
+    /// HeadObject.
+    pub(crate) async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
+        let i = &req.input;
+        let checksum_mode = i.checksum_mode.as_ref().is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
+        let plan = self
+            .plan_read(ReadRequest {
+                bucket: &i.bucket,
+                key: &i.key,
+                conds: Conditions {
+                    if_match: i.if_match.as_ref(),
+                    if_none_match: i.if_none_match.as_ref(),
+                    if_modified_since: i.if_modified_since.as_ref(),
+                    if_unmodified_since: i.if_unmodified_since.as_ref(),
+                },
+                range: i.range,
+                part_number: i.part_number,
+                version_id: i.version_id.as_deref(),
+            })
+            .await?;
+        let h = ObjectHeaders::new(&plan, plan.checksum_part.is_some() || plan.content_range.is_none());
+        let a = &plan.rec.attrs;
+        let mut out = HeadObjectOutput {
+            accept_ranges: Some("bytes".into()),
+            content_length: Some(plan.len as i64),
+            content_range: plan.content_range.clone(),
+            parts_count: plan.parts_count,
+            e_tag: Some(etag(&plan.rec.etag)),
+            last_modified: Some(last_modified(&plan.st)),
+            metadata: metadata_out(&a.user_metadata),
+            content_type: i.response_content_type.clone().or_else(|| a.content_type.clone()).or(Some(DEFAULT_TYPE.into())),
+            content_encoding: i.response_content_encoding.clone().or_else(|| a.content_encoding.clone()),
+            content_disposition: i.response_content_disposition.clone().or_else(|| a.content_disposition.clone()),
+            content_language: i.response_content_language.clone().or_else(|| a.content_language.clone()),
+            cache_control: i.response_cache_control.clone().or_else(|| a.cache_control.clone()),
+            expires: i.response_expires.clone().or_else(|| a.expires.as_deref().and_then(parse_http_date)),
+            ..Default::default()
+        };
+        if checksum_mode {
+            out.checksum_crc32 = h.crc32;
+            out.checksum_crc32c = h.crc32c;
+            out.checksum_crc64nvme = h.crc64nvme;
+            out.checksum_sha1 = h.sha1;
+            out.checksum_sha256 = h.sha256;
+            out.checksum_type = h.checksum_type;
+        }
+        let status = plan.content_range.is_some().then_some(http::StatusCode::PARTIAL_CONTENT);
+        let mut resp = S3Response::new(out);
+        resp.status = status;
+        Ok(resp)
+    }
+
+    async fn plan_read(&self, r: ReadRequest<'_>) -> S3Result<ReadPlan> {
+        if r.version_id.is_some_and(|v| v != "null") {
+            return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
+        }
+        let b = self.bucket(r.bucket).await?;
+        let (rec, st, handle) = self.open_object(&b, r.key).await?;
+        r.conds.check(&rec.etag, &st, false)?;
+
+        let size = st.size;
+        let (start, len, content_range, parts_count, checksum_part) = match (r.part_number, r.range) {
+            (Some(_), Some(_)) => {
+                return Err(s3_error!(InvalidRequest, "Cannot specify both Range header and partNumber query parameter"))
+            }
+            (Some(n), None) => {
+                let parts: Vec<u64> = if rec.parts.is_empty() { vec![size] } else { rec.parts.iter().map(|p| p.size).collect() };
+                if n < 1 || n as usize > parts.len() {
+                    let mut e = S3Error::with_message(
+                        S3ErrorCode::Custom("InvalidPartNumber".into()),
+                        "The requested partnumber is not satisfiable",
+                    );
+                    e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+                    return Err(e);
+                }
+                let idx = n as usize - 1;
+                let start: u64 = parts[..idx].iter().sum();
+                let len = parts[idx];
+                let cr = format!("bytes {}-{}/{size}", start, (start + len).saturating_sub(1));
+                let pc = (!rec.parts.is_empty()).then_some(rec.parts.len() as i32);
+                (start, len, Some(cr), pc, (!rec.parts.is_empty()).then_some(idx))
+            }
+            (None, Some(range)) => {
+                let rg = range
+                    .check(size)
+                    .map_err(|_| s3_error!(InvalidRange, "The requested range is not satisfiable"))?;
+                let cr = format!("bytes {}-{}/{size}", rg.start, rg.end - 1);
+                (rg.start, rg.end - rg.start, Some(cr), None, None)
+            }
+            (None, None) => (0, size, None, (!rec.parts.is_empty()).then_some(rec.parts.len() as i32), None),
+        };
+        Ok(ReadPlan {
+            rec,
+            st,
+            handle,
+            start,
+            len,
+            content_range,
+            parts_count,
+            checksum_part,
+        })
+    }
+
+    /// Opens the object at `key`: a file, or a directory marker (which has no handle).
+    pub(crate) async fn open_object(
+        &self,
+        b: &BucketCtx,
+        key: &str,
+    ) -> S3Result<(ObjectRecord, Stat, Option<Arc<dyn ReadHandle>>)> {
+        let path = parse_key(key)?;
+        let folder = b.rec.folder_id;
+        let no_such_key = || s3_error!(NoSuchKey, "The specified key does not exist.");
+        if path.is_dir() {
+            let st = b.folder.stat(&path).await.map_err(backend_err)?.ok_or_else(no_such_key)?;
+            if st.kind != EntryKind::Dir {
+                return Err(no_such_key());
+            }
+            let k = key.to_owned();
+            let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            let rec = match stored {
+                Some(mut r) => {
+                    // Directory mtimes change with their contents; the marker's identity is its record.
+                    r.fingerprint = super::object::fingerprint(&st);
+                    r
+                }
+                None if b.folder.read_dir(path.segments()).await.map_err(backend_err)?.is_empty() => {
+                    let mut r = effective_record(key, &st, None);
+                    r.etag = EMPTY_MD5.to_owned();
+                    r.attrs.content_type = None;
+                    r
+                }
+                None => return Err(no_such_key()),
+            };
+            let st = Stat { size: 0, ..st };
+            return Ok((rec, st, None));
+        }
+        let handle: Arc<dyn ReadHandle> =
+            Arc::from(b.folder.open_read(&path).await.map_err(backend_err)?.ok_or_else(no_such_key)?);
+        let st = *handle.stat();
+        let k = key.to_owned();
+        let stored = self.meta(move |s| s.object(folder, &k)).await?;
+        Ok((effective_record(key, &st, stored), st, Some(handle)))
+    }
+}
+
+const DEFAULT_TYPE: &str = "application/octet-stream";
+
+/// Checksum headers to return: the whole object's, or one part's for `?partNumber=` reads of a
+/// multipart object. Ranged reads carry none (S3 has no checksum for an arbitrary range).
+struct ObjectHeaders {
+    crc32: Option<String>,
+    crc32c: Option<String>,
+    crc64nvme: Option<String>,
+    sha1: Option<String>,
+    sha256: Option<String>,
+    checksum_type: Option<ChecksumType>,
+}
+
+impl ObjectHeaders {
+    fn new(plan: &ReadPlan, whole_or_part: bool) -> Self {
+        let src = match plan.checksum_part {
+            Some(i) => plan.rec.parts.get(i).map(|p| &p.checksums),
+            None if whole_or_part => Some(&plan.rec.checksums),
+            None => None,
+        };
+        let get = |a: super::checksum::Algo| src.and_then(|c| a.get(c).cloned());
+        let [crc32, crc32c, crc64nvme, sha1, sha256] = ALL_ALGOS.map(get);
+        Self {
+            crc32,
+            crc32c,
+            crc64nvme,
+            sha1,
+            sha256,
+            checksum_type: src.and_then(|c| c.checksum_type.clone()).map(ChecksumType::from),
+        }
+    }
+}
+
+/// The response body: `len` bytes from `start`, read in blocks with one block of read-ahead.
+fn body_stream(h: Arc<dyn ReadHandle>, start: u64, len: u64) -> StreamingBlob {
+    let end = start + len;
+    let offsets = (start..end).step_by(READ_BLOCK);
+    let s = futures::stream::iter(offsets)
+        .map(move |off| {
+            let h = h.clone();
+            let n = (end - off).min(READ_BLOCK as u64) as usize;
+            async move { h.read_at(off, n).await }
+        })
+        .buffered(2);
+    StreamingBlob::wrap(SyncStream::new(s))
+}

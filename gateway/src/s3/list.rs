@@ -1,0 +1,506 @@
+//! ListObjects (v1), ListObjectsV2 and ListObjectVersions over a sorted walk of the folder.
+//!
+//! S3 lists keys in byte order. A directory `a` holds keys `a/...`, which sort after `a.txt` and
+//! before `a0`, so each directory's entries are sorted by `name/` for directories and `name` for
+//! files ([`DirEntry::sort_key`]). The walk is depth-first in that order and resumes from a marker
+//! by descending only into the directories on the marker's path, never rereading earlier ones.
+//! With delimiter `/`, a directory below the prefix becomes a common prefix without being read.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine as _;
+use s3s::dto::*;
+use s3s::{s3_error, S3Request, S3Response, S3Result};
+
+use penstock_backends::{DirEntry, EntryKind, Stat};
+use penstock_metadata::ObjectRecord;
+
+use super::error::backend_err;
+use super::get::EMPTY_MD5;
+use super::object::{effective_record, etag, last_modified};
+use super::{caller, BucketCtx, Gateway};
+
+/// Where a listing resumes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Marker {
+    /// Only keys greater than this are listed.
+    pub after: String,
+    /// The page ended on this common prefix: skip every key that starts with `after`.
+    pub skip_group: bool,
+}
+
+/// One listed object.
+pub(crate) struct Listed {
+    pub key: String,
+    pub st: Stat,
+    pub rec: ObjectRecord,
+}
+
+/// One page of a listing.
+pub(crate) struct Page {
+    pub objects: Vec<Listed>,
+    pub prefixes: Vec<String>,
+    /// Set when more entries follow; resume from here.
+    pub next: Option<Marker>,
+}
+
+/// Parameters of a walk.
+pub(crate) struct Query<'a> {
+    pub prefix: &'a str,
+    pub delimiter: Option<&'a str>,
+    pub marker: Marker,
+    pub max: usize,
+}
+
+enum Item {
+    Object(String, Stat),
+    Prefix(String),
+}
+
+struct Walk<'a> {
+    q: &'a Query<'a>,
+    b: &'a BucketCtx,
+    gw: &'a Gateway,
+    items: Vec<Item>,
+    /// One more than `max` is collected to know whether the page is truncated.
+    limit: usize,
+    last_prefix: Option<String>,
+}
+
+impl Walk<'_> {
+    fn full(&self) -> bool {
+        self.items.len() >= self.limit
+    }
+
+    fn after_marker(&self, key: &str) -> bool {
+        let m = &self.q.marker;
+        key > m.after.as_str() && !(m.skip_group && key.starts_with(m.after.as_str()))
+    }
+
+    /// Emits a key (object or directory marker) subject to prefix, marker and delimiter rules.
+    fn emit(&mut self, key: String, st: Stat) {
+        if !key.starts_with(self.q.prefix) || !self.after_marker(&key) {
+            return;
+        }
+        if let Some(d) = self.q.delimiter {
+            if let Some(pos) = key[self.q.prefix.len()..].find(d) {
+                let cp = key[..self.q.prefix.len() + pos + d.len()].to_owned();
+                self.emit_prefix(cp);
+                return;
+            }
+        }
+        self.items.push(Item::Object(key, st));
+    }
+
+    fn emit_prefix(&mut self, cp: String) {
+        if self.last_prefix.as_deref() == Some(cp.as_str()) {
+            return;
+        }
+        let m = &self.q.marker;
+        if cp.as_str() <= m.after.as_str() && m.after.starts_with(cp.as_str()) {
+            // The marker lies inside this group: it was already returned on an earlier page.
+            return;
+        }
+        self.last_prefix = Some(cp.clone());
+        self.items.push(Item::Prefix(cp));
+    }
+
+    async fn walk_dir(&mut self, dir: Vec<String>, dir_key: String) -> S3Result<()> {
+        let entries = self.b.folder.read_dir(&dir).await.map_err(backend_err)?;
+        for e in entries {
+            if self.full() {
+                return Ok(());
+            }
+            self.visit(&dir, &dir_key, e).await?;
+        }
+        Ok(())
+    }
+
+    async fn visit(&mut self, dir: &[String], dir_key: &str, e: DirEntry) -> S3Result<()> {
+        let key = format!("{dir_key}{}", e.sort_key());
+        let prefix = self.q.prefix;
+        match e.stat.kind {
+            EntryKind::File => self.emit(key, e.stat),
+            EntryKind::Dir => {
+                // Skip subtrees that cannot hold keys under the prefix.
+                if !(key.starts_with(prefix) || prefix.starts_with(key.as_str())) {
+                    return Ok(());
+                }
+                // Skip subtrees entirely at or before the marker.
+                let m = &self.q.marker;
+                if m.skip_group && key.starts_with(m.after.as_str()) {
+                    return Ok(());
+                }
+                if key.as_str() <= m.after.as_str() && !m.after.starts_with(key.as_str()) {
+                    return Ok(());
+                }
+                // With delimiter '/', a directory strictly below the prefix is one common prefix.
+                if self.q.delimiter == Some("/") && key.len() > prefix.len() && key.starts_with(prefix) {
+                    let rest = &key[prefix.len()..];
+                    if rest.find('/') == Some(rest.len() - 1) {
+                        self.emit_prefix(key);
+                        return Ok(());
+                    }
+                }
+                let mut sub = dir.to_vec();
+                sub.push(e.name.clone());
+                let children = self.b.folder.read_dir(&sub).await.map_err(backend_err)?;
+                if children.is_empty() || self.has_marker_record(&key).await? {
+                    self.emit(key.clone(), Stat { size: 0, ..e.stat });
+                }
+                for c in children {
+                    if self.full() {
+                        break;
+                    }
+                    Box::pin(self.visit(&sub, &key, c)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn has_marker_record(&self, key: &str) -> S3Result<bool> {
+        let (f, k) = (self.b.rec.folder_id, key.to_owned());
+        Ok(self.gw.meta(move |s| s.object(f, &k)).await?.is_some())
+    }
+}
+
+impl Gateway {
+    /// Lists one page: walks the folder, then attaches records to the objects found.
+    pub(crate) async fn list_page(&self, b: &BucketCtx, q: &Query<'_>) -> S3Result<Page> {
+        let mut w = Walk {
+            q,
+            b,
+            gw: self,
+            items: Vec::new(),
+            limit: q.max + 1,
+            last_prefix: None,
+        };
+        if q.max > 0 {
+            // Start at the deepest directory that the prefix names completely.
+            let dir_part = match q.prefix.rfind('/') {
+                Some(i) => &q.prefix[..=i],
+                None => "",
+            };
+            let segs: Vec<String> = dir_part.split('/').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+            if segs.iter().all(|s| s != "." && s != "..") && !dir_part.contains("//") {
+                if !dir_part.is_empty() {
+                    // The directory itself may be a marker object equal to the prefix.
+                    if let Ok(Some(st)) = b.folder.stat(&penstock_backends::ObjectPath::dir(segs.clone())).await {
+                        if st.kind == EntryKind::Dir {
+                            let children_empty = b.folder.read_dir(&segs).await.map_err(backend_err)?.is_empty();
+                            if children_empty || w.has_marker_record(dir_part).await? {
+                                w.emit(dir_part.to_owned(), Stat { size: 0, ..st });
+                            }
+                        }
+                    }
+                }
+                w.walk_dir(segs, dir_part.to_owned()).await?;
+            }
+        }
+        let mut items = w.items;
+        let truncated = items.len() > q.max;
+        items.truncate(q.max);
+        let next = if truncated {
+            items.last().map(|i| match i {
+                Item::Object(k, _) => Marker {
+                    after: k.clone(),
+                    skip_group: false,
+                },
+                Item::Prefix(p) => Marker {
+                    after: p.clone(),
+                    skip_group: true,
+                },
+            })
+        } else {
+            None
+        };
+        let mut objects = Vec::new();
+        let mut prefixes = Vec::new();
+        for i in items {
+            match i {
+                Item::Object(k, st) => objects.push((k, st)),
+                Item::Prefix(p) => prefixes.push(p),
+            }
+        }
+        let folder = b.rec.folder_id;
+        let keys: Vec<String> = objects.iter().map(|(k, _)| k.clone()).collect();
+        let records = self
+            .meta(move |s| s.objects(folder, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
+            .await?;
+        let objects = objects
+            .into_iter()
+            .zip(records)
+            .map(|((key, st), stored)| {
+                let rec = if key.ends_with('/') {
+                    let mut r = effective_record(&key, &st, None);
+                    r.etag = stored.map_or_else(|| EMPTY_MD5.to_owned(), |s| s.etag);
+                    r
+                } else {
+                    effective_record(&key, &st, stored)
+                };
+                Listed { key, st, rec }
+            })
+            .collect();
+        Ok(Page { objects, prefixes, next })
+    }
+
+    /// ListObjectsV2.
+    pub(crate) async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
+        let i = &req.input;
+        let b = self.bucket(&i.bucket).await?;
+        let max = max_keys(i.max_keys)?;
+        let marker = match &i.continuation_token {
+            Some(t) => decode_token(t)?,
+            None => Marker {
+                after: i.start_after.clone().unwrap_or_default(),
+                skip_group: false,
+            },
+        };
+        let prefix = i.prefix.clone().unwrap_or_default();
+        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
+        let page = self
+            .list_page(
+                &b,
+                &Query {
+                    prefix: &prefix,
+                    delimiter: delimiter.as_deref(),
+                    marker,
+                    max,
+                },
+            )
+            .await?;
+        let url = is_url(i.encoding_type.as_ref())?;
+        let owner = if i.fetch_owner == Some(true) { Some(owner(&b, &caller(&req)?)) } else { None };
+        let key_count = (page.objects.len() + page.prefixes.len()) as i32;
+        let out = ListObjectsV2Output {
+            name: Some(i.bucket.clone()),
+            prefix: Some(enc(url, &prefix)),
+            delimiter: delimiter.as_deref().map(|d| enc(url, d)),
+            start_after: i.start_after.as_deref().map(|s| enc(url, s)),
+            max_keys: Some(max as i32),
+            key_count: Some(key_count),
+            continuation_token: i.continuation_token.clone(),
+            is_truncated: Some(page.next.is_some()),
+            next_continuation_token: page.next.as_ref().map(encode_token),
+            encoding_type: i.encoding_type.clone(),
+            contents: Some(page.objects.iter().map(|o| object_entry(o, url, owner.clone())).collect()),
+            common_prefixes: Some(common_prefixes(&page.prefixes, url)),
+            ..Default::default()
+        };
+        Ok(S3Response::new(out))
+    }
+
+    /// ListObjects (v1).
+    pub(crate) async fn list_objects(&self, req: S3Request<ListObjectsInput>) -> S3Result<S3Response<ListObjectsOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&i.bucket).await?;
+        let max = max_keys(i.max_keys)?;
+        let prefix = i.prefix.clone().unwrap_or_default();
+        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
+        let marker_s = i.marker.clone().unwrap_or_default();
+        // A v1 marker that is a common prefix (ends with the delimiter) skips its whole group.
+        let skip_group = delimiter.as_deref().is_some_and(|d| !marker_s.is_empty() && marker_s.ends_with(d));
+        let page = self
+            .list_page(
+                &b,
+                &Query {
+                    prefix: &prefix,
+                    delimiter: delimiter.as_deref(),
+                    marker: Marker {
+                        after: marker_s.clone(),
+                        skip_group,
+                    },
+                    max,
+                },
+            )
+            .await?;
+        let url = is_url(i.encoding_type.as_ref())?;
+        let own = owner(&b, &caller(&req)?);
+        let next_marker = match (&page.next, &delimiter) {
+            (Some(m), Some(_)) => Some(enc(url, &m.after)),
+            _ => None,
+        };
+        let out = ListObjectsOutput {
+            name: Some(i.bucket.clone()),
+            prefix: Some(enc(url, &prefix)),
+            delimiter: delimiter.as_deref().map(|d| enc(url, d)),
+            marker: Some(enc(url, &marker_s)),
+            next_marker,
+            max_keys: Some(max as i32),
+            is_truncated: Some(page.next.is_some()),
+            encoding_type: i.encoding_type.clone(),
+            contents: Some(page.objects.iter().map(|o| object_entry(o, url, Some(own.clone()))).collect()),
+            common_prefixes: Some(common_prefixes(&page.prefixes, url)),
+            ..Default::default()
+        };
+        Ok(S3Response::new(out))
+    }
+
+    /// ListObjectVersions on an unversioned folder: each current object once, version "null".
+    pub(crate) async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&i.bucket).await?;
+        let max = max_keys(i.max_keys)?;
+        let prefix = i.prefix.clone().unwrap_or_default();
+        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
+        let key_marker = i.key_marker.clone().unwrap_or_default();
+        let skip_group = delimiter.as_deref().is_some_and(|d| !key_marker.is_empty() && key_marker.ends_with(d));
+        let page = self
+            .list_page(
+                &b,
+                &Query {
+                    prefix: &prefix,
+                    delimiter: delimiter.as_deref(),
+                    marker: Marker {
+                        after: key_marker.clone(),
+                        skip_group,
+                    },
+                    max,
+                },
+            )
+            .await?;
+        let url = is_url(i.encoding_type.as_ref())?;
+        let own = owner(&b, &caller(&req)?);
+        let versions = page
+            .objects
+            .iter()
+            .map(|o| ObjectVersion {
+                key: Some(enc(url, &o.key)),
+                e_tag: Some(etag(&o.rec.etag)),
+                size: Some(o.st.size as i64),
+                last_modified: Some(last_modified(&o.st)),
+                is_latest: Some(true),
+                version_id: Some("null".into()),
+                owner: Some(own.clone()),
+                storage_class: Some(ObjectVersionStorageClass::from_static(ObjectVersionStorageClass::STANDARD)),
+                ..Default::default()
+            })
+            .collect();
+        let out = ListObjectVersionsOutput {
+            name: Some(i.bucket.clone()),
+            prefix: Some(enc(url, &prefix)),
+            delimiter: delimiter.as_deref().map(|d| enc(url, d)),
+            key_marker: Some(enc(url, &key_marker)),
+            version_id_marker: i.version_id_marker.clone(),
+            max_keys: Some(max as i32),
+            is_truncated: Some(page.next.is_some()),
+            next_key_marker: page.next.as_ref().map(|m| enc(url, &m.after)),
+            next_version_id_marker: page.next.as_ref().map(|_| "null".to_owned()),
+            encoding_type: i.encoding_type.clone(),
+            versions: Some(versions),
+            common_prefixes: Some(common_prefixes(&page.prefixes, url)),
+            ..Default::default()
+        };
+        Ok(S3Response::new(out))
+    }
+}
+
+fn max_keys(m: Option<i32>) -> S3Result<usize> {
+    match m {
+        None => Ok(1000),
+        Some(n) if n < 0 => Err(s3_error!(InvalidArgument, "max-keys must be a non-negative integer")),
+        Some(n) => Ok((n as usize).min(1000)),
+    }
+}
+
+fn is_url(e: Option<&EncodingType>) -> S3Result<bool> {
+    match e.map(EncodingType::as_str) {
+        None => Ok(false),
+        Some(s) if s.eq_ignore_ascii_case("url") => Ok(true),
+        Some(s) => Err(s3_error!(InvalidArgument, "Invalid Encoding Method specified in Request: {s}")),
+    }
+}
+
+/// Characters left as-is under `encoding-type=url`: RFC 3986 unreserved and `/`.
+const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+fn enc(url: bool, s: &str) -> String {
+    if url {
+        percent_encoding::utf8_percent_encode(s, KEEP).to_string()
+    } else {
+        s.to_owned()
+    }
+}
+
+fn owner(b: &BucketCtx, _caller: &crate::auth::Caller) -> Owner {
+    Owner {
+        id: Some(b.rec.owner.simple().to_string()),
+        display_name: Some(b.rec.owner.to_string()),
+    }
+}
+
+fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
+    let algos: Vec<ChecksumAlgorithm> = super::checksum::ALL_ALGOS
+        .into_iter()
+        .filter(|a| a.get(&o.rec.checksums).is_some())
+        .map(|a| ChecksumAlgorithm::from(a.name().to_owned()))
+        .collect();
+    Object {
+        key: Some(enc(url, &o.key)),
+        e_tag: Some(etag(&o.rec.etag)),
+        size: Some(o.st.size as i64),
+        last_modified: Some(last_modified(&o.st)),
+        storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),
+        checksum_algorithm: (!algos.is_empty()).then_some(algos),
+        checksum_type: o.rec.checksums.checksum_type.clone().map(ChecksumType::from),
+        owner,
+        ..Default::default()
+    }
+}
+
+fn common_prefixes(p: &[String], url: bool) -> Vec<CommonPrefix> {
+    p.iter().map(|p| CommonPrefix { prefix: Some(enc(url, p)) }).collect()
+}
+
+fn encode_token(m: &Marker) -> String {
+    let mut raw = vec![u8::from(m.skip_group)];
+    raw.extend_from_slice(m.after.as_bytes());
+    B64.encode(raw)
+}
+
+fn decode_token(t: &str) -> S3Result<Marker> {
+    let bad = || s3_error!(InvalidArgument, "The continuation token provided is incorrect");
+    let raw = B64.decode(t).map_err(|_| bad())?;
+    let (flag, key) = raw.split_first().ok_or_else(bad)?;
+    if *flag > 1 {
+        return Err(bad());
+    }
+    Ok(Marker {
+        after: String::from_utf8(key.to_vec()).map_err(|_| bad())?,
+        skip_group: *flag == 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_and_reject_garbage() {
+        for m in [
+            Marker::default(),
+            Marker {
+                after: "a/b ü@%".into(),
+                skip_group: true,
+            },
+        ] {
+            assert_eq!(decode_token(&encode_token(&m)).unwrap(), m);
+        }
+        assert!(decode_token("!!!").is_err());
+        assert!(decode_token(&B64.encode([7u8, b'a'])).is_err());
+    }
+
+    #[test]
+    fn url_encoding_keeps_slashes() {
+        assert_eq!(enc(true, "a b/c@d%e+"), "a%20b/c%40d%25e%2B");
+        assert_eq!(enc(false, "a b"), "a b");
+    }
+}

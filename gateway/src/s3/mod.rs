@@ -1,0 +1,173 @@
+//! The S3 service: one module per operation family, all methods of [`Gateway`].
+//!
+//! [`Gateway`] owns the metadata store and the volumes. Each S3 operation is implemented as an
+//! inherent method in the module of its family (`get.rs`, `put.rs`, ...); the `S3` trait impl
+//! below only routes to them.
+
+mod bucket;
+mod checksum;
+mod copy;
+mod delete;
+mod error;
+mod get;
+mod list;
+mod locks;
+mod multipart;
+mod object;
+mod put;
+mod tagging;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use s3s::dto::*;
+use s3s::service::{S3Service, S3ServiceBuilder};
+use s3s::{S3Request, S3Response, S3Result, S3};
+
+use penstock_backends::posix::PosixVolume;
+use penstock_backends::{Folder, FolderLocation, Volume};
+use penstock_metadata::{BucketRecord, MetaError, Store, StoreOptions};
+
+use crate::auth::{Caller, GatewayAccess, GatewayAuth};
+use crate::config::{Config, VolumeBackend};
+
+pub(crate) use error::{internal, meta_err};
+
+/// Shared state of the S3 service.
+pub struct Gateway {
+    /// The metadata store.
+    pub store: Arc<Store>,
+    volumes: HashMap<String, Arc<dyn Volume>>,
+    default_volume: String,
+    durable: bool,
+    region: String,
+    locks: locks::KeyLocks,
+}
+
+/// A resolved bucket: its record and its opened folder.
+pub(crate) struct BucketCtx {
+    pub rec: BucketRecord,
+    pub folder: Arc<dyn Folder>,
+}
+
+impl Gateway {
+    /// Opens the metadata store and the configured volumes.
+    pub fn open(cfg: &Config) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&cfg.data_dir)?;
+        let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
+        let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
+        for v in cfg.effective_volumes() {
+            let vol: Arc<dyn Volume> = match &v.backend {
+                VolumeBackend::Posix { path } => Arc::new(PosixVolume::open(&v.name, path)?),
+            };
+            volumes.insert(v.name.clone(), vol);
+        }
+        Ok(Self {
+            store: Arc::new(store),
+            volumes,
+            default_volume: cfg.default_volume.clone(),
+            durable: cfg.fsync,
+            region: cfg.region.clone(),
+            locks: locks::KeyLocks::new(),
+        })
+    }
+
+    /// Runs a metadata call on the blocking pool: writes may wait for a WAL fsync.
+    pub(crate) async fn meta<T, F>(&self, f: F) -> S3Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<T, MetaError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(internal)?
+            .map_err(meta_err)
+    }
+
+    fn volume(&self, name: &str) -> S3Result<&Arc<dyn Volume>> {
+        self.volumes
+            .get(name)
+            .ok_or_else(|| s3s::s3_error!(ServiceUnavailable, "volume {name} is not configured on this gateway"))
+    }
+
+    /// Looks up a bucket and opens its folder.
+    pub(crate) async fn bucket(&self, name: &str) -> S3Result<BucketCtx> {
+        let owned = name.to_owned();
+        let rec = self
+            .meta(move |s| s.bucket(&owned))
+            .await?
+            .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
+        let folder = self.volume(&rec.volume)?.open_folder(&location(&rec)?).await.map_err(error::backend_err)?;
+        Ok(BucketCtx { rec, folder })
+    }
+}
+
+/// The folder location recorded for a bucket.
+pub(crate) fn location(rec: &BucketRecord) -> S3Result<FolderLocation> {
+    let scope = rec.quota_scope.parse().map_err(internal)?;
+    Ok(FolderLocation {
+        scope,
+        id: rec.folder_id,
+    })
+}
+
+/// The caller put there by the access check; every authenticated request has one.
+pub(crate) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
+    req.extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| s3s::s3_error!(AccessDenied, "request is not authenticated"))
+}
+
+/// Builds the hyper service: s3s with our auth, access control and operations.
+pub fn build_service(gateway: Arc<Gateway>, _cfg: &Config) -> S3Service {
+    let mut b = S3ServiceBuilder::new(S3Gateway(gateway.clone()));
+    b.set_auth(GatewayAuth::new(gateway.store.clone()));
+    b.set_access(GatewayAccess::new(gateway));
+    b.build()
+}
+
+/// The `S3` trait object handed to s3s.
+#[derive(Clone)]
+struct S3Gateway(Arc<Gateway>);
+
+macro_rules! route {
+    ($($method:ident: $input:ty => $output:ty;)*) => {
+        #[async_trait::async_trait]
+        impl S3 for S3Gateway {
+            $(
+                async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                    self.0.$method(req).await
+                }
+            )*
+        }
+    };
+}
+
+route! {
+    create_bucket: CreateBucketInput => CreateBucketOutput;
+    head_bucket: HeadBucketInput => HeadBucketOutput;
+    delete_bucket: DeleteBucketInput => DeleteBucketOutput;
+    list_buckets: ListBucketsInput => ListBucketsOutput;
+    get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
+    put_object: PutObjectInput => PutObjectOutput;
+    get_object: GetObjectInput => GetObjectOutput;
+    head_object: HeadObjectInput => HeadObjectOutput;
+    delete_object: DeleteObjectInput => DeleteObjectOutput;
+    delete_objects: DeleteObjectsInput => DeleteObjectsOutput;
+    copy_object: CopyObjectInput => CopyObjectOutput;
+    list_objects: ListObjectsInput => ListObjectsOutput;
+    list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
+    list_object_versions: ListObjectVersionsInput => ListObjectVersionsOutput;
+    get_object_tagging: GetObjectTaggingInput => GetObjectTaggingOutput;
+    put_object_tagging: PutObjectTaggingInput => PutObjectTaggingOutput;
+    delete_object_tagging: DeleteObjectTaggingInput => DeleteObjectTaggingOutput;
+    create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput;
+    upload_part: UploadPartInput => UploadPartOutput;
+    upload_part_copy: UploadPartCopyInput => UploadPartCopyOutput;
+    complete_multipart_upload: CompleteMultipartUploadInput => CompleteMultipartUploadOutput;
+    abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput;
+    list_parts: ListPartsInput => ListPartsOutput;
+    list_multipart_uploads: ListMultipartUploadsInput => ListMultipartUploadsOutput;
+}

@@ -1,0 +1,524 @@
+//! Multipart uploads: parts are staged as files under the folder's hidden directory and joined
+//! with `copy_file_range` on completion; their records live in the metadata store.
+
+use s3s::dto::*;
+use s3s::{s3_error, S3Request, S3Response, S3Result};
+
+use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadRecord};
+
+use super::checksum::{combine_crcs, composite, multipart_etag, Algo, BodyHasher, Claims};
+use super::copy::copy_range;
+use super::error::backend_err;
+use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms, Conditions};
+use super::put::{ingest, WriteConditions};
+use super::{caller, BucketCtx, Gateway};
+
+/// Smallest allowed size of every part but the last.
+const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+const MAX_PART_NUMBER: i32 = 10_000;
+
+impl Gateway {
+    async fn upload_record(&self, b: &BucketCtx, key: &str, upload_id: &str) -> S3Result<UploadRecord> {
+        let (f, k, u) = (b.rec.folder_id, key.to_owned(), upload_id.to_owned());
+        self.meta(move |s| s.upload(f, &k, &u))
+            .await?
+            .ok_or_else(|| s3_error!(NoSuchUpload, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."))
+    }
+
+    /// CreateMultipartUpload.
+    pub(crate) async fn create_multipart_upload(
+        &self,
+        mut req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        let who = caller(&req)?;
+        let input = &mut req.input;
+        let path = parse_key(&input.key)?;
+        if path.is_dir() {
+            return Err(s3_error!(InvalidRequest, "A directory marker cannot be uploaded in parts"));
+        }
+        let b = self.bucket(&input.bucket).await?;
+        let algo = match &input.checksum_algorithm {
+            Some(a) => Some(Algo::parse(a.as_str()).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?),
+            None => None,
+        };
+        let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str().to_owned()), algo) {
+            (Some(t), Some(a)) if t == "FULL_OBJECT" && !a.is_crc() => {
+                return Err(s3_error!(InvalidRequest, "The FULL_OBJECT checksum type requires a CRC algorithm"))
+            }
+            (Some(t), Some(_)) if t == "FULL_OBJECT" || t == "COMPOSITE" => Some(t),
+            (Some(t), _) => return Err(s3_error!(InvalidRequest, "Invalid checksum type {t}")),
+            (None, Some(Algo::Crc64Nvme)) => Some("FULL_OBJECT".to_owned()),
+            (None, Some(_)) => Some("COMPOSITE".to_owned()),
+            (None, None) => None,
+        };
+        let up = UploadRecord {
+            upload_id: uuid::Uuid::new_v4().simple().to_string(),
+            key: input.key.clone(),
+            initiated_ms: now_ms(),
+            initiator: who.access_key,
+            tags: parse_tagging_header(input.tagging.as_deref())?,
+            attrs: attr_input!(input).into_attrs(),
+            checksum_algorithm: algo.map(|a| a.name().to_owned()),
+            checksum_type: ctype.clone(),
+        };
+        let (f, u) = (b.rec.folder_id, up.clone());
+        self.meta(move |s| s.put_upload(f, &u)).await?;
+        Ok(S3Response::new(CreateMultipartUploadOutput {
+            bucket: Some(input.bucket.clone()),
+            key: Some(input.key.clone()),
+            upload_id: Some(up.upload_id),
+            checksum_algorithm: input.checksum_algorithm.clone(),
+            checksum_type: ctype.map(ChecksumType::from),
+            ..Default::default()
+        }))
+    }
+
+    /// UploadPart.
+    pub(crate) async fn upload_part(&self, mut req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
+        let input = &mut req.input;
+        check_part_number(input.part_number)?;
+        parse_key(&input.key)?;
+        let b = self.bucket(&input.bucket).await?;
+        let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
+        let requested = input
+            .checksum_algorithm
+            .as_ref()
+            .map(|a| a.as_str().to_owned())
+            .or_else(|| up.checksum_algorithm.clone());
+        let claims = Claims::from_headers(&req.headers, requested.as_deref())?;
+
+        let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+        let mut hasher = BodyHasher::new(&claims.algos());
+        ingest(input.body.take(), staging.as_mut(), &mut hasher, input.content_length).await?;
+        let d = hasher.finish();
+        let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
+        claims.verify(&d, trailers.as_ref())?;
+
+        let st = staging.seal(self.durable).await.map_err(backend_err)?;
+        staging
+            .publish_part(&up.upload_id, input.part_number as u32, self.durable)
+            .await
+            .map_err(backend_err)?;
+        let part = PartRecord {
+            part_number: input.part_number as u32,
+            md5_hex: hex::encode(d.md5),
+            size: st.size,
+            last_modified_ms: now_ms(),
+            checksums: d.checksums,
+        };
+        let (id, p) = (up.upload_id.clone(), part.clone());
+        self.meta(move |s| s.put_part(&id, &p)).await?;
+        let c = &part.checksums;
+        Ok(S3Response::new(UploadPartOutput {
+            e_tag: Some(etag(&part.md5_hex)),
+            checksum_crc32: c.crc32.clone(),
+            checksum_crc32c: c.crc32c.clone(),
+            checksum_crc64nvme: c.crc64nvme.clone(),
+            checksum_sha1: c.sha1.clone(),
+            checksum_sha256: c.sha256.clone(),
+            ..Default::default()
+        }))
+    }
+
+    /// UploadPartCopy: a part copied from (a range of) an existing object.
+    pub(crate) async fn upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let i = &req.input;
+        check_part_number(i.part_number)?;
+        parse_key(&i.key)?;
+        let b = self.bucket(&i.bucket).await?;
+        let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
+        let src = self
+            .copy_source(
+                &req,
+                &i.copy_source,
+                Conditions {
+                    if_match: i.copy_source_if_match.as_ref(),
+                    if_none_match: i.copy_source_if_none_match.as_ref(),
+                    if_modified_since: i.copy_source_if_modified_since.as_ref(),
+                    if_unmodified_since: i.copy_source_if_unmodified_since.as_ref(),
+                },
+            )
+            .await?;
+        let size = src.st.size;
+        let (start, len) = match &i.copy_source_range {
+            None => (0, size),
+            Some(r) => parse_copy_range(r, size)?,
+        };
+        let algos: Vec<Algo> = up.checksum_algorithm.as_deref().and_then(Algo::parse).into_iter().collect();
+        let algos = if algos.is_empty() { vec![Algo::Crc64Nvme] } else { algos };
+        let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+        let mut hasher = BodyHasher::new(&algos);
+        if let Some(h) = &src.handle {
+            copy_range(h.as_ref(), start, len, staging.as_mut(), &mut hasher).await?;
+        }
+        let d = hasher.finish();
+        let st = staging.seal(self.durable).await.map_err(backend_err)?;
+        staging
+            .publish_part(&up.upload_id, i.part_number as u32, self.durable)
+            .await
+            .map_err(backend_err)?;
+        let part = PartRecord {
+            part_number: i.part_number as u32,
+            md5_hex: hex::encode(d.md5),
+            size: st.size,
+            last_modified_ms: now_ms(),
+            checksums: d.checksums,
+        };
+        let (id, p) = (up.upload_id.clone(), part.clone());
+        self.meta(move |s| s.put_part(&id, &p)).await?;
+        let c = &part.checksums;
+        Ok(S3Response::new(UploadPartCopyOutput {
+            copy_part_result: Some(CopyPartResult {
+                e_tag: Some(etag(&part.md5_hex)),
+                last_modified: Some(ts_ms(part.last_modified_ms)),
+                checksum_crc32: c.crc32.clone(),
+                checksum_crc32c: c.crc32c.clone(),
+                checksum_crc64nvme: c.crc64nvme.clone(),
+                checksum_sha1: c.sha1.clone(),
+                checksum_sha256: c.sha256.clone(),
+            }),
+            ..Default::default()
+        }))
+    }
+
+    /// CompleteMultipartUpload: validates the part list, joins the parts and publishes.
+    pub(crate) async fn complete_multipart_upload(
+        &self,
+        mut req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let input = &mut req.input;
+        let path = parse_key(&input.key)?;
+        let b = self.bucket(&input.bucket).await?;
+        let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
+        let id = up.upload_id.clone();
+        let stored = self.meta(move |s| s.parts(&id)).await?;
+
+        // Validate the client's list against the stored parts: ascending numbers, matching
+        // ETags (and checksums when sent), every part but the last at least 5 MiB.
+        let wanted = input.multipart_upload.take().and_then(|m| m.parts).unwrap_or_default();
+        if wanted.is_empty() {
+            return Err(s3_error!(MalformedXML, "You must specify at least one part"));
+        }
+        let mut chosen: Vec<&PartRecord> = Vec::with_capacity(wanted.len());
+        let mut last = 0;
+        for w in &wanted {
+            let n = w.part_number.ok_or_else(|| s3_error!(MalformedXML, "A part is missing its PartNumber"))?;
+            if n <= last {
+                return Err(s3_error!(InvalidPartOrder, "The list of parts was not in ascending order. Parts must be ordered by part number."));
+            }
+            last = n;
+            let p = stored
+                .iter()
+                .find(|p| p.part_number as i32 == n)
+                .ok_or_else(|| s3_error!(InvalidPart, "One or more of the specified parts could not be found. Part {n} was not uploaded."))?;
+            if let Some(e) = &w.e_tag {
+                if e.value().trim_matches('"') != p.md5_hex {
+                    return Err(s3_error!(InvalidPart, "The ETag of part {n} does not match the uploaded part."));
+                }
+            }
+            for (a, v) in [
+                (Algo::Crc32, &w.checksum_crc32),
+                (Algo::Crc32c, &w.checksum_crc32c),
+                (Algo::Crc64Nvme, &w.checksum_crc64nvme),
+                (Algo::Sha1, &w.checksum_sha1),
+                (Algo::Sha256, &w.checksum_sha256),
+            ] {
+                if let Some(v) = v {
+                    if a.get(&p.checksums) != Some(v) {
+                        return Err(s3_error!(InvalidPart, "The {} checksum of part {n} does not match the uploaded part.", a.name()));
+                    }
+                }
+            }
+            chosen.push(p);
+        }
+        for p in &chosen[..chosen.len() - 1] {
+            if p.size < MIN_PART_SIZE {
+                return Err(s3_error!(EntityTooSmall, "Your proposed upload is smaller than the minimum allowed object size. Part {} is {} bytes.", p.part_number, p.size));
+            }
+        }
+
+        let md5s: Vec<&str> = chosen.iter().map(|p| p.md5_hex.as_str()).collect();
+        let etag_value = multipart_etag(&md5s).ok_or_else(|| s3_error!(InternalError, "corrupt part record"))?;
+        let numbers: Vec<u32> = chosen.iter().map(|p| p.part_number).collect();
+        let mut staging = b.folder.compose_parts(&up.upload_id, &numbers).await.map_err(backend_err)?;
+        let st = staging.seal(self.durable).await.map_err(backend_err)?;
+
+        // Object checksums: composite over part checksums, or the CRC of the whole object.
+        let mut checksums = Checksums::default();
+        if let Some(a) = up.checksum_algorithm.as_deref().and_then(Algo::parse) {
+            if up.checksum_type.as_deref() == Some("FULL_OBJECT") {
+                let sums: Option<Vec<(&str, u64)>> =
+                    chosen.iter().map(|p| a.get(&p.checksums).map(|c| (c.as_str(), p.size))).collect();
+                if let Some(v) = sums.and_then(|s| combine_crcs(a, &s)) {
+                    a.set(&mut checksums, Some(v));
+                    checksums.checksum_type = Some("FULL_OBJECT".into());
+                }
+            } else {
+                let sums: Option<Vec<&str>> = chosen.iter().map(|p| a.get(&p.checksums).map(String::as_str)).collect();
+                if let Some(sums) = sums {
+                    a.set(&mut checksums, composite(a, &sums));
+                    checksums.checksum_type = Some("COMPOSITE".into());
+                }
+            }
+            verify_complete_checksum(a, input, &checksums)?;
+        } else {
+            // Parts without a requested algorithm carry CRC64NVME (S3's default); combine them.
+            let sums: Option<Vec<(&str, u64)>> =
+                chosen.iter().map(|p| p.checksums.crc64nvme.as_deref().map(|c| (c, p.size))).collect();
+            checksums.crc64nvme = sums.and_then(|s| combine_crcs(Algo::Crc64Nvme, &s));
+            if checksums.crc64nvme.is_some() {
+                checksums.checksum_type = Some("FULL_OBJECT".into());
+            }
+        }
+        let rec = ObjectRecord {
+            etag: etag_value,
+            fingerprint: fingerprint(&st),
+            attrs: up.attrs.clone(),
+            checksums,
+            tags: up.tags.clone(),
+            parts: chosen
+                .iter()
+                .map(|p| PartSummary {
+                    size: p.size,
+                    checksums: p.checksums.clone(),
+                })
+                .collect(),
+        };
+        let conds = WriteConditions {
+            if_match: input.if_match.take(),
+            if_none_match: input.if_none_match.take(),
+        };
+        self.commit(&b, &path, staging, &rec, Some(&conds)).await?;
+
+        // The object is visible; now forget the upload.
+        let (f, k, id) = (b.rec.folder_id, input.key.clone(), up.upload_id.clone());
+        self.meta(move |s| s.delete_upload(f, &k, &id)).await?;
+        if let Err(e) = b.folder.remove_upload(&up.upload_id).await {
+            tracing::warn!(upload = %up.upload_id, error = %e, "could not remove part files");
+        }
+        let c = &rec.checksums;
+        Ok(S3Response::new(CompleteMultipartUploadOutput {
+            bucket: Some(input.bucket.clone()),
+            key: Some(input.key.clone()),
+            e_tag: Some(etag(&rec.etag)),
+            checksum_crc32: c.crc32.clone(),
+            checksum_crc32c: c.crc32c.clone(),
+            checksum_crc64nvme: c.crc64nvme.clone(),
+            checksum_sha1: c.sha1.clone(),
+            checksum_sha256: c.sha256.clone(),
+            checksum_type: c.checksum_type.clone().map(ChecksumType::from),
+            ..Default::default()
+        }))
+    }
+
+    /// AbortMultipartUpload.
+    pub(crate) async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&i.bucket).await?;
+        let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
+        let (f, k, id) = (b.rec.folder_id, up.key.clone(), up.upload_id.clone());
+        self.meta(move |s| s.delete_upload(f, &k, &id)).await?;
+        b.folder.remove_upload(&up.upload_id).await.map_err(backend_err)?;
+        Ok(S3Response::new(AbortMultipartUploadOutput::default()))
+    }
+
+    /// ListParts.
+    pub(crate) async fn list_parts(&self, req: S3Request<ListPartsInput>) -> S3Result<S3Response<ListPartsOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&i.bucket).await?;
+        let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
+        let id = up.upload_id.clone();
+        let parts = self.meta(move |s| s.parts(&id)).await?;
+        let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
+        let marker = i.part_number_marker.unwrap_or(0);
+        let mut page: Vec<&PartRecord> = parts.iter().filter(|p| p.part_number as i32 > marker).collect();
+        let truncated = page.len() > max;
+        page.truncate(max);
+        let owner = Owner {
+            id: Some(b.rec.owner.simple().to_string()),
+            display_name: Some(b.rec.owner.to_string()),
+        };
+        Ok(S3Response::new(ListPartsOutput {
+            bucket: Some(i.bucket.clone()),
+            key: Some(i.key.clone()),
+            upload_id: Some(up.upload_id.clone()),
+            part_number_marker: i.part_number_marker,
+            next_part_number_marker: page.last().map(|p| p.part_number as i32),
+            max_parts: Some(max as i32),
+            is_truncated: Some(truncated),
+            checksum_algorithm: up.checksum_algorithm.clone().map(ChecksumAlgorithm::from),
+            checksum_type: up.checksum_type.clone().map(ChecksumType::from),
+            initiator: Some(Initiator {
+                id: Some(up.initiator.clone()),
+                display_name: Some(up.initiator.clone()),
+            }),
+            owner: Some(owner),
+            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            parts: Some(
+                page.iter()
+                    .map(|p| {
+                        let c = &p.checksums;
+                        Part {
+                            part_number: Some(p.part_number as i32),
+                            e_tag: Some(etag(&p.md5_hex)),
+                            size: Some(p.size as i64),
+                            last_modified: Some(ts_ms(p.last_modified_ms)),
+                            checksum_crc32: c.crc32.clone(),
+                            checksum_crc32c: c.crc32c.clone(),
+                            checksum_crc64nvme: c.crc64nvme.clone(),
+                            checksum_sha1: c.sha1.clone(),
+                            checksum_sha256: c.sha256.clone(),
+                        }
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }))
+    }
+
+    /// ListMultipartUploads.
+    pub(crate) async fn list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&i.bucket).await?;
+        let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
+        let prefix = i.prefix.clone().unwrap_or_default();
+        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
+        let key_marker = i.key_marker.clone().unwrap_or_default();
+        let id_marker = i.upload_id_marker.clone();
+        let folder = b.rec.folder_id;
+        let (p2, d2, km) = (prefix.clone(), delimiter.clone(), key_marker.clone());
+        // Collect max+1 entries (uploads and common prefixes) to detect truncation.
+        let (uploads, prefixes, truncated) = self
+            .meta(move |s| {
+                let mut uploads: Vec<UploadRecord> = Vec::new();
+                let mut prefixes: Vec<String> = Vec::new();
+                let mut truncated = false;
+                let start = match (&km, &id_marker) {
+                    (k, Some(id)) if !k.is_empty() => Some((k.as_str(), id.as_str())),
+                    _ => None,
+                };
+                s.uploads(folder, &p2, start, |u| {
+                    if start.is_none() && !km.is_empty() && u.key.as_str() <= km.as_str() {
+                        return true;
+                    }
+                    if let Some(d) = &d2 {
+                        if let Some(pos) = u.key[p2.len()..].find(d.as_str()) {
+                            let cp = u.key[..p2.len() + pos + d.len()].to_owned();
+                            if prefixes.last() != Some(&cp) {
+                                if uploads.len() + prefixes.len() >= max {
+                                    truncated = true;
+                                    return false;
+                                }
+                                prefixes.push(cp);
+                            }
+                            return true;
+                        }
+                    }
+                    if uploads.len() + prefixes.len() >= max {
+                        truncated = true;
+                        return false;
+                    }
+                    uploads.push(u);
+                    true
+                })?;
+                Ok((uploads, prefixes, truncated))
+            })
+            .await?;
+        let owner = Owner {
+            id: Some(b.rec.owner.simple().to_string()),
+            display_name: Some(b.rec.owner.to_string()),
+        };
+        let next = uploads.last().cloned();
+        Ok(S3Response::new(ListMultipartUploadsOutput {
+            bucket: Some(i.bucket.clone()),
+            prefix: Some(prefix),
+            delimiter,
+            key_marker: Some(key_marker),
+            upload_id_marker: i.upload_id_marker.clone(),
+            max_uploads: Some(max as i32),
+            is_truncated: Some(truncated),
+            next_key_marker: truncated.then(|| next.as_ref().map(|u| u.key.clone())).flatten(),
+            next_upload_id_marker: truncated.then(|| next.as_ref().map(|u| u.upload_id.clone())).flatten(),
+            common_prefixes: Some(prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect()),
+            uploads: Some(
+                uploads
+                    .into_iter()
+                    .map(|u| MultipartUpload {
+                        key: Some(u.key),
+                        upload_id: Some(u.upload_id),
+                        initiated: Some(ts_ms(u.initiated_ms)),
+                        initiator: Some(Initiator {
+                            id: Some(u.initiator.clone()),
+                            display_name: Some(u.initiator),
+                        }),
+                        owner: Some(owner.clone()),
+                        storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+                        checksum_algorithm: u.checksum_algorithm.map(ChecksumAlgorithm::from),
+                        checksum_type: u.checksum_type.map(ChecksumType::from),
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }))
+    }
+}
+
+fn check_part_number(n: i32) -> S3Result<()> {
+    if !(1..=MAX_PART_NUMBER).contains(&n) {
+        return Err(s3_error!(InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive"));
+    }
+    Ok(())
+}
+
+/// Parses `x-amz-copy-source-range: bytes=first-last` against the source size.
+fn parse_copy_range(r: &str, size: u64) -> S3Result<(u64, u64)> {
+    let bad = || s3_error!(InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy");
+    let spec = r.trim().strip_prefix("bytes=").ok_or_else(bad)?;
+    let (a, b) = spec.split_once('-').ok_or_else(bad)?;
+    let first: u64 = a.parse().map_err(|_| bad())?;
+    let last: u64 = b.parse().map_err(|_| bad())?;
+    if first > last {
+        return Err(bad());
+    }
+    if last >= size {
+        return Err(s3_error!(InvalidRange, "The requested range is not satisfiable"));
+    }
+    Ok((first, last - first + 1))
+}
+
+/// A checksum sent with CompleteMultipartUpload must match the object's.
+fn verify_complete_checksum(a: Algo, i: &CompleteMultipartUploadInput, c: &Checksums) -> S3Result<()> {
+    let sent = match a {
+        Algo::Crc32 => &i.checksum_crc32,
+        Algo::Crc32c => &i.checksum_crc32c,
+        Algo::Crc64Nvme => &i.checksum_crc64nvme,
+        Algo::Sha1 => &i.checksum_sha1,
+        Algo::Sha256 => &i.checksum_sha256,
+    };
+    if let (Some(sent), Some(ours)) = (sent, a.get(c)) {
+        if sent != ours && sent.split('-').next() != ours.split('-').next() {
+            return Err(s3_error!(BadDigest, "The {} you specified did not match the calculated checksum.", a.name()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_ranges() {
+        assert_eq!(parse_copy_range("bytes=0-9", 100).unwrap(), (0, 10));
+        assert_eq!(parse_copy_range("bytes=90-99", 100).unwrap(), (90, 10));
+        assert!(parse_copy_range("bytes=90-100", 100).is_err());
+        assert!(parse_copy_range("bytes=5-4", 100).is_err());
+        assert!(parse_copy_range("0-4", 100).is_err());
+    }
+}

@@ -1,0 +1,297 @@
+//! Helpers shared by the object operations: key parsing, the effective record of a file, HTTP
+//! conditions, tags and timestamps.
+
+use std::collections::BTreeMap;
+
+use s3s::dto::{ETag, ETagCondition, Timestamp, TimestampFormat};
+use s3s::{s3_error, S3Result};
+
+use penstock_backends::{ObjectPath, Stat};
+use penstock_metadata::{Checksums, Fingerprint, ObjectAttrs, ObjectRecord};
+
+use super::error::key_err;
+
+/// Validates an object key.
+pub(crate) fn parse_key(key: &str) -> S3Result<ObjectPath> {
+    ObjectPath::parse(key).map_err(key_err)
+}
+
+/// The fingerprint of a file as stored in records.
+pub(crate) fn fingerprint(st: &Stat) -> Fingerprint {
+    Fingerprint {
+        inode: st.inode,
+        size: st.size,
+        mtime_ns: st.mtime_ns,
+    }
+}
+
+/// The ETag of a file the gateway did not write (or that changed since). It contains a `-` so
+/// that SDKs never mistake it for an MD5 of the content.
+pub(crate) fn synthetic_etag(st: &Stat) -> String {
+    format!("{:x}{:x}-{:x}", st.inode, st.mtime_ns, st.size)
+}
+
+/// The record that describes the file as it is now: the stored one when its fingerprint still
+/// matches, else a synthesized one (content type guessed from the extension).
+pub(crate) fn effective_record(key: &str, st: &Stat, stored: Option<ObjectRecord>) -> ObjectRecord {
+    match stored {
+        Some(r) if r.fingerprint == fingerprint(st) => r,
+        _ => ObjectRecord {
+            etag: synthetic_etag(st),
+            fingerprint: fingerprint(st),
+            attrs: ObjectAttrs {
+                content_type: mime_guess::from_path(key).first_raw().map(str::to_owned),
+                ..Default::default()
+            },
+            checksums: Checksums::default(),
+            tags: Vec::new(),
+            parts: Vec::new(),
+        },
+    }
+}
+
+/// A strong ETag value as s3s serializes it.
+pub(crate) fn etag(v: &str) -> ETag {
+    ETag::Strong(v.to_owned())
+}
+
+/// Last-Modified at the one-second precision HTTP dates carry.
+pub(crate) fn last_modified(st: &Stat) -> Timestamp {
+    let secs = st.mtime_ns.div_euclid(1_000_000_000) as i64;
+    Timestamp::from(time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH))
+}
+
+/// Milliseconds since the epoch to a timestamp.
+pub(crate) fn ts_ms(ms: i64) -> Timestamp {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    Timestamp::from(t)
+}
+
+pub(crate) fn now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+fn unix(ts: &Timestamp) -> i64 {
+    time::OffsetDateTime::from(ts.clone()).unix_timestamp()
+}
+
+/// `Expires` as stored (an HTTP date).
+pub(crate) fn format_http_date(ts: &Timestamp) -> Option<String> {
+    let mut buf = Vec::new();
+    ts.format(TimestampFormat::HttpDate, &mut buf).ok()?;
+    String::from_utf8(buf).ok()
+}
+
+pub(crate) fn parse_http_date(s: &str) -> Option<Timestamp> {
+    Timestamp::parse(TimestampFormat::HttpDate, s).ok()
+}
+
+/// Content headers and user metadata given with an upload.
+pub(crate) struct AttrInput {
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_disposition: Option<String>,
+    pub content_language: Option<String>,
+    pub cache_control: Option<String>,
+    pub expires: Option<Timestamp>,
+    pub metadata: Option<s3s::dto::Metadata>,
+}
+
+impl AttrInput {
+    pub(crate) fn into_attrs(self) -> ObjectAttrs {
+        ObjectAttrs {
+            content_type: self.content_type,
+            content_encoding: self.content_encoding,
+            content_disposition: self.content_disposition,
+            content_language: self.content_language,
+            cache_control: self.cache_control,
+            expires: self.expires.as_ref().and_then(format_http_date),
+            user_metadata: self
+                .metadata
+                .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Builds an `AttrInput` from any operation input that carries the usual content fields.
+macro_rules! attr_input {
+    ($i:expr) => {
+        $crate::s3::object::AttrInput {
+            content_type: $i.content_type.take(),
+            content_encoding: $i.content_encoding.take(),
+            content_disposition: $i.content_disposition.take(),
+            content_language: $i.content_language.take(),
+            cache_control: $i.cache_control.take(),
+            expires: $i.expires.take(),
+            metadata: $i.metadata.take(),
+        }
+    };
+}
+pub(crate) use attr_input;
+
+/// User metadata in the shape s3s outputs.
+pub(crate) fn metadata_out(m: &BTreeMap<String, String>) -> Option<s3s::dto::Metadata> {
+    (!m.is_empty()).then(|| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+/// Parses the `x-amz-tagging` header (URL query syntax) and validates the set.
+pub(crate) fn parse_tagging_header(h: Option<&str>) -> S3Result<Vec<(String, String)>> {
+    let Some(h) = h.filter(|h| !h.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let mut tags = Vec::new();
+    for pair in h.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let dec = |s: &str| {
+            percent_encoding::percent_decode_str(&s.replace('+', " "))
+                .decode_utf8()
+                .map(|c| c.into_owned())
+                .map_err(|_| s3_error!(InvalidTag, "The tag header is not valid UTF-8"))
+        };
+        tags.push((dec(k)?, dec(v)?));
+    }
+    validate_tags(&tags)?;
+    Ok(tags)
+}
+
+/// S3's tag rules: at most 10, unique keys of 1..=128 chars, values up to 256 chars.
+pub(crate) fn validate_tags(tags: &[(String, String)]) -> S3Result<()> {
+    if tags.len() > 10 {
+        return Err(s3_error!(InvalidTag, "Object tags cannot be greater than 10"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (k, v) in tags {
+        if k.is_empty() || k.chars().count() > 128 {
+            return Err(s3_error!(InvalidTag, "The TagKey you have provided is invalid"));
+        }
+        if v.chars().count() > 256 {
+            return Err(s3_error!(InvalidTag, "The TagValue you have provided is invalid"));
+        }
+        if !seen.insert(k) {
+            return Err(s3_error!(InvalidTag, "Cannot provide multiple Tags with the same key"));
+        }
+    }
+    Ok(())
+}
+
+/// HTTP preconditions of a read, evaluated in RFC 9110 order.
+pub(crate) struct Conditions<'a> {
+    pub if_match: Option<&'a ETagCondition>,
+    pub if_none_match: Option<&'a ETagCondition>,
+    pub if_modified_since: Option<&'a Timestamp>,
+    pub if_unmodified_since: Option<&'a Timestamp>,
+}
+
+fn matches(cond: &ETagCondition, etag: &str) -> bool {
+    match cond {
+        ETagCondition::Any => true,
+        ETagCondition::ETag(t) => t.value() == etag,
+    }
+}
+
+impl Conditions<'_> {
+    /// For GET/HEAD: 412 for failed If-Match/If-Unmodified-Since, 304 for If-None-Match/
+    /// If-Modified-Since. For copy sources (`copy = true`) every failure is 412.
+    pub(crate) fn check(&self, etag: &str, st: &Stat, copy: bool) -> S3Result<()> {
+        let lm = unix(&last_modified(st));
+        let not_modified = || {
+            if copy {
+                s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold")
+            } else {
+                s3_error!(NotModified)
+            }
+        };
+        match self.if_match {
+            Some(c) if !matches(c, etag) => {
+                return Err(s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold"))
+            }
+            Some(_) => {}
+            None => {
+                if let Some(t) = self.if_unmodified_since {
+                    if lm > unix(t) {
+                        return Err(s3_error!(
+                            PreconditionFailed,
+                            "At least one of the pre-conditions you specified did not hold"
+                        ));
+                    }
+                }
+            }
+        }
+        match self.if_none_match {
+            Some(c) if matches(c, etag) => return Err(not_modified()),
+            Some(_) => {}
+            None => {
+                if let Some(t) = self.if_modified_since {
+                    if lm <= unix(t) {
+                        return Err(not_modified());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use penstock_backends::EntryKind;
+
+    fn st(mtime_s: i64) -> Stat {
+        Stat {
+            kind: EntryKind::File,
+            size: 3,
+            inode: 9,
+            mtime_ns: mtime_s as i128 * 1_000_000_000 + 5,
+        }
+    }
+
+    #[test]
+    fn stale_records_are_replaced_by_synthesized_ones() {
+        let s = st(100);
+        let rec = effective_record("x.json", &s, None);
+        assert!(rec.etag.contains('-'));
+        assert_eq!(rec.attrs.content_type.as_deref(), Some("application/json"));
+        let mut stored = rec.clone();
+        stored.etag = "abc".into();
+        assert_eq!(effective_record("x.json", &s, Some(stored.clone())).etag, "abc");
+        assert_ne!(effective_record("x.json", &st(101), Some(stored)).etag, "abc");
+    }
+
+    #[test]
+    fn conditions_follow_rfc_order() {
+        let s = st(1000);
+        let any = ETagCondition::Any;
+        let other = ETagCondition::ETag(ETag::Strong("zzz".into()));
+        let same = ETagCondition::ETag(ETag::Strong("e".into()));
+        let later = Timestamp::from(time::OffsetDateTime::from_unix_timestamp(2000).unwrap());
+        let earlier = Timestamp::from(time::OffsetDateTime::from_unix_timestamp(10).unwrap());
+        let c = |im, inm, ims, ius| Conditions {
+            if_match: im,
+            if_none_match: inm,
+            if_modified_since: ims,
+            if_unmodified_since: ius,
+        };
+        assert!(c(Some(&same), None, None, None).check("e", &s, false).is_ok());
+        assert!(c(Some(&other), None, None, None).check("e", &s, false).is_err());
+        // If-Match true wins over a failing If-Unmodified-Since.
+        assert!(c(Some(&any), None, None, Some(&earlier)).check("e", &s, false).is_ok());
+        assert!(c(None, None, None, Some(&earlier)).check("e", &s, false).is_err());
+        let e = c(None, Some(&same), None, None).check("e", &s, false).unwrap_err();
+        assert_eq!(e.code(), &s3s::S3ErrorCode::NotModified);
+        let e = c(None, Some(&same), None, None).check("e", &s, true).unwrap_err();
+        assert_eq!(e.code(), &s3s::S3ErrorCode::PreconditionFailed);
+        // If-None-Match false wins over a failing If-Modified-Since.
+        assert!(c(None, Some(&other), Some(&later), None).check("e", &s, false).is_ok());
+        assert!(c(None, None, Some(&later), None).check("e", &s, false).is_err());
+        assert!(c(None, None, Some(&earlier), None).check("e", &s, false).is_ok());
+    }
+
+    #[test]
+    fn tagging_header() {
+        let t = parse_tagging_header(Some("a=1&b=x%20y&c=")).unwrap();
+        assert_eq!(t, [("a".into(), "1".into()), ("b".into(), "x y".into()), ("c".into(), "".into())]);
+        assert!(parse_tagging_header(Some("a=1&a=2")).is_err());
+    }
+}

@@ -1,0 +1,226 @@
+//! PutObject, and the write path shared by every operation that creates an object: stream the
+//! body into a staging file while hashing, verify, then publish record and file together.
+
+use futures::StreamExt;
+use s3s::dto::*;
+use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
+
+use penstock_backends::{ObjectPath, StagingFile};
+use penstock_metadata::{ObjectAttrs, ObjectRecord};
+
+use super::checksum::{BodyHasher, Claims};
+use super::error::backend_err;
+use super::object::{attr_input, effective_record, etag, fingerprint, parse_key, parse_tagging_header};
+use super::{BucketCtx, Gateway};
+
+/// What must hold about the current object for a conditional write to proceed.
+pub(crate) struct WriteConditions {
+    pub if_match: Option<ETagCondition>,
+    pub if_none_match: Option<ETagCondition>,
+}
+
+impl Gateway {
+    /// PutObject: a file (or, for keys ending in `/`, a directory marker) at the key's path.
+    pub(crate) async fn put_object(&self, mut req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
+        let input = &mut req.input;
+        let path = parse_key(&input.key)?;
+        let b = self.bucket(&input.bucket).await?;
+        let attrs = attr_input!(input).into_attrs();
+        let tags = parse_tagging_header(input.tagging.as_deref())?;
+        let conds = WriteConditions {
+            if_match: input.if_match.take(),
+            if_none_match: input.if_none_match.take(),
+        };
+        let claims = Claims::from_headers(&req.headers, input.checksum_algorithm.as_ref().map(|a| a.as_str()))?;
+        let body = input.body.take();
+
+        if path.is_dir() {
+            return self.put_dir_marker(&b, &path, body, attrs, &claims, &req).await;
+        }
+
+        // Stream the body into a staging file inside the folder, hashing as it goes.
+        let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+        let mut hasher = BodyHasher::new(&claims.algos());
+        ingest(body, staging.as_mut(), &mut hasher, input.content_length).await?;
+
+        // Nothing becomes visible unless every checksum, including trailers, matched.
+        let digests = hasher.finish();
+        let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
+        claims.verify(&digests, trailers.as_ref())?;
+
+        let st = staging.seal(self.durable).await.map_err(backend_err)?;
+        let rec = ObjectRecord {
+            etag: hex::encode(digests.md5),
+            fingerprint: fingerprint(&st),
+            attrs,
+            checksums: digests.checksums,
+            tags,
+            parts: Vec::new(),
+        };
+        self.commit(&b, &path, staging, &rec, Some(&conds)).await?;
+
+        let c = &rec.checksums;
+        let output = PutObjectOutput {
+            e_tag: Some(etag(&rec.etag)),
+            checksum_crc32: c.crc32.clone(),
+            checksum_crc32c: c.crc32c.clone(),
+            checksum_crc64nvme: c.crc64nvme.clone(),
+            checksum_sha1: c.sha1.clone(),
+            checksum_sha256: c.sha256.clone(),
+            checksum_type: c.checksum_type.clone().map(ChecksumType::from),
+            size: Some(st.size as i64),
+            ..Default::default()
+        };
+        Ok(S3Response::new(output))
+    }
+
+    async fn put_dir_marker(
+        &self,
+        b: &BucketCtx,
+        path: &ObjectPath,
+        body: Option<StreamingBlob>,
+        attrs: ObjectAttrs,
+        claims: &Claims,
+        req: &S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
+        let mut hasher = BodyHasher::new(&claims.algos());
+        if let Some(mut body) = body {
+            while let Some(chunk) = body.next().await {
+                if !chunk.map_err(body_err)?.is_empty() {
+                    return Err(s3_error!(
+                        InvalidRequest,
+                        "A key ending in '/' is a directory marker and must have an empty body"
+                    ));
+                }
+            }
+        }
+        hasher.update(&[]);
+        let digests = hasher.finish();
+        let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
+        claims.verify(&digests, trailers.as_ref())?;
+        let key = path.key();
+        let _guard = self.locks.lock(b.rec.folder_id, &key).await;
+        b.folder.make_dir(path).await.map_err(backend_err)?;
+        let st = b
+            .folder
+            .stat(path)
+            .await
+            .map_err(backend_err)?
+            .ok_or_else(|| s3_error!(InternalError, "directory vanished after creation"))?;
+        let rec = ObjectRecord {
+            etag: hex::encode(digests.md5),
+            fingerprint: fingerprint(&st),
+            attrs,
+            checksums: digests.checksums,
+            tags: Vec::new(),
+            parts: Vec::new(),
+        };
+        let folder = b.rec.folder_id;
+        let r = rec.clone();
+        self.meta(move |s| s.put_object(folder, &key, &r)).await?;
+        Ok(S3Response::new(PutObjectOutput {
+            e_tag: Some(etag(&rec.etag)),
+            ..Default::default()
+        }))
+    }
+
+    /// Makes a sealed staging file the object at `path`, with its record.
+    ///
+    /// The record is written before the rename: rename keeps inode and mtime, so the record's
+    /// fingerprint matches the file the moment it appears. A crash between the two leaves a record
+    /// whose fingerprint matches nothing, which readers ignore. The key lock makes the pair atomic
+    /// with respect to other writers of the same key: last to commit wins for record and bytes.
+    pub(crate) async fn commit(
+        &self,
+        b: &BucketCtx,
+        path: &ObjectPath,
+        staging: Box<dyn StagingFile>,
+        rec: &ObjectRecord,
+        conds: Option<&WriteConditions>,
+    ) -> S3Result<()> {
+        let folder = b.rec.folder_id;
+        let key = path.key();
+        let _guard = self.locks.lock(folder, &key).await;
+        if let Some(c) = conds {
+            self.check_write_conditions(b, path, c).await?;
+        }
+        let (k, r) = (key.clone(), rec.clone());
+        self.meta(move |s| s.put_object(folder, &k, &r)).await?;
+        if let Err(e) = staging.publish(path, self.durable).await {
+            // Conflicts mean nothing was at this key as a file, so no valid record is lost here.
+            let _ = self.meta(move |s| s.delete_object(folder, &key)).await;
+            return Err(backend_err(e));
+        }
+        Ok(())
+    }
+
+    async fn check_write_conditions(&self, b: &BucketCtx, path: &ObjectPath, c: &WriteConditions) -> S3Result<()> {
+        if c.if_match.is_none() && c.if_none_match.is_none() {
+            return Ok(());
+        }
+        let current = match b.folder.stat(path).await.map_err(backend_err)? {
+            Some(st) if st.kind == penstock_backends::EntryKind::File => {
+                let (folder, key) = (b.rec.folder_id, path.key());
+                let stored = self.meta(move |s| s.object(folder, &key)).await?;
+                Some(effective_record(&path.key(), &st, stored).etag)
+            }
+            _ => None,
+        };
+        let failed = || s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold");
+        if let Some(cond) = &c.if_none_match {
+            if let Some(cur) = &current {
+                if matches!(cond, ETagCondition::Any) || cond.as_etag().is_some_and(|t| t.value() == cur) {
+                    return Err(failed());
+                }
+            }
+        }
+        if let Some(cond) = &c.if_match {
+            match &current {
+                None => return Err(s3_error!(NoSuchKey, "The specified key does not exist.")),
+                Some(cur) => {
+                    if !matches!(cond, ETagCondition::Any) && cond.as_etag().is_none_or(|t| t.value() != cur) {
+                        return Err(failed());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Streams a request body into `staging`, hashing every byte. Memory stays bounded by the
+/// staging file's write block.
+pub(crate) async fn ingest(
+    body: Option<StreamingBlob>,
+    staging: &mut dyn StagingFile,
+    hasher: &mut BodyHasher,
+    declared_len: Option<i64>,
+) -> S3Result<()> {
+    let mut total: u64 = 0;
+    if let Some(mut body) = body {
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(body_err)?;
+            total += chunk.len() as u64;
+            hasher.update(&chunk);
+            staging.write(chunk).await.map_err(backend_err)?;
+        }
+    }
+    if let Some(n) = declared_len {
+        if n >= 0 && total != n as u64 {
+            return Err(s3_error!(
+                IncompleteBody,
+                "You did not provide the number of bytes specified by the Content-Length HTTP header"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A failure while reading the request body: s3s's own errors (bad chunk signatures) pass
+/// through, anything else means the client did not deliver the body.
+pub(crate) fn body_err(e: s3s::StdError) -> S3Error {
+    match e.downcast::<S3Error>() {
+        Ok(e) => *e,
+        Err(e) => s3_error!(IncompleteBody, "The request body could not be read: {e}"),
+    }
+}

@@ -1,0 +1,95 @@
+//! The listener: accepts connections, serves HTTP/1.1 and HTTP/2 (h2c) with hyper-util, and drains
+//! in-flight requests on SIGTERM/SIGINT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tracing::{error, info, warn};
+
+use crate::bootstrap::{ensure_admin, Bootstrap};
+use crate::config::Config;
+use crate::s3::Gateway;
+
+/// Opens the stores, binds the listener and serves until a shutdown signal.
+pub async fn run(cfg: Config) -> anyhow::Result<()> {
+    let gateway = Arc::new(Gateway::open(&cfg)?);
+    let banner = ensure_admin(&gateway.store)?;
+    let service = crate::s3::build_service(gateway.clone(), &cfg);
+
+    let listener = TcpListener::bind(cfg.listen).await?;
+    let addr = listener.local_addr()?;
+    info!(%addr, data_dir = %cfg.data_dir.display(), "penstock listening");
+    print_banner(&banner, &addr.to_string());
+
+    let mut builder = ConnBuilder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true).half_close(false);
+    builder.http2().max_concurrent_streams(256);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown_signal());
+
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        // Out of file descriptors and similar: back off instead of spinning.
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
+                let conn = graceful.watch(conn.into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(%peer, error = %e, "connection ended with error");
+                    }
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+
+    drop(listener);
+    info!("shutting down: waiting for in-flight requests");
+    tokio::select! {
+        () = graceful.shutdown() => info!("all connections closed"),
+        () = tokio::time::sleep(Duration::from_secs(cfg.shutdown_grace_secs)) => {
+            error!("grace period over, closing remaining connections");
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn print_banner(b: &Bootstrap, addr: &str) {
+    match b {
+        Bootstrap::Generated(kp) => {
+            println!("Penstock is ready on http://{addr}");
+            println!("Generated admin credentials (shown once):");
+            println!("  access key: {}", kp.access_key);
+            println!("  secret key: {}", kp.secret_key);
+            println!(
+                "  AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY='{}' aws --endpoint-url http://{addr} s3 ls",
+                kp.access_key, kp.secret_key
+            );
+        }
+        Bootstrap::FromEnv(kp) => {
+            println!("Penstock is ready on http://{addr} (admin access key {} from PENSTOCK_ACCESS_KEY)", kp.access_key);
+        }
+        Bootstrap::Existing => println!("Penstock is ready on http://{addr}"),
+    }
+}

@@ -1,0 +1,154 @@
+//! The records stored in RocksDB. All are serde documents; new fields get `#[serde(default)]`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// An S3 access key and its secret, belonging to a user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Keypair {
+    pub access_key: String,
+    pub secret_key: String,
+    pub user_id: Uuid,
+    #[serde(default)]
+    pub superadmin: bool,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A bucket: a vfolder exported under a bucket name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketRecord {
+    pub name: String,
+    pub folder_id: Uuid,
+    pub volume: String,
+    /// `user:<uuid>` or `project:<uuid>`.
+    pub quota_scope: String,
+    pub owner: Uuid,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// Identity of the file an object record describes; a mismatch means the file changed outside the
+/// gateway and the record's ETag and checksums no longer apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub inode: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+/// Content headers and user metadata given at upload and returned on GET/HEAD.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectAttrs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_encoding: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_disposition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<String>,
+    /// HTTP date as sent by the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_metadata: BTreeMap<String, String>,
+}
+
+/// Stored checksums, base64 as S3 returns them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checksums {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc32: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc32c: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc64nvme: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha1: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// `FULL_OBJECT` or `COMPOSITE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
+}
+
+impl Checksums {
+    /// True when no checksum is stored.
+    pub fn is_empty(&self) -> bool {
+        self.crc32.is_none()
+            && self.crc32c.is_none()
+            && self.crc64nvme.is_none()
+            && self.sha1.is_none()
+            && self.sha256.is_none()
+    }
+}
+
+/// Size and checksums of one part of a completed multipart object (for GET ?partNumber=).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartSummary {
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Checksums::is_empty")]
+    pub checksums: Checksums,
+}
+
+/// What the gateway knows about one object beyond its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRecord {
+    /// Quoted ETag as returned to clients.
+    pub etag: String,
+    pub fingerprint: Fingerprint,
+    #[serde(default)]
+    pub attrs: ObjectAttrs,
+    #[serde(default, skip_serializing_if = "Checksums::is_empty")]
+    pub checksums: Checksums,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
+    /// Parts of a multipart object, in order; empty for single-part objects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartSummary>,
+}
+
+/// An ongoing multipart upload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    pub upload_id: String,
+    pub key: String,
+    /// Unix milliseconds.
+    pub initiated_ms: i64,
+    /// Access key that started the upload.
+    pub initiator: String,
+    #[serde(default)]
+    pub attrs: ObjectAttrs,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
+    /// Checksum algorithm requested at creation (`CRC32`, `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<String>,
+    /// `COMPOSITE` or `FULL_OBJECT`, when an algorithm was requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
+}
+
+/// One uploaded part of a multipart upload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartRecord {
+    pub part_number: u32,
+    /// Hex MD5 of the part, unquoted.
+    pub md5_hex: String,
+    pub size: u64,
+    /// Unix milliseconds.
+    pub last_modified_ms: i64,
+    #[serde(default, skip_serializing_if = "Checksums::is_empty")]
+    pub checksums: Checksums,
+}

@@ -1,0 +1,488 @@
+//! Opening the database and reading and writing records.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::schema::*;
+use crate::{BucketRecord, Keypair, ObjectRecord, PartRecord, UploadRecord};
+
+/// Errors of the metadata store.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    #[error("RocksDB: {0}")]
+    Db(#[from] rocksdb::Error),
+    #[error("corrupt record in {cf}: {err}")]
+    Corrupt { cf: &'static str, err: serde_json::Error },
+    #[error("the metadata store has schema version {found}; this build understands up to {SCHEMA_VERSION}")]
+    NewerSchema { found: u32 },
+}
+
+type Result<T> = std::result::Result<T, MetaError>;
+
+/// How the store writes.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    /// Sync the write-ahead log on every write, so an acknowledged change survives power loss.
+    pub sync: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { sync: true }
+    }
+}
+
+/// The metadata database.
+pub struct Store {
+    db: DB,
+    sync: bool,
+    /// Serializes check-then-insert of bucket names.
+    bucket_lock: Mutex<()>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store under `path` and checks its schema version.
+    pub fn open(path: &Path, opts: StoreOptions) -> Result<Self> {
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        // Metadata is small and hot; a modest shared block cache and few background jobs keep the
+        // footprint predictable next to the data path.
+        db_opts.increase_parallelism(2);
+        db_opts.set_keep_log_file_num(4);
+        let cfs = ALL_CFS.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+        let db = DB::open_cf_descriptors(&db_opts, path, cfs)?;
+        let store = Self {
+            db,
+            sync: opts.sync,
+            bucket_lock: Mutex::new(()),
+        };
+        store.check_schema()?;
+        Ok(store)
+    }
+
+    fn check_schema(&self) -> Result<()> {
+        let cf = self.cf(CF_SYSTEM);
+        match self.db.get_cf(cf, SCHEMA_KEY)? {
+            Some(v) if v.len() == 4 => {
+                let found = u32::from_be_bytes(v[..4].try_into().expect("length checked"));
+                if found > SCHEMA_VERSION {
+                    return Err(MetaError::NewerSchema { found });
+                }
+            }
+            _ => self.db.put_cf_opt(cf, SCHEMA_KEY, SCHEMA_VERSION.to_be_bytes(), &self.wopts())?,
+        }
+        Ok(())
+    }
+
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        self.db.cf_handle(name).expect("all column families are created at open")
+    }
+
+    fn wopts(&self) -> WriteOptions {
+        let mut w = WriteOptions::default();
+        w.set_sync(self.sync);
+        w
+    }
+
+    fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> Result<Option<T>> {
+        match self.db.get_pinned_cf(self.cf(cf), key)? {
+            Some(v) => Ok(Some(decode(cf, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put<T: Serialize>(&self, cf: &'static str, key: &[u8], value: &T) -> Result<()> {
+        self.db.put_cf_opt(self.cf(cf), key, encode(value), &self.wopts())?;
+        Ok(())
+    }
+
+    fn delete(&self, cf: &'static str, key: &[u8]) -> Result<()> {
+        self.db.delete_cf_opt(self.cf(cf), key, &self.wopts())?;
+        Ok(())
+    }
+
+    /// Visits records whose key starts with `prefix`, from `start` (inclusive) on, until `f`
+    /// returns false.
+    fn scan<T: DeserializeOwned>(
+        &self,
+        cf: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        mut f: impl FnMut(&[u8], T) -> bool,
+    ) -> Result<()> {
+        let from = if start > prefix { start } else { prefix };
+        for item in self.db.iterator_cf(self.cf(cf), IteratorMode::From(from, Direction::Forward)) {
+            let (k, v) = item?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            if !f(&k, decode(cf, &v)?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    // ---- keypairs
+
+    /// Looks up a keypair by access key.
+    pub fn keypair(&self, access_key: &str) -> Result<Option<Keypair>> {
+        self.get(CF_KEYPAIRS, access_key.as_bytes())
+    }
+
+    /// Stores (or replaces) a keypair.
+    pub fn put_keypair(&self, kp: &Keypair) -> Result<()> {
+        self.put(CF_KEYPAIRS, kp.access_key.as_bytes(), kp)
+    }
+
+    /// All keypairs, ordered by access key.
+    pub fn keypairs(&self) -> Result<Vec<Keypair>> {
+        let mut out = Vec::new();
+        self.scan(CF_KEYPAIRS, b"", b"", |_, kp| {
+            out.push(kp);
+            true
+        })?;
+        Ok(out)
+    }
+
+    // ---- buckets
+
+    /// Inserts a bucket unless the name is taken; returns false when it is.
+    pub fn create_bucket(&self, b: &BucketRecord) -> Result<bool> {
+        let _guard = self.bucket_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.bucket(&b.name)?.is_some() {
+            return Ok(false);
+        }
+        self.put(CF_BUCKETS, b.name.as_bytes(), b)?;
+        Ok(true)
+    }
+
+    /// Looks up a bucket by name.
+    pub fn bucket(&self, name: &str) -> Result<Option<BucketRecord>> {
+        self.get(CF_BUCKETS, name.as_bytes())
+    }
+
+    /// All buckets, ordered by name.
+    pub fn buckets(&self) -> Result<Vec<BucketRecord>> {
+        let mut out = Vec::new();
+        self.scan(CF_BUCKETS, b"", b"", |_, b| {
+            out.push(b);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Removes a bucket and every object, upload and part record of its folder.
+    pub fn delete_bucket(&self, b: &BucketRecord) -> Result<()> {
+        let mut uploads = Vec::new();
+        self.scan(CF_UPLOADS, b.folder_id.as_bytes(), b"", |_, u: UploadRecord| {
+            uploads.push(u.upload_id);
+            true
+        })?;
+        let mut batch = WriteBatch::default();
+        let (lo, hi) = folder_range(b.folder_id);
+        batch.delete_range_cf(self.cf(CF_OBJECTS), &lo, &hi);
+        batch.delete_range_cf(self.cf(CF_UPLOADS), &lo, &hi);
+        for id in uploads {
+            let (plo, phi) = parts_range(&id);
+            batch.delete_range_cf(self.cf(CF_PARTS), &plo, &phi);
+        }
+        batch.delete_cf(self.cf(CF_BUCKETS), b.name.as_bytes());
+        self.db.write_opt(batch, &self.wopts())?;
+        Ok(())
+    }
+
+    // ---- objects
+
+    /// The record of one object.
+    pub fn object(&self, folder: Uuid, key: &str) -> Result<Option<ObjectRecord>> {
+        self.get(CF_OBJECTS, &object_key(folder, key))
+    }
+
+    /// Records of many objects of one folder at once (listings).
+    pub fn objects(&self, folder: Uuid, keys: &[&str]) -> Result<Vec<Option<ObjectRecord>>> {
+        let cf = self.cf(CF_OBJECTS);
+        let ks: Vec<_> = keys.iter().map(|k| (cf, object_key(folder, k))).collect();
+        self.db
+            .multi_get_cf(ks)
+            .into_iter()
+            .map(|r| match r? {
+                Some(v) => Ok(Some(decode(CF_OBJECTS, &v)?)),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
+    /// Stores (or replaces) an object record.
+    pub fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> Result<()> {
+        self.put(CF_OBJECTS, &object_key(folder, key), rec)
+    }
+
+    /// Removes an object record.
+    pub fn delete_object(&self, folder: Uuid, key: &str) -> Result<()> {
+        self.delete(CF_OBJECTS, &object_key(folder, key))
+    }
+
+    // ---- multipart
+
+    /// Stores a new upload.
+    pub fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> Result<()> {
+        self.put(CF_UPLOADS, &upload_key(folder, &up.key, &up.upload_id), up)
+    }
+
+    /// Looks up an upload.
+    pub fn upload(&self, folder: Uuid, key: &str, upload_id: &str) -> Result<Option<UploadRecord>> {
+        self.get(CF_UPLOADS, &upload_key(folder, key, upload_id))
+    }
+
+    /// Uploads of a folder in (key, upload id) order, starting at the encoded position `start`
+    /// (see [`upload_key`]) and limited to keys beginning with `prefix`.
+    pub fn uploads(
+        &self,
+        folder: Uuid,
+        prefix: &str,
+        start_after: Option<(&str, &str)>,
+        mut f: impl FnMut(UploadRecord) -> bool,
+    ) -> Result<()> {
+        let scan_prefix = object_key(folder, prefix);
+        let start = match start_after {
+            Some((key, id)) => {
+                let mut s = upload_key(folder, key, id);
+                s.push(0);
+                s
+            }
+            None => scan_prefix.clone(),
+        };
+        self.scan(CF_UPLOADS, &scan_prefix, &start, |_, u| f(u))
+    }
+
+    /// Stores (or replaces) a part.
+    pub fn put_part(&self, upload_id: &str, part: &PartRecord) -> Result<()> {
+        self.put(CF_PARTS, &part_key(upload_id, part.part_number), part)
+    }
+
+    /// All parts of an upload, by part number.
+    pub fn parts(&self, upload_id: &str) -> Result<Vec<PartRecord>> {
+        let mut out = Vec::new();
+        let mut prefix = upload_id.as_bytes().to_vec();
+        prefix.push(0);
+        self.scan(CF_PARTS, &prefix, b"", |_, p| {
+            out.push(p);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Removes an upload and its parts.
+    pub fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &str) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        self.delete_upload_into(&mut batch, folder, key, upload_id);
+        self.db.write_opt(batch, &self.wopts())?;
+        Ok(())
+    }
+
+    /// Atomically records a completed object and forgets its upload.
+    pub fn complete_upload(&self, folder: Uuid, key: &str, upload_id: &str, rec: &ObjectRecord) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        self.delete_upload_into(&mut batch, folder, key, upload_id);
+        batch.put_cf(self.cf(CF_OBJECTS), object_key(folder, key), encode(rec));
+        self.db.write_opt(batch, &self.wopts())?;
+        Ok(())
+    }
+
+    fn delete_upload_into(&self, batch: &mut WriteBatch, folder: Uuid, key: &str, upload_id: &str) {
+        batch.delete_cf(self.cf(CF_UPLOADS), upload_key(folder, key, upload_id));
+        let (lo, hi) = parts_range(upload_id);
+        batch.delete_range_cf(self.cf(CF_PARTS), &lo, &hi);
+    }
+}
+
+fn folder_range(folder: Uuid) -> (Vec<u8>, Vec<u8>) {
+    let lo = folder.as_bytes().to_vec();
+    let hi = folder.as_u128().checked_add(1).map_or_else(|| vec![0xff; 17], |n| n.to_be_bytes().to_vec());
+    (lo, hi)
+}
+
+fn parts_range(upload_id: &str) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = upload_id.as_bytes().to_vec();
+    lo.push(0);
+    let mut hi = upload_id.as_bytes().to_vec();
+    hi.push(1);
+    (lo, hi)
+}
+
+/// Values are a format byte followed by JSON, leaving room for a denser encoding later.
+const FORMAT_JSON: u8 = 1;
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    let mut out = vec![FORMAT_JSON];
+    serde_json::to_writer(&mut out, v).expect("records serialize");
+    out
+}
+
+fn decode<T: DeserializeOwned>(cf: &'static str, v: &[u8]) -> Result<T> {
+    let body = match v.split_first() {
+        Some((&FORMAT_JSON, rest)) => rest,
+        _ => {
+            return Err(MetaError::Corrupt {
+                cf,
+                err: serde::de::Error::custom("unknown record format"),
+            })
+        }
+    };
+    serde_json::from_slice(body).map_err(|err| MetaError::Corrupt { cf, err })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Checksums, Fingerprint, ObjectAttrs};
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path(), StoreOptions { sync: false }).unwrap();
+        (dir, s)
+    }
+
+    fn rec(etag: &str) -> ObjectRecord {
+        ObjectRecord {
+            etag: etag.into(),
+            fingerprint: Fingerprint {
+                inode: 1,
+                size: 2,
+                mtime_ns: 3,
+            },
+            attrs: ObjectAttrs {
+                content_type: Some("text/plain".into()),
+                user_metadata: [("k".to_owned(), "v".to_owned())].into(),
+                ..Default::default()
+            },
+            checksums: Checksums {
+                crc32: Some("AAAAAA==".into()),
+                ..Default::default()
+            },
+            tags: vec![("t".into(), "1".into())],
+            parts: vec![],
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Uuid::new_v4();
+        {
+            let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            s.put_object(f, "a/b", &rec("\"x\"")).unwrap();
+        }
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        assert_eq!(s.object(f, "a/b").unwrap(), Some(rec("\"x\"")));
+        assert_eq!(s.object(f, "a").unwrap(), None);
+        let many = s.objects(f, &["a", "a/b"]).unwrap();
+        assert_eq!(many, vec![None, Some(rec("\"x\""))]);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+            s.db.put_cf(s.cf(CF_SYSTEM), SCHEMA_KEY, (SCHEMA_VERSION + 1).to_be_bytes()).unwrap();
+        }
+        assert!(matches!(
+            Store::open(dir.path(), StoreOptions::default()),
+            Err(MetaError::NewerSchema { .. })
+        ));
+    }
+
+    #[test]
+    fn bucket_names_are_unique_and_delete_clears_folder() {
+        let (_d, s) = store();
+        let b = BucketRecord {
+            name: "b1".into(),
+            folder_id: Uuid::new_v4(),
+            volume: "local".into(),
+            quota_scope: format!("user:{}", Uuid::nil()),
+            owner: Uuid::nil(),
+            created_ms: 0,
+        };
+        assert!(s.create_bucket(&b).unwrap());
+        assert!(!s.create_bucket(&b).unwrap());
+        let other = Uuid::new_v4();
+        s.put_object(b.folder_id, "k", &rec("\"1\"")).unwrap();
+        s.put_object(other, "k", &rec("\"2\"")).unwrap();
+        s.delete_bucket(&b).unwrap();
+        assert_eq!(s.bucket("b1").unwrap(), None);
+        assert_eq!(s.object(b.folder_id, "k").unwrap(), None);
+        assert!(s.object(other, "k").unwrap().is_some());
+    }
+
+    #[test]
+    fn uploads_and_parts() {
+        let (_d, s) = store();
+        let f = Uuid::new_v4();
+        for (key, id) in [("b", "2"), ("a", "9"), ("a", "1"), ("c/d", "5")] {
+            s.put_upload(
+                f,
+                &UploadRecord {
+                    upload_id: id.into(),
+                    key: key.into(),
+                    initiated_ms: 0,
+                    initiator: "ak".into(),
+                    attrs: Default::default(),
+                    tags: vec![],
+                    checksum_algorithm: None,
+                    checksum_type: None,
+                },
+            )
+            .unwrap();
+        }
+        let mut seen = vec![];
+        s.uploads(f, "", None, |u| {
+            seen.push((u.key, u.upload_id));
+            true
+        })
+        .unwrap();
+        let want: Vec<(String, String)> =
+            [("a", "1"), ("a", "9"), ("b", "2"), ("c/d", "5")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        assert_eq!(seen, want);
+        let mut after = vec![];
+        s.uploads(f, "", Some(("a", "1")), |u| {
+            after.push(u.upload_id);
+            true
+        })
+        .unwrap();
+        assert_eq!(after, ["9", "2", "5"]);
+        let mut pref = vec![];
+        s.uploads(f, "c/", None, |u| {
+            pref.push(u.upload_id);
+            true
+        })
+        .unwrap();
+        assert_eq!(pref, ["5"]);
+
+        for n in [3, 1, 2] {
+            let p = PartRecord {
+                part_number: n,
+                md5_hex: format!("{n}"),
+                size: n as u64,
+                last_modified_ms: 0,
+                checksums: Default::default(),
+            };
+            s.put_part("1", &p).unwrap();
+            s.put_part("10", &p).unwrap();
+        }
+        let nums: Vec<u32> = s.parts("1").unwrap().iter().map(|p| p.part_number).collect();
+        assert_eq!(nums, [1, 2, 3]);
+        s.complete_upload(f, "a", "1", &rec("\"m-3\"")).unwrap();
+        assert!(s.parts("1").unwrap().is_empty());
+        assert_eq!(s.parts("10").unwrap().len(), 3);
+        assert!(s.upload(f, "a", "1").unwrap().is_none());
+        assert!(s.object(f, "a").unwrap().is_some());
+    }
+}
