@@ -1,1 +1,126 @@
-//! placeholder
+//! Harness for end-to-end tests: starts the real `penstock` binary on a free loopback port with a
+//! fresh data directory, and stops it on drop.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Access key the harness installs as the bootstrap superadmin.
+pub const ACCESS_KEY: &str = "PENSTOCKTESTKEY";
+/// Its secret.
+pub const SECRET_KEY: &str = "penstock-test-secret-key-0123456789abcdef";
+
+/// A running gateway.
+pub struct Gateway {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub endpoint: String,
+    /// The gateway's data directory.
+    pub data_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// The `penstock` binary: `$PENSTOCK_BIN`, else next to the test executable's `deps/` folder.
+pub fn binary() -> PathBuf {
+    if let Ok(p) = std::env::var("PENSTOCK_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target profile dir");
+    let bin = dir.join("penstock");
+    assert!(
+        bin.exists(),
+        "{} not found: build it first (cargo build -p penstock) or set PENSTOCK_BIN",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Gateway {
+    /// Starts a gateway with default settings.
+    pub fn start() -> Self {
+        Self::start_with_config("")
+    }
+
+    /// Starts a gateway with extra TOML configuration.
+    pub fn start_with_config(toml: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("data");
+        let cfg = dir.path().join("penstock.toml");
+        std::fs::write(&cfg, toml).unwrap();
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let log = std::fs::File::create(dir.path().join("gateway.log")).unwrap();
+        let child = Command::new(binary())
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(["--listen", &addr.to_string()])
+            .env("PENSTOCK_ACCESS_KEY", ACCESS_KEY)
+            .env("PENSTOCK_SECRET_KEY", SECRET_KEY)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start penstock");
+        let gw = Self {
+            child,
+            endpoint: format!("http://{addr}"),
+            data_dir,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "gateway did not start; log:\n{}", gw.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        gw
+    }
+
+    /// The gateway's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("gateway.log")).unwrap_or_default()
+    }
+
+    /// The directory of the default volume.
+    pub fn volume_dir(&self) -> PathBuf {
+        self.data_dir.join("volumes").join("local")
+    }
+
+    /// Finds the directory of a bucket's folder on the default volume (`<scope>/<aa>/<bb>/<rest>`).
+    pub fn folder_dir(&self, marker_file: &str) -> PathBuf {
+        fn walk(p: &Path, depth: usize, name: &str) -> Option<PathBuf> {
+            if depth == 4 {
+                return p.join(name).exists().then(|| p.to_path_buf());
+            }
+            for e in std::fs::read_dir(p).ok()? {
+                let e = e.ok()?;
+                if e.file_type().ok()?.is_dir() {
+                    if let Some(f) = walk(&e.path(), depth + 1, name) {
+                        return Some(f);
+                    }
+                }
+            }
+            None
+        }
+        walk(&self.volume_dir(), 0, marker_file).expect("folder holding the marker file")
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

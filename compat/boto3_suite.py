@@ -1,0 +1,207 @@
+"""The S3 operation list through boto3 with its default settings (so newer releases send
+checksums as aws-chunked trailers), plus presigned GET/PUT/POST with SigV4 and SigV2.
+
+Run by compat/boto3.sh against a fresh gateway (ENDPOINT and AWS_* in the environment)."""
+
+import hashlib
+import io
+import os
+import sys
+import http.client as httpclient
+import urllib.parse
+import uuid
+
+import boto3
+import botocore
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+ENDPOINT = os.environ["ENDPOINT"]
+
+
+def client(**cfg):
+    return boto3.client("s3", endpoint_url=ENDPOINT, config=Config(**cfg))
+
+
+s3 = client(signature_version="s3v4", s3={"addressing_style": "path"})
+failures = []
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        failures.append(f"{name}: {detail}")
+        print(f"  x {name} {detail}")
+
+
+def error_code(fn):
+    try:
+        fn()
+    except ClientError as e:
+        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
+    return None, 200
+
+
+def http(method, url, data=None, headers=None):
+    # http.client sends exactly the headers given (urllib would add a Content-Type, which SigV2
+    # signs).
+    u = urllib.parse.urlsplit(url)
+    conn = httpclient.HTTPConnection(u.hostname, u.port, timeout=60)
+    path = u.path + ("?" + u.query if u.query else "")
+    conn.request(method, path, body=data, headers=headers or {})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, body
+
+
+B = "boto-" + uuid.uuid4().hex[:8]
+B2 = B + "-dst"
+print(f"boto3 {boto3.__version__}, botocore {botocore.__version__}")
+
+# Buckets
+s3.create_bucket(Bucket=B)
+s3.create_bucket(Bucket=B2)
+s3.head_bucket(Bucket=B)
+names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+check("list_buckets", B in names and B2 in names, names)
+s3.get_bucket_location(Bucket=B)
+check("create dup", error_code(lambda: s3.create_bucket(Bucket=B))[0] == "BucketAlreadyOwnedByYou")
+check("missing bucket", error_code(lambda: s3.head_bucket(Bucket="no-such-bucket-x"))[1] == 404)
+
+# Objects, default checksums (trailers on new botocore)
+body = os.urandom(3 * 1024 * 1024 + 17)
+r = s3.put_object(Bucket=B, Key="dir/obj.bin", Body=body, Metadata={"owner": "boto"}, ContentType="application/x-boto",
+                  ContentEncoding="identity", ContentLanguage="en", CacheControl="no-cache")
+check("put etag", r["ETag"] == '"%s"' % hashlib.md5(body).hexdigest(), r["ETag"])
+g = s3.get_object(Bucket=B, Key="dir/obj.bin")
+check("get bytes", g["Body"].read() == body)
+h = s3.head_object(Bucket=B, Key="dir/obj.bin", ChecksumMode="ENABLED")
+check("head meta", h["Metadata"] == {"owner": "boto"} and h["ContentType"] == "application/x-boto", h)
+check("head lang", h.get("ContentLanguage") == "en" and h.get("CacheControl") == "no-cache", h)
+check("checksum stored", any(k.startswith("Checksum") and k != "ChecksumType" for k in h), list(h))
+rg = s3.get_object(Bucket=B, Key="dir/obj.bin", Range="bytes=10-19")
+check("range", rg["Body"].read() == body[10:20] and rg["ResponseMetadata"]["HTTPStatusCode"] == 206)
+check("if-none-match", error_code(lambda: s3.get_object(Bucket=B, Key="dir/obj.bin", IfNoneMatch=r["ETag"]))[1] == 304)
+check("if-match", error_code(lambda: s3.get_object(Bucket=B, Key="dir/obj.bin", IfMatch='"x"'))[1] == 412)
+ov = s3.get_object(Bucket=B, Key="dir/obj.bin", ResponseContentType="text/plain", ResponseContentDisposition="inline")
+check("response overrides", ov["ContentType"] == "text/plain" and ov["ContentDisposition"] == "inline")
+for algo in ["CRC32", "CRC32C", "SHA1", "SHA256", "CRC64NVME"]:
+    rr = s3.put_object(Bucket=B, Key=f"sum/{algo}", Body=b"checksummed", ChecksumAlgorithm=algo)
+    hh = s3.head_object(Bucket=B, Key=f"sum/{algo}", ChecksumMode="ENABLED")
+    check(f"checksum {algo}", hh.get(f"Checksum{algo}") == rr.get(f"Checksum{algo}") is not None, (hh, rr))
+check("bad md5", error_code(lambda: s3.put_object(Bucket=B, Key="bad", Body=b"abc", ContentMD5="1B2M2Y8AsgTpgAmY7PhCfg=="))[0] == "BadDigest")
+check("bad md5 stored nothing", error_code(lambda: s3.head_object(Bucket=B, Key="bad"))[1] == 404)
+
+# Copy
+s3.copy_object(Bucket=B2, Key="copy.bin", CopySource={"Bucket": B, "Key": "dir/obj.bin"})
+check("copy meta kept", s3.head_object(Bucket=B2, Key="copy.bin")["Metadata"] == {"owner": "boto"})
+s3.copy_object(Bucket=B2, Key="copy2.bin", CopySource=f"{B}/dir/obj.bin", MetadataDirective="REPLACE",
+               Metadata={"new": "1"}, ContentType="text/x-new")
+h2 = s3.head_object(Bucket=B2, Key="copy2.bin")
+check("copy replace", h2["Metadata"] == {"new": "1"} and h2["ContentType"] == "text/x-new", h2)
+check("copy bytes", s3.get_object(Bucket=B2, Key="copy2.bin")["Body"].read() == body)
+check("copy if-match", error_code(lambda: s3.copy_object(Bucket=B2, Key="c3", CopySource=f"{B}/dir/obj.bin",
+                                                           CopySourceIfMatch='"nope"'))[1] == 412)
+
+# Listing
+keys = ["a.txt", "a/b", "a0", "sp ace", "at@sign", "pct%41", "uni/ö"]
+for k in keys:
+    s3.put_object(Bucket=B, Key="l/" + k, Body=b"x")
+v2 = s3.list_objects_v2(Bucket=B, Prefix="l/")
+got = [o["Key"] for o in v2["Contents"]]
+check("list order", got == sorted("l/" + k for k in keys), got)
+d = s3.list_objects_v2(Bucket=B, Prefix="l/", Delimiter="/")
+check("delimiter", [p["Prefix"] for p in d.get("CommonPrefixes", [])] == ["l/a/", "l/uni/"], d.get("CommonPrefixes"))
+pages = list(s3.get_paginator("list_objects_v2").paginate(Bucket=B, Prefix="l/", PaginationConfig={"PageSize": 2}))
+check("v2 pagination", sum(len(p.get("Contents", [])) for p in pages) == len(keys) and len(pages) == 4, len(pages))
+pages = list(s3.get_paginator("list_objects").paginate(Bucket=B, Prefix="l/", PaginationConfig={"PageSize": 3}))
+check("v1 pagination", sum(len(p.get("Contents", [])) for p in pages) == len(keys), len(pages))
+enc = s3.list_objects_v2(Bucket=B, Prefix="l/sp", EncodingType="url")
+check("encoding-type url", enc["Contents"][0]["Key"] == "l/sp%20ace", enc["Contents"][0]["Key"])
+fo = s3.list_objects_v2(Bucket=B, Prefix="l/a0", FetchOwner=True)
+check("fetch-owner", "Owner" in fo["Contents"][0], fo["Contents"][0])
+vers = s3.list_object_versions(Bucket=B, Prefix="l/")
+check("versions", len(vers["Versions"]) == len(keys) and all(v["VersionId"] == "null" for v in vers["Versions"]))
+
+# Tagging
+s3.put_object_tagging(Bucket=B, Key="l/a0", Tagging={"TagSet": [{"Key": "k", "Value": "v"}]})
+check("get tagging", s3.get_object_tagging(Bucket=B, Key="l/a0")["TagSet"] == [{"Key": "k", "Value": "v"}])
+s3.delete_object_tagging(Bucket=B, Key="l/a0")
+check("delete tagging", s3.get_object_tagging(Bucket=B, Key="l/a0")["TagSet"] == [])
+
+# Multipart, with the default checksum behaviour of this boto3
+mp = s3.create_multipart_upload(Bucket=B, Key="mp/obj", Metadata={"m": "p"})
+uid = mp["UploadId"]
+p1, p2 = os.urandom(5 * 1024 * 1024), os.urandom(1024)
+e1 = s3.upload_part(Bucket=B, Key="mp/obj", UploadId=uid, PartNumber=1, Body=p1)
+e2 = s3.upload_part_copy(Bucket=B, Key="mp/obj", UploadId=uid, PartNumber=2, CopySource=f"{B}/dir/obj.bin",
+                         CopySourceRange="bytes=0-1023")
+lp = s3.list_parts(Bucket=B, Key="mp/obj", UploadId=uid)
+check("list parts", [p["PartNumber"] for p in lp["Parts"]] == [1, 2])
+check("list uploads", [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=B)["Uploads"]] == [uid])
+parts = [{"PartNumber": 1, "ETag": e1["ETag"]}, {"PartNumber": 2, "ETag": e2["CopyPartResult"]["ETag"]}]
+for k in ("ChecksumCRC32", "ChecksumCRC32C", "ChecksumCRC64NVME", "ChecksumSHA1", "ChecksumSHA256"):
+    if k in e1:
+        parts[0][k] = e1[k]
+        if k in e2["CopyPartResult"]:
+            parts[1][k] = e2["CopyPartResult"][k]
+done = s3.complete_multipart_upload(Bucket=B, Key="mp/obj", UploadId=uid, MultipartUpload={"Parts": parts})
+check("mpu etag", done["ETag"].endswith('-2"'), done["ETag"])
+whole = s3.get_object(Bucket=B, Key="mp/obj")
+check("mpu bytes", whole["Body"].read() == p1 + body[:1024] and whole["Metadata"] == {"m": "p"})
+mp2 = s3.create_multipart_upload(Bucket=B, Key="mp/aborted")
+s3.upload_part(Bucket=B, Key="mp/aborted", UploadId=mp2["UploadId"], PartNumber=1, Body=b"x")
+s3.abort_multipart_upload(Bucket=B, Key="mp/aborted", UploadId=mp2["UploadId"])
+check("abort", error_code(lambda: s3.list_parts(Bucket=B, Key="mp/aborted", UploadId=mp2["UploadId"]))[0] == "NoSuchUpload")
+# High-level transfer (threads, multipart threshold 8 MiB).
+big = os.urandom(20 * 1024 * 1024)
+s3.upload_fileobj(io.BytesIO(big), B, "mp/transfer")
+out = io.BytesIO()
+s3.download_fileobj(B, "mp/transfer", out)
+check("transfer manager", out.getvalue() == big)
+
+# Presigned URLs: SigV4, and boto3's default (SigV2 query auth) with a custom endpoint.
+for label, c in [("sigv4", s3), ("default", client(s3={"addressing_style": "path"}))]:
+    url = c.generate_presigned_url("put_object", Params={"Bucket": B, "Key": f"pre/{label}"}, ExpiresIn=300)
+    st, _ = http("PUT", url, data=b"presigned " + label.encode())
+    check(f"presigned put {label}", st == 200, st)
+    url = c.generate_presigned_url("get_object", Params={"Bucket": B, "Key": f"pre/{label}"}, ExpiresIn=300)
+    st, data = http("GET", url)
+    check(f"presigned get {label}", st == 200 and data == b"presigned " + label.encode(), (st, data[:100]))
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    sig = (q.get("X-Amz-Signature") or q.get("Signature"))[0]
+    bad_sig = ("0" if sig[0] != "0" else "1") + sig[1:]
+    st, _ = http("GET", url.replace(urllib.parse.quote(sig, safe=""), urllib.parse.quote(bad_sig, safe="")).replace(sig, bad_sig))
+    check(f"tampered presigned {label}", st == 403, st)
+
+# POST policy upload (browser form).
+post = s3.generate_presigned_post(B, "post/up.txt", ExpiresIn=300)
+boundary = "----penstock" + uuid.uuid4().hex
+parts = []
+for k, v in post["fields"].items():
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
+parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="up.txt"\r\n'
+             f"Content-Type: text/plain\r\n\r\n".encode() + b"posted bytes\r\n")
+parts.append(f"--{boundary}--\r\n".encode())
+st, resp = http("POST", post["url"], data=b"".join(parts), headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+check("post policy", st in (200, 204), (st, resp[:300]))
+check("post object", s3.get_object(Bucket=B, Key="post/up.txt")["Body"].read() == b"posted bytes")
+
+# Delete
+r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "l/" + k} for k in keys] + [{"Key": "ghost"}]})
+check("delete_objects", len(r["Deleted"]) == len(keys) + 1, r)
+s3.delete_object(Bucket=B, Key="dir/obj.bin")
+check("deleted", error_code(lambda: s3.head_object(Bucket=B, Key="dir/obj.bin"))[1] == 404)
+check("bucket not empty", error_code(lambda: s3.delete_bucket(Bucket=B))[0] == "BucketNotEmpty")
+for bucket in (B, B2):
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        objs = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get("Versions", [])]
+        if objs:
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": objs})
+    s3.delete_bucket(Bucket=bucket)
+check("buckets gone", B not in [b["Name"] for b in s3.list_buckets()["Buckets"]])
+
+if failures:
+    print(f"boto3: {len(failures)} check(s) failed")
+    sys.exit(1)
+print("PASS: boto3")

@@ -1,0 +1,43 @@
+# Shared helpers for compat scenarios: start a fresh gateway, fail loudly, clean up.
+# Source it from a scenario script; it starts the gateway and exports ENDPOINT and AWS_* vars.
+set -euo pipefail
+COMPAT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PENSTOCK_BIN=${PENSTOCK_BIN:-$COMPAT_ROOT/target/debug/penstock}
+[ -x "$PENSTOCK_BIN" ] || { echo "FAIL: $PENSTOCK_BIN missing; build with cargo build -p penstock" >&2; exit 1; }
+
+export AWS_ACCESS_KEY_ID=PKCOMPATTEST0000001
+export AWS_SECRET_ACCESS_KEY=compat-secret-0123456789abcdefghijklmnop
+export AWS_DEFAULT_REGION=us-east-1
+export AWS_EC2_METADATA_DISABLED=true
+unset AWS_PROFILE AWS_SESSION_TOKEN || true
+
+WORK=$(mktemp -d /tmp/penstock-compat.XXXXXX)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export ENDPOINT="http://127.0.0.1:$PORT"
+
+PENSTOCK_ACCESS_KEY=$AWS_ACCESS_KEY_ID PENSTOCK_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
+  "$PENSTOCK_BIN" serve --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" >"$WORK/gateway.log" 2>&1 &
+GW_PID=$!
+
+cleanup() {
+  local rc=$?
+  for f in "${CLEANUP_HOOKS[@]:-}"; do [ -n "$f" ] && eval "$f" || true; done
+  kill "$GW_PID" 2>/dev/null || true
+  wait "$GW_PID" 2>/dev/null || true
+  if [ $rc -ne 0 ]; then
+    echo "---- gateway log (last 40 lines) ----" >&2
+    tail -n 40 "$WORK/gateway.log" >&2 || true
+  fi
+  rm -rf "$WORK"
+  exit $rc
+}
+CLEANUP_HOOKS=()
+trap cleanup EXIT
+
+for _ in $(seq 1 200); do
+  if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then break; fi
+  sleep 0.05
+done
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "  - $*"; }
