@@ -74,10 +74,7 @@ impl ObjectPath {
 
     /// Builds the path of a directory from its segments (used by listings).
     pub fn dir(segments: Vec<String>) -> Self {
-        Self {
-            segments,
-            is_dir: true,
-        }
+        Self { segments, is_dir: true }
     }
 
     /// True for directory-marker keys (ending in `/`).
@@ -134,7 +131,16 @@ mod tests {
         let p = ObjectPath::parse("dir/sub/").unwrap();
         assert!(p.is_dir());
         assert_eq!(p.key(), "dir/sub/");
-        for k in ["m@1@0@abc@bf16", "100%", "with space", "ünï/cødé", "...", "a..b", ".hidden", "-"] {
+        for k in [
+            "m@1@0@abc@bf16",
+            "100%",
+            "with space",
+            "ünï/cødé",
+            "...",
+            "a..b",
+            ".hidden",
+            "-",
+        ] {
             assert_eq!(ObjectPath::parse(k).unwrap().key(), k, "{k}");
         }
     }

@@ -77,9 +77,7 @@ impl Volume for PosixVolume {
     async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>> {
         let dir = self.root.join(loc.relative_path());
         let root = blocking(move || open_dir_path(&dir)).await?;
-        Ok(Arc::new(PosixFolder {
-            root: Arc::new(root),
-        }))
+        Ok(Arc::new(PosixFolder { root: Arc::new(root) }))
     }
 
     async fn delete_folder(&self, loc: &FolderLocation) -> Result<()> {
@@ -202,8 +200,7 @@ impl Folder for PosixFolder {
         let root = self.root.clone();
         let path = path.clone();
         blocking(move || {
-            let parent = match open_beneath(&root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY)
-            {
+            let parent = match open_beneath(&root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY) {
                 Ok(fd) => fd,
                 Err(e) => return absent_is_none(e).map(|_: Option<()>| false),
             };
@@ -249,7 +246,11 @@ impl Folder for PosixFolder {
         let root = self.root.clone();
         let upload_id = upload_id.to_owned();
         blocking(move || {
-            let uploads = match open_beneath(&root, &format!("{STAGING_DIR}/uploads"), OFlags::RDONLY | OFlags::DIRECTORY) {
+            let uploads = match open_beneath(
+                &root,
+                &format!("{STAGING_DIR}/uploads"),
+                OFlags::RDONLY | OFlags::DIRECTORY,
+            ) {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) => return Ok(()),
                 Err(e) => return Err(e.into()),
@@ -418,7 +419,9 @@ impl StagingFile for PosixStaging {
             let n = (len - done).min(WRITE_BLOCK as u64) as usize;
             let chunk = src.read_at(offset + done, n).await?;
             if chunk.is_empty() {
-                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "source shrank while copying").into());
+                return Err(
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "source shrank while copying").into(),
+                );
             }
             done += chunk.len() as u64;
             self.write(chunk).await?;
@@ -443,7 +446,8 @@ impl StagingFile for PosixStaging {
     }
 
     async fn publish(mut self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()> {
-        self.rename_into(path.parent().to_vec(), path.leaf().to_owned(), durable).await
+        self.rename_into(path.parent().to_vec(), path.leaf().to_owned(), durable)
+            .await
     }
 
     async fn publish_part(mut self: Box<Self>, upload_id: &str, part: u32, durable: bool) -> Result<()> {
@@ -514,7 +518,11 @@ fn absent_is_none<T>(e: Errno) -> Result<Option<T>> {
 /// Opens the directory `segs` beneath `root`, creating missing levels.
 fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
     let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
-    let rel = if segs.is_empty() { ".".to_owned() } else { segs.join("/") };
+    let rel = if segs.is_empty() {
+        ".".to_owned()
+    } else {
+        segs.join("/")
+    };
     match open_beneath(root, &rel, dir_flags) {
         Ok(fd) => return Ok(fd),
         Err(Errno::NOENT) => {}
@@ -579,7 +587,9 @@ fn read_dir_sorted(root: &OwnedFd, dir: &[String]) -> Result<Vec<DirEntry>> {
     let mut d = rustix::fs::Dir::read_from(&fd)?;
     while let Some(ent) = d.read() {
         let ent = ent?;
-        let Ok(name) = ent.file_name().to_str() else { continue };
+        let Ok(name) = ent.file_name().to_str() else {
+            continue;
+        };
         if name == "." || name == ".." || (dir.is_empty() && name == STAGING_DIR) {
             continue;
         }
@@ -593,7 +603,11 @@ fn read_dir_sorted(root: &OwnedFd, dir: &[String]) -> Result<Vec<DirEntry>> {
             // Symlinks (and file systems without d_type) resolve from the folder root so that
             // links to siblings work and links leading out are dropped.
             _ => {
-                let full = if dir.is_empty() { name.to_owned() } else { format!("{rel}/{name}") };
+                let full = if dir.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{rel}/{name}")
+                };
                 match open_beneath(root, &full, OFlags::PATH) {
                     Ok(target) => rustix::fs::fstat(&target).ok().and_then(|st| to_stat(&st)),
                     Err(_) => None,

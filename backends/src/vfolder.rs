@@ -102,10 +102,15 @@ mod tests {
 
     #[test]
     fn scopes_round_trip() {
-        for s in ["user:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "project:00000000-0000-0000-0000-000000000001"] {
+        for s in [
+            "user:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+            "project:00000000-0000-0000-0000-000000000001",
+        ] {
             assert_eq!(s.parse::<QuotaScope>().unwrap().to_string(), s);
         }
-        assert!("group:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0".parse::<QuotaScope>().is_err());
+        assert!("group:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+            .parse::<QuotaScope>()
+            .is_err());
         assert!("user:nope".parse::<QuotaScope>().is_err());
     }
 }

@@ -56,7 +56,10 @@ impl S3Auth for GatewayAuth {
             .map_err(meta_err)?;
         match kp {
             Some(kp) if kp.enabled => Ok(SecretKey::from(kp.secret_key)),
-            _ => Err(s3_error!(InvalidAccessKeyId, "The AWS access key Id you provided does not exist in our records.")),
+            _ => Err(s3_error!(
+                InvalidAccessKeyId,
+                "The AWS access key Id you provided does not exist in our records."
+            )),
         }
     }
 }

@@ -46,7 +46,10 @@ pub fn ensure_admin(store: &Store) -> anyhow::Result<Bootstrap> {
         }
         (None, None) if store.keypairs()?.is_empty() => {
             let kp = Keypair {
-                access_key: format!("PK{}", Alphanumeric.sample_string(&mut rand::thread_rng(), 18).to_uppercase()),
+                access_key: format!(
+                    "PK{}",
+                    Alphanumeric.sample_string(&mut rand::thread_rng(), 18).to_uppercase()
+                ),
                 secret_key: random_secret(),
                 user_id: Uuid::new_v4(),
                 superadmin: true,
@@ -72,5 +75,7 @@ fn admin_user(store: &Store) -> anyhow::Result<Uuid> {
 fn random_secret() -> String {
     const CHARSET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut rng = rand::thread_rng();
-    (0..40).map(|_| CHARSET[rng.gen_range(0..CHARSET.len())] as char).collect()
+    (0..40)
+        .map(|_| CHARSET[rng.gen_range(0..CHARSET.len())] as char)
+        .collect()
 }

@@ -42,21 +42,26 @@ impl Default for Config {
     }
 }
 
-/// One named volume.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VolumeConfig {
-    pub name: String,
-    #[serde(flatten)]
-    pub backend: VolumeBackend,
-}
-
-/// The kind of storage behind a volume.
+/// One named volume; `backend` selects the kind of storage behind it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "backend", rename_all = "lowercase", deny_unknown_fields)]
-pub enum VolumeBackend {
+pub enum VolumeConfig {
     /// A directory on a mounted file system.
-    Posix { path: PathBuf },
+    Posix {
+        /// Volume name (`volume1` in `local:volume1`).
+        name: String,
+        /// Root directory of the volume.
+        path: PathBuf,
+    },
+}
+
+impl VolumeConfig {
+    /// The volume's name.
+    pub fn name(&self) -> &str {
+        match self {
+            VolumeConfig::Posix { name, .. } => name,
+        }
+    }
 }
 
 impl Config {
@@ -70,11 +75,9 @@ impl Config {
     /// The configured volumes, or the default `local` volume under the data dir.
     pub fn effective_volumes(&self) -> Vec<VolumeConfig> {
         if self.volumes.is_empty() {
-            vec![VolumeConfig {
+            vec![VolumeConfig::Posix {
                 name: "local".to_owned(),
-                backend: VolumeBackend::Posix {
-                    path: self.data_dir.join("volumes").join("local"),
-                },
+                path: self.data_dir.join("volumes").join("local"),
             }]
         } else {
             self.volumes.clone()
@@ -86,15 +89,23 @@ impl Config {
         let vols = self.effective_volumes();
         let mut names = std::collections::HashSet::new();
         for v in &vols {
-            if v.name.is_empty() || !v.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-                anyhow::bail!("volumes: invalid volume name {:?} (letters, digits, '-' and '_')", v.name);
+            let name = v.name();
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                anyhow::bail!("volumes: invalid volume name {name:?} (letters, digits, '-' and '_')");
             }
-            if !names.insert(v.name.as_str()) {
-                anyhow::bail!("volumes: duplicate volume name {:?}", v.name);
+            if !names.insert(name) {
+                anyhow::bail!("volumes: duplicate volume name {name:?}");
             }
         }
         if !names.contains(self.default_volume.as_str()) {
-            anyhow::bail!("default_volume: {:?} is not one of the configured volumes", self.default_volume);
+            anyhow::bail!(
+                "default_volume: {:?} is not one of the configured volumes",
+                self.default_volume
+            );
         }
         if self.region.is_empty() {
             anyhow::bail!("region: must not be empty");
@@ -111,7 +122,7 @@ mod tests {
     fn defaults_are_valid() {
         let c = Config::default();
         c.validate().unwrap();
-        assert_eq!(c.effective_volumes()[0].name, "local");
+        assert_eq!(c.effective_volumes()[0].name(), "local");
     }
 
     #[test]
@@ -123,6 +134,8 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.listen.port(), 9100);
         assert!(toml::from_str::<Config>("lissten = \"x\"").is_err());
+        let typo = "[[volumes]]\nname = \"v\"\nbackend = \"posix\"\npth = \"/x\"\n";
+        assert!(toml::from_str::<Config>(typo).is_err());
         let bad: Config = toml::from_str("default_volume = \"nope\"").unwrap();
         assert!(bad.validate().unwrap_err().to_string().contains("default_volume"));
     }

@@ -88,7 +88,10 @@ fn print_banner(b: &Bootstrap, addr: &str) {
             );
         }
         Bootstrap::FromEnv(kp) => {
-            println!("Penstock is ready on http://{addr} (admin access key {} from PENSTOCK_ACCESS_KEY)", kp.access_key);
+            println!(
+                "Penstock is ready on http://{addr} (admin access key {} from PENSTOCK_ACCESS_KEY)",
+                kp.access_key
+            );
         }
         Bootstrap::Existing => println!("Penstock is ready on http://{addr}"),
     }

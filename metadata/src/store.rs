@@ -55,7 +55,9 @@ impl Store {
         // footprint predictable next to the data path.
         db_opts.increase_parallelism(2);
         db_opts.set_keep_log_file_num(4);
-        let cfs = ALL_CFS.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+        let cfs = ALL_CFS
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
         let db = DB::open_cf_descriptors(&db_opts, path, cfs)?;
         let store = Self {
             db,
@@ -75,13 +77,17 @@ impl Store {
                     return Err(MetaError::NewerSchema { found });
                 }
             }
-            _ => self.db.put_cf_opt(cf, SCHEMA_KEY, SCHEMA_VERSION.to_be_bytes(), &self.wopts())?,
+            _ => self
+                .db
+                .put_cf_opt(cf, SCHEMA_KEY, SCHEMA_VERSION.to_be_bytes(), &self.wopts())?,
         }
         Ok(())
     }
 
     fn cf(&self, name: &str) -> &ColumnFamily {
-        self.db.cf_handle(name).expect("all column families are created at open")
+        self.db
+            .cf_handle(name)
+            .expect("all column families are created at open")
     }
 
     fn wopts(&self) -> WriteOptions {
@@ -117,7 +123,10 @@ impl Store {
         mut f: impl FnMut(&[u8], T) -> bool,
     ) -> Result<()> {
         let from = if start > prefix { start } else { prefix };
-        for item in self.db.iterator_cf(self.cf(cf), IteratorMode::From(from, Direction::Forward)) {
+        for item in self
+            .db
+            .iterator_cf(self.cf(cf), IteratorMode::From(from, Direction::Forward))
+        {
             let (k, v) = item?;
             if !k.starts_with(prefix) {
                 break;
@@ -305,7 +314,10 @@ impl Store {
 
 fn folder_range(folder: Uuid) -> (Vec<u8>, Vec<u8>) {
     let lo = folder.as_bytes().to_vec();
-    let hi = folder.as_u128().checked_add(1).map_or_else(|| vec![0xff; 17], |n| n.to_be_bytes().to_vec());
+    let hi = folder
+        .as_u128()
+        .checked_add(1)
+        .map_or_else(|| vec![0xff; 17], |n| n.to_be_bytes().to_vec());
     (lo, hi)
 }
 
@@ -392,7 +404,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
-            s.db.put_cf(s.cf(CF_SYSTEM), SCHEMA_KEY, (SCHEMA_VERSION + 1).to_be_bytes()).unwrap();
+            s.db.put_cf(s.cf(CF_SYSTEM), SCHEMA_KEY, (SCHEMA_VERSION + 1).to_be_bytes())
+                .unwrap();
         }
         assert!(matches!(
             Store::open(dir.path(), StoreOptions::default()),
@@ -448,8 +461,10 @@ mod tests {
             true
         })
         .unwrap();
-        let want: Vec<(String, String)> =
-            [("a", "1"), ("a", "9"), ("b", "2"), ("c/d", "5")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let want: Vec<(String, String)> = [("a", "1"), ("a", "9"), ("b", "2"), ("c/d", "5")]
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         assert_eq!(seen, want);
         let mut after = vec![];
         s.uploads(f, "", Some(("a", "1")), |u| {

@@ -113,7 +113,9 @@ impl Gateway {
 
     /// Sends SIGTERM and waits for the process to exit.
     pub fn terminate(mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
         self.child.wait().unwrap()
     }
 }

@@ -4,8 +4,8 @@ use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
-    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, Delete, MetadataDirective, ObjectIdentifier,
-    Tag, Tagging,
+    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, Delete, MetadataDirective,
+    ObjectIdentifier, Tag, Tagging,
 };
 use aws_sdk_s3::Client;
 use md5::{Digest, Md5};
@@ -40,11 +40,19 @@ fn md5_hex(b: &[u8]) -> String {
 }
 
 fn data(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(seed as u32) as u8).collect()
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(seed as u32) as u8)
+        .collect()
 }
 
 async fn put(c: &Client, b: &str, k: &str, body: &[u8]) {
-    c.put_object().bucket(b).key(k).body(ByteStream::from(body.to_vec())).send().await.unwrap();
+    c.put_object()
+        .bucket(b)
+        .key(k)
+        .body(ByteStream::from(body.to_vec()))
+        .send()
+        .await
+        .unwrap();
 }
 
 async fn get(c: &Client, b: &str, k: &str) -> Vec<u8> {
@@ -84,8 +92,15 @@ async fn bucket_lifecycle() {
     c.head_bucket().bucket("alpha").send().await.unwrap();
     let e = c.head_bucket().bucket("nope-nope").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
-    let names: Vec<String> =
-        c.list_buckets().send().await.unwrap().buckets().iter().map(|b| b.name().unwrap().to_owned()).collect();
+    let names: Vec<String> = c
+        .list_buckets()
+        .send()
+        .await
+        .unwrap()
+        .buckets()
+        .iter()
+        .map(|b| b.name().unwrap().to_owned())
+        .collect();
     assert_eq!(names, ["alpha"]);
     let loc = c.get_bucket_location().bucket("alpha").send().await.unwrap();
     assert!(loc.location_constraint().is_none_or(|l| l.as_str().is_empty()));
@@ -130,7 +145,13 @@ async fn objects_metadata_ranges_and_conditions() {
     let dir = gw.folder_dir("dir");
     assert_eq!(std::fs::read(dir.join("dir/sub/file.bin")).unwrap(), body);
 
-    let h = c.head_object().bucket("objs").key("dir/sub/file.bin").send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(h.content_length(), Some(body.len() as i64));
     assert_eq!(h.content_type(), Some("application/x-test"));
     assert_eq!(h.content_disposition(), Some("attachment"));
@@ -139,19 +160,66 @@ async fn objects_metadata_ranges_and_conditions() {
     let etag = h.e_tag().unwrap().to_owned();
 
     assert_eq!(get(&c, "objs", "dir/sub/file.bin").await, body);
-    let r = c.get_object().bucket("objs").key("dir/sub/file.bin").range("bytes=100-199").send().await.unwrap();
-    assert_eq!(r.content_range(), Some(format!("bytes 100-199/{}", body.len()).as_str()));
+    let r = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .range("bytes=100-199")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.content_range(),
+        Some(format!("bytes 100-199/{}", body.len()).as_str())
+    );
     assert_eq!(r.body.collect().await.unwrap().into_bytes().as_ref(), &body[100..200]);
-    let r = c.get_object().bucket("objs").key("dir/sub/file.bin").range("bytes=-10").send().await.unwrap();
-    assert_eq!(r.body.collect().await.unwrap().into_bytes().as_ref(), &body[body.len() - 10..]);
-    let e = c.get_object().bucket("objs").key("dir/sub/file.bin").range("bytes=99999999-").send().await.unwrap_err();
+    let r = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .range("bytes=-10")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.body.collect().await.unwrap().into_bytes().as_ref(),
+        &body[body.len() - 10..]
+    );
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .range("bytes=99999999-")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidRange");
 
-    let e = c.get_object().bucket("objs").key("dir/sub/file.bin").if_none_match(&etag).send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .if_none_match(&etag)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 304);
-    let e = c.get_object().bucket("objs").key("dir/sub/file.bin").if_match("\"nope\"").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .if_match("\"nope\"")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 412);
-    c.get_object().bucket("objs").key("dir/sub/file.bin").if_match(&etag).send().await.unwrap();
+    c.get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .if_match(&etag)
+        .send()
+        .await
+        .unwrap();
     let r = c
         .get_object()
         .bucket("objs")
@@ -175,7 +243,12 @@ async fn checksums_are_verified_stored_and_returned() {
     let gw = Gateway::start();
     let c = client(&gw);
     c.create_bucket().bucket("sums").send().await.unwrap();
-    for algo in [ChecksumAlgorithm::Crc32, ChecksumAlgorithm::Crc32C, ChecksumAlgorithm::Sha256, ChecksumAlgorithm::Crc64Nvme] {
+    for algo in [
+        ChecksumAlgorithm::Crc32,
+        ChecksumAlgorithm::Crc32C,
+        ChecksumAlgorithm::Sha256,
+        ChecksumAlgorithm::Crc64Nvme,
+    ] {
         let key = format!("k-{}", algo.as_str());
         let p = c
             .put_object()
@@ -186,7 +259,14 @@ async fn checksums_are_verified_stored_and_returned() {
             .send()
             .await
             .unwrap();
-        let h = c.head_object().bucket("sums").key(&key).checksum_mode(ChecksumMode::Enabled).send().await.unwrap();
+        let h = c
+            .head_object()
+            .bucket("sums")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
         let (sent, got) = match algo {
             ChecksumAlgorithm::Crc32 => (p.checksum_crc32(), h.checksum_crc32()),
             ChecksumAlgorithm::Crc32C => (p.checksum_crc32_c(), h.checksum_crc32_c()),
@@ -197,7 +277,14 @@ async fn checksums_are_verified_stored_and_returned() {
         assert_eq!(sent, got, "{algo:?}");
     }
     assert_eq!(
-        c.head_object().bucket("sums").key("k-CRC32").checksum_mode(ChecksumMode::Enabled).send().await.unwrap().checksum_crc32(),
+        c.head_object()
+            .bucket("sums")
+            .key("k-CRC32")
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap()
+            .checksum_crc32(),
         Some("DUoRhQ==")
     );
 
@@ -222,9 +309,16 @@ async fn checksums_are_verified_stored_and_returned() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "BadDigest");
-    assert_eq!(status(&c.head_object().bucket("sums").key("bad").send().await.unwrap_err()), 404);
+    assert_eq!(
+        status(&c.head_object().bucket("sums").key("bad").send().await.unwrap_err()),
+        404
+    );
     let staging = gw.folder_dir("k-CRC32").join(".penstock/tmp");
-    assert_eq!(std::fs::read_dir(staging).unwrap().count(), 0, "no staging file left behind");
+    assert_eq!(
+        std::fs::read_dir(staging).unwrap().count(),
+        0,
+        "no staging file left behind"
+    );
 }
 
 #[tokio::test]
@@ -234,7 +328,14 @@ async fn multipart_uploads() {
     c.create_bucket().bucket("mpu").send().await.unwrap();
     let p1 = data(5 << 20, 2);
     let p2 = data(1 << 20, 3);
-    let up = c.create_multipart_upload().bucket("mpu").key("big").content_type("app/x").send().await.unwrap();
+    let up = c
+        .create_multipart_upload()
+        .bucket("mpu")
+        .key("big")
+        .content_type("app/x")
+        .send()
+        .await
+        .unwrap();
     let id = up.upload_id().unwrap();
     let e1 = c
         .upload_part()
@@ -256,7 +357,14 @@ async fn multipart_uploads() {
         .send()
         .await
         .unwrap();
-    let parts = c.list_parts().bucket("mpu").key("big").upload_id(id).send().await.unwrap();
+    let parts = c
+        .list_parts()
+        .bucket("mpu")
+        .key("big")
+        .upload_id(id)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(parts.parts().len(), 2);
     assert_eq!(parts.parts()[1].size(), Some(p2.len() as i64));
     let ups = c.list_multipart_uploads().bucket("mpu").send().await.unwrap();
@@ -290,7 +398,10 @@ async fn multipart_uploads() {
         .await
         .unwrap_err();
     assert_eq!(code(&err), "InvalidPart");
-    assert_eq!(status(&c.head_object().bucket("mpu").key("big").send().await.unwrap_err()), 404);
+    assert_eq!(
+        status(&c.head_object().bucket("mpu").key("big").send().await.unwrap_err()),
+        404
+    );
 
     let done = c
         .complete_multipart_upload()
@@ -314,14 +425,40 @@ async fn multipart_uploads() {
     assert_eq!(get(&c, "mpu", "big").await, whole);
     let h = c.head_object().bucket("mpu").key("big").send().await.unwrap();
     assert_eq!(h.content_type(), Some("app/x"));
-    let g2 = c.get_object().bucket("mpu").key("big").part_number(2).send().await.unwrap();
+    let g2 = c
+        .get_object()
+        .bucket("mpu")
+        .key("big")
+        .part_number(2)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(g2.parts_count(), Some(2));
     assert_eq!(g2.body.collect().await.unwrap().into_bytes().to_vec(), p2);
-    assert!(c.list_multipart_uploads().bucket("mpu").send().await.unwrap().uploads().is_empty());
-    assert!(std::fs::read_dir(gw.folder_dir("big").join(".penstock/uploads")).unwrap().next().is_none());
+    assert!(c
+        .list_multipart_uploads()
+        .bucket("mpu")
+        .send()
+        .await
+        .unwrap()
+        .uploads()
+        .is_empty());
+    assert!(std::fs::read_dir(gw.folder_dir("big").join(".penstock/uploads"))
+        .unwrap()
+        .next()
+        .is_none());
 
     // A small non-final part is refused; abort cleans up.
-    let id2 = c.create_multipart_upload().bucket("mpu").key("small").send().await.unwrap().upload_id().unwrap().to_owned();
+    let id2 = c
+        .create_multipart_upload()
+        .bucket("mpu")
+        .key("small")
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
     let mut etags = vec![];
     for n in 1..=2 {
         let r = c
@@ -341,17 +478,44 @@ async fn multipart_uploads() {
         .bucket("mpu")
         .key("small")
         .upload_id(&id2)
-        .multipart_upload(CompletedMultipartUpload::builder().parts(part(1, &etags[0])).parts(part(2, &etags[1])).build())
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(part(1, &etags[0]))
+                .parts(part(2, &etags[1]))
+                .build(),
+        )
         .send()
         .await
         .unwrap_err();
     assert_eq!(code(&err), "EntityTooSmall");
-    c.abort_multipart_upload().bucket("mpu").key("small").upload_id(&id2).send().await.unwrap();
-    let err = c.list_parts().bucket("mpu").key("small").upload_id(&id2).send().await.unwrap_err();
+    c.abort_multipart_upload()
+        .bucket("mpu")
+        .key("small")
+        .upload_id(&id2)
+        .send()
+        .await
+        .unwrap();
+    let err = c
+        .list_parts()
+        .bucket("mpu")
+        .key("small")
+        .upload_id(&id2)
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&err), "NoSuchUpload");
 
     // UploadPartCopy with a source range.
-    let id3 = c.create_multipart_upload().bucket("mpu").key("copied").send().await.unwrap().upload_id().unwrap().to_owned();
+    let id3 = c
+        .create_multipart_upload()
+        .bucket("mpu")
+        .key("copied")
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
     let r = c
         .upload_part_copy()
         .bucket("mpu")
@@ -390,8 +554,18 @@ async fn copy_object_directives() {
         .send()
         .await
         .unwrap();
-    let r = c.copy_object().bucket("dst-b").key("b/c.txt").copy_source("src-b/a.txt").send().await.unwrap();
-    assert_eq!(r.copy_object_result().unwrap().e_tag().unwrap(), format!("\"{}\"", md5_hex(b"copy me")));
+    let r = c
+        .copy_object()
+        .bucket("dst-b")
+        .key("b/c.txt")
+        .copy_source("src-b/a.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.copy_object_result().unwrap().e_tag().unwrap(),
+        format!("\"{}\"", md5_hex(b"copy me"))
+    );
     let h = c.head_object().bucket("dst-b").key("b/c.txt").send().await.unwrap();
     assert_eq!(h.metadata().unwrap().get("k").map(String::as_str), Some("v"));
     assert_eq!(h.content_type(), Some("text/plain"));
@@ -410,7 +584,14 @@ async fn copy_object_directives() {
     assert_eq!(h.metadata().unwrap().get("k2").map(String::as_str), Some("v2"));
 
     // Self-copy needs REPLACE and changes only metadata.
-    let e = c.copy_object().bucket("src-b").key("a.txt").copy_source("src-b/a.txt").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("src-b")
+        .key("a.txt")
+        .copy_source("src-b/a.txt")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "InvalidRequest");
     c.copy_object()
         .bucket("src-b")
@@ -435,7 +616,14 @@ async fn copy_object_directives() {
         .await
         .unwrap_err();
     assert_eq!(status(&e), 412);
-    let e = c.copy_object().bucket("dst-b").key("x").copy_source("src-b/missing").send().await.unwrap_err();
+    let e = c
+        .copy_object()
+        .bucket("dst-b")
+        .key("x")
+        .copy_source("src-b/missing")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
 }
 
@@ -445,7 +633,18 @@ async fn listing_order_delimiters_and_pagination() {
     let c = client(&gw);
     c.create_bucket().bucket("lst").send().await.unwrap();
     let mut keys = vec![
-        "a.txt", "a/b", "a/c/d", "a0", "b", "ünï/cødé", "m@1@0@abc@bf16", "100%", "with space", "z/", "z/y", "dir/",
+        "a.txt",
+        "a/b",
+        "a/c/d",
+        "a0",
+        "b",
+        "ünï/cødé",
+        "m@1@0@abc@bf16",
+        "100%",
+        "with space",
+        "z/",
+        "z/y",
+        "dir/",
     ];
     for k in &keys {
         put(&c, "lst", k, b"").await;
@@ -487,10 +686,23 @@ async fn listing_order_delimiters_and_pagination() {
     want.sort();
     assert_eq!(seen, want);
 
-    let r = c.list_objects_v2().bucket("lst").prefix("z/").delimiter("/").send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("lst")
+        .prefix("z/")
+        .delimiter("/")
+        .send()
+        .await
+        .unwrap();
     let contents: Vec<_> = r.contents().iter().map(|o| o.key().unwrap()).collect();
     assert_eq!(contents, ["z/", "z/y"]);
-    let r = c.list_objects_v2().bucket("lst").start_after("a/c/d").send().await.unwrap();
+    let r = c
+        .list_objects_v2()
+        .bucket("lst")
+        .start_after("a/c/d")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.contents()[0].key(), Some("a0"));
     let r = c.list_objects_v2().bucket("lst").delimiter("").send().await.unwrap();
     assert_eq!(r.contents().len(), keys.len(), "an empty delimiter means none");
@@ -503,7 +715,10 @@ async fn listing_order_delimiters_and_pagination() {
 
     let v = c.list_object_versions().bucket("lst").send().await.unwrap();
     assert_eq!(v.versions().len(), keys.len());
-    assert!(v.versions().iter().all(|o| o.version_id() == Some("null") && o.is_latest() == Some(true)));
+    assert!(v
+        .versions()
+        .iter()
+        .all(|o| o.version_id() == Some("null") && o.is_latest() == Some(true)));
 
     let r = c
         .list_objects_v2()
@@ -513,8 +728,8 @@ async fn listing_order_delimiters_and_pagination() {
         .send()
         .await
         .unwrap();
-    // The SDK decodes url-encoded keys for us.
-    assert_eq!(r.contents()[0].key(), Some("with space"));
+    // The SDK hands back the encoded form when the caller asked for it explicitly.
+    assert_eq!(r.contents()[0].key(), Some("with%20space"));
 }
 
 #[tokio::test]
@@ -527,7 +742,12 @@ async fn deletes_and_directory_semantics() {
     let dir = gw.folder_dir("keep");
     c.delete_object().bucket("del").key("p/q/r").send().await.unwrap();
     assert!(!dir.join("p").exists(), "empty parents are removed");
-    c.delete_object().bucket("del").key("never-existed").send().await.unwrap();
+    c.delete_object()
+        .bucket("del")
+        .key("never-existed")
+        .send()
+        .await
+        .unwrap();
 
     // A marker directory survives deletion of its contents.
     put(&c, "del", "m/", b"").await;
@@ -538,14 +758,35 @@ async fn deletes_and_directory_semantics() {
 
     // File/directory conflicts are 409 and change nothing.
     put(&c, "del", "f", b"file").await;
-    let e = c.put_object().bucket("del").key("f/g").body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("del")
+        .key("f/g")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 409);
     assert_eq!(code(&e), "ObjectParentIsFile");
     put(&c, "del", "d/e", b"x").await;
-    let e = c.put_object().bucket("del").key("d").body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("del")
+        .key("d")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 409);
     assert_eq!(get(&c, "del", "f").await, b"file");
-    let e = c.put_object().bucket("del").key("n/").body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("del")
+        .key("n/")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 400);
 
     let r = c
@@ -574,22 +815,51 @@ async fn tagging() {
     let gw = Gateway::start();
     let c = client(&gw);
     c.create_bucket().bucket("tags").send().await.unwrap();
-    c.put_object().bucket("tags").key("t").tagging("a=1&b=two").body(ByteStream::from_static(b"x")).send().await.unwrap();
+    c.put_object()
+        .bucket("tags")
+        .key("t")
+        .tagging("a=1&b=two")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap();
     let t = c.get_object_tagging().bucket("tags").key("t").send().await.unwrap();
     assert_eq!(t.tag_set().len(), 2);
-    assert_eq!(c.get_object().bucket("tags").key("t").send().await.unwrap().tag_count(), Some(2));
+    assert_eq!(
+        c.get_object().bucket("tags").key("t").send().await.unwrap().tag_count(),
+        Some(2)
+    );
     c.put_object_tagging()
         .bucket("tags")
         .key("t")
-        .tagging(Tagging::builder().tag_set(Tag::builder().key("z").value("9").build().unwrap()).build().unwrap())
+        .tagging(
+            Tagging::builder()
+                .tag_set(Tag::builder().key("z").value("9").build().unwrap())
+                .build()
+                .unwrap(),
+        )
         .send()
         .await
         .unwrap();
     let t = c.get_object_tagging().bucket("tags").key("t").send().await.unwrap();
     assert_eq!(t.tag_set()[0].key(), "z");
     c.delete_object_tagging().bucket("tags").key("t").send().await.unwrap();
-    assert!(c.get_object_tagging().bucket("tags").key("t").send().await.unwrap().tag_set().is_empty());
-    let e = c.get_object_tagging().bucket("tags").key("nope").send().await.unwrap_err();
+    assert!(c
+        .get_object_tagging()
+        .bucket("tags")
+        .key("t")
+        .send()
+        .await
+        .unwrap()
+        .tag_set()
+        .is_empty());
+    let e = c
+        .get_object_tagging()
+        .bucket("tags")
+        .key("nope")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
 }
 
@@ -604,7 +874,13 @@ async fn foreign_files_and_containment() {
     // A file written by a compute session is an object with a synthesized ETag.
     std::fs::create_dir_all(dir.join("session")).unwrap();
     std::fs::write(dir.join("session/out.json"), b"{\"a\":1}").unwrap();
-    let h = c.head_object().bucket("shared").key("session/out.json").send().await.unwrap();
+    let h = c
+        .head_object()
+        .bucket("shared")
+        .key("session/out.json")
+        .send()
+        .await
+        .unwrap();
     assert!(h.e_tag().unwrap().contains('-'));
     assert_eq!(h.content_type(), Some("application/json"));
     assert_eq!(get(&c, "shared", "session/out.json").await, b"{\"a\":1}");
@@ -623,13 +899,33 @@ async fn foreign_files_and_containment() {
     assert_eq!(keys, ["gw.txt", "inside-link", "session/out.json"]);
     let e = c.get_object().bucket("shared").key("escape").send().await.unwrap_err();
     assert_eq!(status(&e), 403);
-    let e = c.get_object().bucket("shared").key("escape-dir/passwd").send().await.unwrap_err();
+    let e = c
+        .get_object()
+        .bucket("shared")
+        .key("escape-dir/passwd")
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 403);
-    let e = c.put_object().bucket("shared").key("escape-dir/x").body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+    let e = c
+        .put_object()
+        .bucket("shared")
+        .key("escape-dir/x")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!(status(&e), 403);
     assert!(!std::path::Path::new("/etc/x").exists());
     for bad in ["a/../b", ".penstock/tmp/x", "a//b", "./a"] {
-        let e = c.put_object().bucket("shared").key(bad).body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+        let e = c
+            .put_object()
+            .bucket("shared")
+            .key(bad)
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await
+            .unwrap_err();
         assert_eq!(status(&e), 400, "{bad}");
     }
 }

@@ -13,13 +13,19 @@ use super::{caller, location, Gateway};
 
 impl Gateway {
     /// CreateBucket: a new folder on the default volume, owned by the caller.
-    pub(crate) async fn create_bucket(&self, req: S3Request<CreateBucketInput>) -> S3Result<S3Response<CreateBucketOutput>> {
+    pub(crate) async fn create_bucket(
+        &self,
+        req: S3Request<CreateBucketInput>,
+    ) -> S3Result<S3Response<CreateBucketOutput>> {
         let who = caller(&req)?;
         let name = req.input.bucket.clone();
         let n = name.clone();
         if let Some(existing) = self.meta(move |s| s.bucket(&n)).await? {
             return Err(if existing.owner == who.user_id {
-                s3_error!(BucketAlreadyOwnedByYou, "Your previous request to create the named bucket succeeded and you already own it.")
+                s3_error!(
+                    BucketAlreadyOwnedByYou,
+                    "Your previous request to create the named bucket succeeded and you already own it."
+                )
             } else {
                 s3_error!(BucketAlreadyExists, "The requested bucket name is not available.")
             });
@@ -42,7 +48,10 @@ impl Gateway {
         if !self.meta(move |s| s.create_bucket(&r)).await? {
             // Lost a race for the name: undo the folder.
             let _ = volume.delete_folder(&loc).await;
-            return Err(s3_error!(BucketAlreadyExists, "The requested bucket name is not available."));
+            return Err(s3_error!(
+                BucketAlreadyExists,
+                "The requested bucket name is not available."
+            ));
         }
         tracing::info!(bucket = %name, folder = %loc.id, scope = %loc.scope, "bucket created");
         Ok(S3Response::new(CreateBucketOutput {
@@ -60,13 +69,19 @@ impl Gateway {
     }
 
     /// DeleteBucket: only an empty folder can go.
-    pub(crate) async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
+    pub(crate) async fn delete_bucket(
+        &self,
+        req: S3Request<DeleteBucketInput>,
+    ) -> S3Result<S3Response<DeleteBucketOutput>> {
         let b = self.bucket(&req.input.bucket).await?;
         if !b.folder.is_empty().await.map_err(backend_err)? {
             return Err(s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"));
         }
         let loc = location(&b.rec)?;
-        self.volume(&b.rec.volume)?.delete_folder(&loc).await.map_err(backend_err)?;
+        self.volume(&b.rec.volume)?
+            .delete_folder(&loc)
+            .await
+            .map_err(backend_err)?;
         let rec = b.rec.clone();
         self.meta(move |s| s.delete_bucket(&rec)).await?;
         tracing::info!(bucket = %b.rec.name, "bucket deleted");
@@ -74,7 +89,10 @@ impl Gateway {
     }
 
     /// ListBuckets: the buckets the caller may use.
-    pub(crate) async fn list_buckets(&self, req: S3Request<ListBucketsInput>) -> S3Result<S3Response<ListBucketsOutput>> {
+    pub(crate) async fn list_buckets(
+        &self,
+        req: S3Request<ListBucketsInput>,
+    ) -> S3Result<S3Response<ListBucketsOutput>> {
         let who = caller(&req)?;
         let prefix = req.input.prefix.clone().unwrap_or_default();
         let all = self.meta(|s| s.buckets()).await?;

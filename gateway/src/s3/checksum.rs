@@ -184,22 +184,33 @@ impl Claims {
         let mut checksums = Checksums::default();
         for a in ALL_ALGOS {
             if let Some(v) = headers.get(a.header()) {
-                let v = v.to_str().map_err(|_| s3_error!(InvalidRequest, "Invalid {} header", a.header()))?;
+                let v = v
+                    .to_str()
+                    .map_err(|_| s3_error!(InvalidRequest, "Invalid {} header", a.header()))?;
                 a.set(&mut checksums, Some(v.to_owned()));
             }
         }
         let trailer = match headers.get("x-amz-trailer").map(|v| v.to_str().unwrap_or("")) {
-            Some(t) if !t.is_empty() => Some(
-                Algo::from_header(t).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported trailer {t}"))?,
-            ),
+            Some(t) if !t.is_empty() => {
+                Some(Algo::from_header(t).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported trailer {t}"))?)
+            }
             _ => None,
         };
-        let requested = match requested.or_else(|| headers.get("x-amz-sdk-checksum-algorithm").and_then(|v| v.to_str().ok())) {
-            Some(r) => Some(Algo::parse(r).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?),
+        let requested = match requested.or_else(|| {
+            headers
+                .get("x-amz-sdk-checksum-algorithm")
+                .and_then(|v| v.to_str().ok())
+        }) {
+            Some(r) => {
+                Some(Algo::parse(r).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?)
+            }
             None => None,
         };
         Ok(Self {
-            content_md5: headers.get("content-md5").and_then(|v| v.to_str().ok()).map(str::to_owned),
+            content_md5: headers
+                .get("content-md5")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
             checksums,
             trailer,
             requested,
@@ -209,7 +220,10 @@ impl Claims {
     /// Algorithms to compute: everything claimed or requested; CRC64NVME when nothing is, as S3
     /// does by default for new objects.
     pub(crate) fn algos(&self) -> Vec<Algo> {
-        let mut v: Vec<Algo> = ALL_ALGOS.into_iter().filter(|a| a.get(&self.checksums).is_some()).collect();
+        let mut v: Vec<Algo> = ALL_ALGOS
+            .into_iter()
+            .filter(|a| a.get(&self.checksums).is_some())
+            .collect();
         for a in [self.trailer, self.requested].into_iter().flatten() {
             if !v.contains(&a) {
                 v.push(a);
@@ -230,7 +244,10 @@ impl Claims {
                 .filter(|r| r.len() == 16)
                 .ok_or_else(|| s3_error!(InvalidDigest, "The Content-MD5 you specified was invalid."))?;
             if raw != d.md5 {
-                return Err(s3_error!(BadDigest, "The Content-MD5 you specified did not match what we received."));
+                return Err(s3_error!(
+                    BadDigest,
+                    "The Content-MD5 you specified did not match what we received."
+                ));
             }
         }
         for a in ALL_ALGOS {
@@ -242,7 +259,13 @@ impl Claims {
             let value = trailers
                 .and_then(|t| t.get(a.header()))
                 .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| s3_error!(InvalidRequest, "The trailing {} checksum promised by x-amz-trailer is missing", a.name()))?;
+                .ok_or_else(|| {
+                    s3_error!(
+                        InvalidRequest,
+                        "The trailing {} checksum promised by x-amz-trailer is missing",
+                        a.name()
+                    )
+                })?;
             compare(a, value, &d.checksums)?;
         }
         Ok(())
@@ -251,9 +274,13 @@ impl Claims {
 
 fn compare(a: Algo, claimed: &str, computed: &Checksums) -> S3Result<()> {
     let ours = a.get(computed).expect("claimed algorithms are computed");
-    let theirs = B64
-        .decode(claimed.trim())
-        .map_err(|_| s3_error!(InvalidRequest, "Value for x-amz-checksum-{} header is invalid.", a.name().to_lowercase()))?;
+    let theirs = B64.decode(claimed.trim()).map_err(|_| {
+        s3_error!(
+            InvalidRequest,
+            "Value for x-amz-checksum-{} header is invalid.",
+            a.name().to_lowercase()
+        )
+    })?;
     if B64.decode(ours).ok().as_deref() != Some(theirs.as_slice()) {
         return Err(s3_error!(
             BadDigest,
@@ -302,7 +329,11 @@ pub(crate) fn multipart_etag(part_md5_hex: &[&str]) -> Option<String> {
     for h in part_md5_hex {
         concat.extend(hex::decode(h).ok()?);
     }
-    Some(format!("{}-{}", hex::encode(Md5::checksum(&concat)), part_md5_hex.len()))
+    Some(format!(
+        "{}-{}",
+        hex::encode(Md5::checksum(&concat)),
+        part_md5_hex.len()
+    ))
 }
 
 #[cfg(test)]
@@ -316,7 +347,10 @@ mod tests {
         let b = hex::encode(Md5::checksum(b"b"));
         let mut cat = Md5::checksum(b"a").to_vec();
         cat.extend(Md5::checksum(b"b"));
-        assert_eq!(multipart_etag(&[&a, &b]).unwrap(), format!("{}-2", hex::encode(Md5::checksum(&cat))));
+        assert_eq!(
+            multipart_etag(&[&a, &b]).unwrap(),
+            format!("{}-2", hex::encode(Md5::checksum(&cat)))
+        );
         assert!(multipart_etag(&["zz"]).is_none());
     }
 
@@ -344,7 +378,10 @@ mod tests {
         assert_eq!(hex::encode(d.md5), "5eb63bbbe01eeed093cb22bb8f5acdc3");
         assert_eq!(d.checksums.crc32.as_deref(), Some("DUoRhQ=="));
         assert_eq!(d.checksums.crc32c.as_deref(), Some("yZRlqg=="));
-        assert_eq!(d.checksums.sha256.as_deref(), Some("uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek="));
+        assert_eq!(
+            d.checksums.sha256.as_deref(),
+            Some("uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=")
+        );
     }
 
     #[test]
@@ -367,7 +404,10 @@ mod tests {
         h.update(b"x");
         let d = h.finish();
         let mut trailers = HeaderMap::new();
-        trailers.insert("x-amz-checksum-crc64nvme", d.checksums.crc64nvme.clone().unwrap().parse().unwrap());
+        trailers.insert(
+            "x-amz-checksum-crc64nvme",
+            d.checksums.crc64nvme.clone().unwrap().parse().unwrap(),
+        );
         assert!(claims.verify(&d, Some(&trailers)).is_ok());
         assert!(claims.verify(&d, None).is_err());
     }

@@ -4,7 +4,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use penstock_backends::{ReadHandle, StagingFile, Stat};
-use penstock_metadata::{ObjectRecord};
+use penstock_metadata::ObjectRecord;
 
 use super::checksum::{Algo, BodyHasher, ALL_ALGOS};
 use super::error::backend_err;
@@ -32,7 +32,12 @@ impl Gateway {
         src: &CopySource,
         conds: Conditions<'_>,
     ) -> S3Result<Source> {
-        let CopySource::Bucket { bucket, key, version_id } = src else {
+        let CopySource::Bucket {
+            bucket,
+            key,
+            version_id,
+        } = src
+        else {
             return Err(s3_error!(NotImplemented, "Access point copy sources are not supported"));
         };
         if version_id.as_deref().is_some_and(|v| v != "null") {
@@ -55,7 +60,10 @@ impl Gateway {
     }
 
     /// CopyObject.
-    pub(crate) async fn copy_object(&self, mut req: S3Request<CopyObjectInput>) -> S3Result<S3Response<CopyObjectOutput>> {
+    pub(crate) async fn copy_object(
+        &self,
+        mut req: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
         let path = parse_key(&req.input.key)?;
         let b = self.bucket(&req.input.bucket).await?;
         let i = &req.input;
@@ -80,10 +88,18 @@ impl Gateway {
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
             ));
         }
-        let tags = if replace_tags { parse_tagging_header(i.tagging.as_deref())? } else { src.rec.tags.clone() };
+        let tags = if replace_tags {
+            parse_tagging_header(i.tagging.as_deref())?
+        } else {
+            src.rec.tags.clone()
+        };
         let requested = i.checksum_algorithm.as_ref().map(|a| a.as_str().to_owned());
         let input = &mut req.input;
-        let attrs = if replace_meta { attr_input!(input).into_attrs() } else { src.rec.attrs.clone() };
+        let attrs = if replace_meta {
+            attr_input!(input).into_attrs()
+        } else {
+            src.rec.attrs.clone()
+        };
 
         let rec = if same && src.handle.is_some() {
             // Metadata-only change of an object onto itself (s3fs chmod/utimens): no byte copy.
@@ -113,7 +129,10 @@ impl Gateway {
                 parts: Vec::new(),
             };
             if path.is_dir() {
-                return Err(s3_error!(InvalidRequest, "A directory marker cannot be the target of a copy"));
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "A directory marker cannot be the target of a copy"
+                ));
             }
             self.commit(&b, &path, staging, &rec, None).await?;
             rec
@@ -154,9 +173,14 @@ fn directive(d: Option<&str>) -> S3Result<bool> {
 /// Checksums of a copy: the requested algorithm, else the ones the source had, else CRC64NVME.
 pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<&str>) -> S3Result<Vec<Algo>> {
     if let Some(r) = requested {
-        return Ok(vec![Algo::parse(r).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?]);
+        return Ok(vec![Algo::parse(r).ok_or_else(|| {
+            s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}")
+        })?]);
     }
-    let mut v: Vec<Algo> = ALL_ALGOS.into_iter().filter(|a| a.get(&src.checksums).is_some()).collect();
+    let mut v: Vec<Algo> = ALL_ALGOS
+        .into_iter()
+        .filter(|a| a.get(&src.checksums).is_some())
+        .collect();
     if v.is_empty() {
         v.push(Algo::Crc64Nvme);
     }

@@ -11,7 +11,10 @@ use super::{BucketCtx, Gateway};
 
 impl Gateway {
     /// DeleteObject: removing a missing key succeeds, as in S3.
-    pub(crate) async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
+    pub(crate) async fn delete_object(
+        &self,
+        req: S3Request<DeleteObjectInput>,
+    ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let i = &req.input;
         check_version(i.version_id.as_deref())?;
         let path = parse_key(&i.key)?;
@@ -21,10 +24,16 @@ impl Gateway {
     }
 
     /// DeleteObjects: each key is deleted independently; failures are reported per key.
-    pub(crate) async fn delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> S3Result<S3Response<DeleteObjectsOutput>> {
+    pub(crate) async fn delete_objects(
+        &self,
+        req: S3Request<DeleteObjectsInput>,
+    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let i = &req.input;
         if i.delete.objects.len() > 1000 {
-            return Err(s3_error!(MalformedXML, "The request may not contain more than 1000 keys"));
+            return Err(s3_error!(
+                MalformedXML,
+                "The request may not contain more than 1000 keys"
+            ));
         }
         let b = self.bucket(&i.bucket).await?;
         let quiet = i.delete.quiet == Some(true);

@@ -30,17 +30,25 @@ pub(crate) fn backend_err(e: BackendError) -> S3Error {
             http::StatusCode::CONFLICT,
             "A directory marker cannot replace an existing object of the same name",
         ),
-        BackendError::Escapes => s3s::s3_error!(AccessDenied, "The key resolves outside the bucket's folder"),
+        BackendError::Escapes => {
+            s3s::s3_error!(AccessDenied, "The key resolves outside the bucket's folder")
+        }
         BackendError::FolderNotFound(_) => {
             s3s::s3_error!(ServiceUnavailable, "The bucket's folder is missing on its volume")
         }
         BackendError::FolderExists(_) => s3s::s3_error!(InternalError, "folder id collision"),
         BackendError::FolderNotEmpty => s3s::s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"),
         BackendError::PartNotFound(n) => s3s::s3_error!(InvalidPart, "Part {n} was not found"),
-        BackendError::Unavailable(m) => s3s::s3_error!(ServiceUnavailable, "Storage unavailable: {m}"),
+        BackendError::Unavailable(m) => {
+            s3s::s3_error!(ServiceUnavailable, "Storage unavailable: {m}")
+        }
         BackendError::Io(e) => {
             if e.raw_os_error() == Some(libc_enospc()) {
-                return custom("EntityTooLarge", http::StatusCode::INSUFFICIENT_STORAGE, "The volume is full");
+                return custom(
+                    "EntityTooLarge",
+                    http::StatusCode::INSUFFICIENT_STORAGE,
+                    "The volume is full",
+                );
             }
             internal(e)
         }
@@ -68,5 +76,8 @@ pub(crate) fn meta_err(e: MetaError) -> S3Error {
 /// An unexpected failure: logged in full, reported as InternalError.
 pub(crate) fn internal(e: impl std::fmt::Display) -> S3Error {
     tracing::error!(error = %e, "internal error");
-    S3Error::with_message(S3ErrorCode::InternalError, "We encountered an internal error. Please try again.")
+    S3Error::with_message(
+        S3ErrorCode::InternalError,
+        "We encountered an internal error. Please try again.",
+    )
 }

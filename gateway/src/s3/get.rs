@@ -78,13 +78,34 @@ impl Gateway {
             ..Default::default()
         };
         let a = &plan.rec.attrs;
-        out.content_type = i.response_content_type.clone().or_else(|| a.content_type.clone()).or(Some(DEFAULT_TYPE.into()));
-        out.content_encoding = i.response_content_encoding.clone().or_else(|| a.content_encoding.clone());
-        out.content_disposition = i.response_content_disposition.clone().or_else(|| a.content_disposition.clone());
-        out.content_language = i.response_content_language.clone().or_else(|| a.content_language.clone());
+        out.content_type = i
+            .response_content_type
+            .clone()
+            .or_else(|| a.content_type.clone())
+            .or(Some(DEFAULT_TYPE.into()));
+        out.content_encoding = i
+            .response_content_encoding
+            .clone()
+            .or_else(|| a.content_encoding.clone());
+        out.content_disposition = i
+            .response_content_disposition
+            .clone()
+            .or_else(|| a.content_disposition.clone());
+        out.content_language = i
+            .response_content_language
+            .clone()
+            .or_else(|| a.content_language.clone());
         out.cache_control = i.response_cache_control.clone().or_else(|| a.cache_control.clone());
-        out.expires = i.response_expires.clone().or_else(|| a.expires.as_deref().and_then(parse_http_date));
-        if req.input.checksum_mode.as_ref().is_some_and(|m| m.as_str() == ChecksumMode::ENABLED) {
+        out.expires = i
+            .response_expires
+            .clone()
+            .or_else(|| a.expires.as_deref().and_then(parse_http_date));
+        if req
+            .input
+            .checksum_mode
+            .as_ref()
+            .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED)
+        {
             out.checksum_crc32 = h.crc32;
             out.checksum_crc32c = h.crc32c;
             out.checksum_crc64nvme = h.crc64nvme;
@@ -98,7 +119,10 @@ impl Gateway {
     /// HeadObject.
     pub(crate) async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let i = &req.input;
-        let checksum_mode = i.checksum_mode.as_ref().is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
+        let checksum_mode = i
+            .checksum_mode
+            .as_ref()
+            .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
         let plan = self
             .plan_read(ReadRequest {
                 bucket: &i.bucket,
@@ -124,12 +148,28 @@ impl Gateway {
             e_tag: Some(etag(&plan.rec.etag)),
             last_modified: Some(last_modified(&plan.st)),
             metadata: metadata_out(&a.user_metadata),
-            content_type: i.response_content_type.clone().or_else(|| a.content_type.clone()).or(Some(DEFAULT_TYPE.into())),
-            content_encoding: i.response_content_encoding.clone().or_else(|| a.content_encoding.clone()),
-            content_disposition: i.response_content_disposition.clone().or_else(|| a.content_disposition.clone()),
-            content_language: i.response_content_language.clone().or_else(|| a.content_language.clone()),
+            content_type: i
+                .response_content_type
+                .clone()
+                .or_else(|| a.content_type.clone())
+                .or(Some(DEFAULT_TYPE.into())),
+            content_encoding: i
+                .response_content_encoding
+                .clone()
+                .or_else(|| a.content_encoding.clone()),
+            content_disposition: i
+                .response_content_disposition
+                .clone()
+                .or_else(|| a.content_disposition.clone()),
+            content_language: i
+                .response_content_language
+                .clone()
+                .or_else(|| a.content_language.clone()),
             cache_control: i.response_cache_control.clone().or_else(|| a.cache_control.clone()),
-            expires: i.response_expires.clone().or_else(|| a.expires.as_deref().and_then(parse_http_date)),
+            expires: i
+                .response_expires
+                .clone()
+                .or_else(|| a.expires.as_deref().and_then(parse_http_date)),
             ..Default::default()
         };
         if checksum_mode {
@@ -140,7 +180,10 @@ impl Gateway {
             out.checksum_sha256 = h.sha256;
             out.checksum_type = h.checksum_type;
         }
-        let status = plan.content_range.is_some().then_some(http::StatusCode::PARTIAL_CONTENT);
+        let status = plan
+            .content_range
+            .is_some()
+            .then_some(http::StatusCode::PARTIAL_CONTENT);
         let mut resp = S3Response::new(out);
         resp.status = status;
         Ok(resp)
@@ -157,10 +200,17 @@ impl Gateway {
         let size = st.size;
         let (start, len, content_range, parts_count, checksum_part) = match (r.part_number, r.range) {
             (Some(_), Some(_)) => {
-                return Err(s3_error!(InvalidRequest, "Cannot specify both Range header and partNumber query parameter"))
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "Cannot specify both Range header and partNumber query parameter"
+                ))
             }
             (Some(n), None) => {
-                let parts: Vec<u64> = if rec.parts.is_empty() { vec![size] } else { rec.parts.iter().map(|p| p.size).collect() };
+                let parts: Vec<u64> = if rec.parts.is_empty() {
+                    vec![size]
+                } else {
+                    rec.parts.iter().map(|p| p.size).collect()
+                };
                 if n < 1 || n as usize > parts.len() {
                     let mut e = S3Error::with_message(
                         S3ErrorCode::Custom("InvalidPartNumber".into()),
@@ -183,7 +233,13 @@ impl Gateway {
                 let cr = format!("bytes {}-{}/{size}", rg.start, rg.end - 1);
                 (rg.start, rg.end - rg.start, Some(cr), None, None)
             }
-            (None, None) => (0, size, None, (!rec.parts.is_empty()).then_some(rec.parts.len() as i32), None),
+            (None, None) => (
+                0,
+                size,
+                None,
+                (!rec.parts.is_empty()).then_some(rec.parts.len() as i32),
+                None,
+            ),
         };
         Ok(ReadPlan {
             rec,
@@ -207,7 +263,12 @@ impl Gateway {
         let folder = b.rec.folder_id;
         let no_such_key = || s3_error!(NoSuchKey, "The specified key does not exist.");
         if path.is_dir() {
-            let st = b.folder.stat(&path).await.map_err(backend_err)?.ok_or_else(no_such_key)?;
+            let st = b
+                .folder
+                .stat(&path)
+                .await
+                .map_err(backend_err)?
+                .ok_or_else(no_such_key)?;
             if st.kind != EntryKind::Dir {
                 return Err(no_such_key());
             }
@@ -219,7 +280,13 @@ impl Gateway {
                     r.fingerprint = super::object::fingerprint(&st);
                     r
                 }
-                None if b.folder.read_dir(path.segments()).await.map_err(backend_err)?.is_empty() => {
+                None if b
+                    .folder
+                    .read_dir(path.segments())
+                    .await
+                    .map_err(backend_err)?
+                    .is_empty() =>
+                {
                     let mut r = effective_record(key, &st, None);
                     r.etag = EMPTY_MD5.to_owned();
                     r.attrs.content_type = None;
@@ -230,8 +297,13 @@ impl Gateway {
             let st = Stat { size: 0, ..st };
             return Ok((rec, st, None));
         }
-        let handle: Arc<dyn ReadHandle> =
-            Arc::from(b.folder.open_read(&path).await.map_err(backend_err)?.ok_or_else(no_such_key)?);
+        let handle: Arc<dyn ReadHandle> = Arc::from(
+            b.folder
+                .open_read(&path)
+                .await
+                .map_err(backend_err)?
+                .ok_or_else(no_such_key)?,
+        );
         let st = *handle.stat();
         let k = key.to_owned();
         let stored = self.meta(move |s| s.object(folder, &k)).await?;

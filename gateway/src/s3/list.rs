@@ -181,7 +181,11 @@ impl Gateway {
                 Some(i) => &q.prefix[..=i],
                 None => "",
             };
-            let segs: Vec<String> = dir_part.split('/').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+            let segs: Vec<String> = dir_part
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
             if segs.iter().all(|s| s != "." && s != "..") && !dir_part.contains("//") {
                 if !dir_part.is_empty() {
                     // The directory itself may be a marker object equal to the prefix.
@@ -241,11 +245,18 @@ impl Gateway {
                 Listed { key, st, rec }
             })
             .collect();
-        Ok(Page { objects, prefixes, next })
+        Ok(Page {
+            objects,
+            prefixes,
+            next,
+        })
     }
 
     /// ListObjectsV2.
-    pub(crate) async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
+    pub(crate) async fn list_objects_v2(
+        &self,
+        req: S3Request<ListObjectsV2Input>,
+    ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let i = &req.input;
         let b = self.bucket(&i.bucket).await?;
         let max = max_keys(i.max_keys)?;
@@ -270,7 +281,11 @@ impl Gateway {
             )
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
-        let owner = if i.fetch_owner == Some(true) { Some(owner(&b, &caller(&req)?)) } else { None };
+        let owner = if i.fetch_owner == Some(true) {
+            Some(owner(&b, &caller(&req)?))
+        } else {
+            None
+        };
         let key_count = (page.objects.len() + page.prefixes.len()) as i32;
         let out = ListObjectsV2Output {
             name: Some(i.bucket.clone()),
@@ -283,7 +298,12 @@ impl Gateway {
             is_truncated: Some(page.next.is_some()),
             next_continuation_token: page.next.as_ref().map(encode_token),
             encoding_type: i.encoding_type.clone(),
-            contents: Some(page.objects.iter().map(|o| object_entry(o, url, owner.clone())).collect()),
+            contents: Some(
+                page.objects
+                    .iter()
+                    .map(|o| object_entry(o, url, owner.clone()))
+                    .collect(),
+            ),
             common_prefixes: Some(common_prefixes(&page.prefixes, url)),
             ..Default::default()
         };
@@ -291,7 +311,10 @@ impl Gateway {
     }
 
     /// ListObjects (v1).
-    pub(crate) async fn list_objects(&self, req: S3Request<ListObjectsInput>) -> S3Result<S3Response<ListObjectsOutput>> {
+    pub(crate) async fn list_objects(
+        &self,
+        req: S3Request<ListObjectsInput>,
+    ) -> S3Result<S3Response<ListObjectsOutput>> {
         let i = &req.input;
         let b = self.bucket(&i.bucket).await?;
         let max = max_keys(i.max_keys)?;
@@ -299,7 +322,9 @@ impl Gateway {
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let marker_s = i.marker.clone().unwrap_or_default();
         // A v1 marker that is a common prefix (ends with the delimiter) skips its whole group.
-        let skip_group = delimiter.as_deref().is_some_and(|d| !marker_s.is_empty() && marker_s.ends_with(d));
+        let skip_group = delimiter
+            .as_deref()
+            .is_some_and(|d| !marker_s.is_empty() && marker_s.ends_with(d));
         let page = self
             .list_page(
                 &b,
@@ -329,7 +354,12 @@ impl Gateway {
             max_keys: Some(max as i32),
             is_truncated: Some(page.next.is_some()),
             encoding_type: i.encoding_type.clone(),
-            contents: Some(page.objects.iter().map(|o| object_entry(o, url, Some(own.clone()))).collect()),
+            contents: Some(
+                page.objects
+                    .iter()
+                    .map(|o| object_entry(o, url, Some(own.clone())))
+                    .collect(),
+            ),
             common_prefixes: Some(common_prefixes(&page.prefixes, url)),
             ..Default::default()
         };
@@ -347,7 +377,9 @@ impl Gateway {
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let key_marker = i.key_marker.clone().unwrap_or_default();
-        let skip_group = delimiter.as_deref().is_some_and(|d| !key_marker.is_empty() && key_marker.ends_with(d));
+        let skip_group = delimiter
+            .as_deref()
+            .is_some_and(|d| !key_marker.is_empty() && key_marker.ends_with(d));
         let page = self
             .list_page(
                 &b,
@@ -375,7 +407,9 @@ impl Gateway {
                 is_latest: Some(true),
                 version_id: Some("null".into()),
                 owner: Some(own.clone()),
-                storage_class: Some(ObjectVersionStorageClass::from_static(ObjectVersionStorageClass::STANDARD)),
+                storage_class: Some(ObjectVersionStorageClass::from_static(
+                    ObjectVersionStorageClass::STANDARD,
+                )),
                 ..Default::default()
             })
             .collect();
@@ -410,7 +444,10 @@ fn is_url(e: Option<&EncodingType>) -> S3Result<bool> {
     match e.map(EncodingType::as_str) {
         None => Ok(false),
         Some(s) if s.eq_ignore_ascii_case("url") => Ok(true),
-        Some(s) => Err(s3_error!(InvalidArgument, "Invalid Encoding Method specified in Request: {s}")),
+        Some(s) => Err(s3_error!(
+            InvalidArgument,
+            "Invalid Encoding Method specified in Request: {s}"
+        )),
     }
 }
 
@@ -457,7 +494,11 @@ fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
 }
 
 fn common_prefixes(p: &[String], url: bool) -> Vec<CommonPrefix> {
-    p.iter().map(|p| CommonPrefix { prefix: Some(enc(url, p)) }).collect()
+    p.iter()
+        .map(|p| CommonPrefix {
+            prefix: Some(enc(url, p)),
+        })
+        .collect()
 }
 
 fn encode_token(m: &Marker) -> String {

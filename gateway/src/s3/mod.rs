@@ -29,7 +29,7 @@ use penstock_backends::{Folder, FolderLocation, Volume};
 use penstock_metadata::{BucketRecord, MetaError, Store, StoreOptions};
 
 use crate::auth::{Caller, GatewayAccess, GatewayAuth};
-use crate::config::{Config, VolumeBackend};
+use crate::config::{Config, VolumeConfig};
 
 pub(crate) use error::{internal, meta_err};
 
@@ -57,10 +57,10 @@ impl Gateway {
         let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
-            let vol: Arc<dyn Volume> = match &v.backend {
-                VolumeBackend::Posix { path } => Arc::new(PosixVolume::open(&v.name, path)?),
+            let vol: Arc<dyn Volume> = match &v {
+                VolumeConfig::Posix { name, path } => Arc::new(PosixVolume::open(name, path)?),
             };
-            volumes.insert(v.name.clone(), vol);
+            volumes.insert(v.name().to_owned(), vol);
         }
         Ok(Self {
             store: Arc::new(store),
@@ -98,7 +98,11 @@ impl Gateway {
             .meta(move |s| s.bucket(&owned))
             .await?
             .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
-        let folder = self.volume(&rec.volume)?.open_folder(&location(&rec)?).await.map_err(error::backend_err)?;
+        let folder = self
+            .volume(&rec.volume)?
+            .open_folder(&location(&rec)?)
+            .await
+            .map_err(error::backend_err)?;
         Ok(BucketCtx { rec, folder })
     }
 }

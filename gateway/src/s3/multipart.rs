@@ -34,16 +34,24 @@ impl Gateway {
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         if path.is_dir() {
-            return Err(s3_error!(InvalidRequest, "A directory marker cannot be uploaded in parts"));
+            return Err(s3_error!(
+                InvalidRequest,
+                "A directory marker cannot be uploaded in parts"
+            ));
         }
         let b = self.bucket(&input.bucket).await?;
         let algo = match &input.checksum_algorithm {
-            Some(a) => Some(Algo::parse(a.as_str()).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?),
+            Some(a) => Some(
+                Algo::parse(a.as_str()).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?,
+            ),
             None => None,
         };
         let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str().to_owned()), algo) {
             (Some(t), Some(a)) if t == "FULL_OBJECT" && !a.is_crc() => {
-                return Err(s3_error!(InvalidRequest, "The FULL_OBJECT checksum type requires a CRC algorithm"))
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "The FULL_OBJECT checksum type requires a CRC algorithm"
+                ))
             }
             (Some(t), Some(_)) if t == "FULL_OBJECT" || t == "COMPOSITE" => Some(t),
             (Some(t), _) => return Err(s3_error!(InvalidRequest, "Invalid checksum type {t}")),
@@ -74,7 +82,10 @@ impl Gateway {
     }
 
     /// UploadPart.
-    pub(crate) async fn upload_part(&self, mut req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
+    pub(crate) async fn upload_part(
+        &self,
+        mut req: S3Request<UploadPartInput>,
+    ) -> S3Result<S3Response<UploadPartOutput>> {
         let input = &mut req.input;
         check_part_number(input.part_number)?;
         parse_key(&input.key)?;
@@ -121,7 +132,10 @@ impl Gateway {
     }
 
     /// UploadPartCopy: a part copied from (a range of) an existing object.
-    pub(crate) async fn upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> S3Result<S3Response<UploadPartCopyOutput>> {
+    pub(crate) async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
         let i = &req.input;
         check_part_number(i.part_number)?;
         parse_key(&i.key)?;
@@ -144,7 +158,12 @@ impl Gateway {
             None => (0, size),
             Some(r) => parse_copy_range(r, size)?,
         };
-        let algos: Vec<Algo> = up.checksum_algorithm.as_deref().and_then(Algo::parse).into_iter().collect();
+        let algos: Vec<Algo> = up
+            .checksum_algorithm
+            .as_deref()
+            .and_then(Algo::parse)
+            .into_iter()
+            .collect();
         let algos = if algos.is_empty() { vec![Algo::Crc64Nvme] } else { algos };
         let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&algos);
@@ -202,18 +221,28 @@ impl Gateway {
         let mut chosen: Vec<&PartRecord> = Vec::with_capacity(wanted.len());
         let mut last = 0;
         for w in &wanted {
-            let n = w.part_number.ok_or_else(|| s3_error!(MalformedXML, "A part is missing its PartNumber"))?;
+            let n = w
+                .part_number
+                .ok_or_else(|| s3_error!(MalformedXML, "A part is missing its PartNumber"))?;
             if n <= last {
-                return Err(s3_error!(InvalidPartOrder, "The list of parts was not in ascending order. Parts must be ordered by part number."));
+                return Err(s3_error!(
+                    InvalidPartOrder,
+                    "The list of parts was not in ascending order. Parts must be ordered by part number."
+                ));
             }
             last = n;
-            let p = stored
-                .iter()
-                .find(|p| p.part_number as i32 == n)
-                .ok_or_else(|| s3_error!(InvalidPart, "One or more of the specified parts could not be found. Part {n} was not uploaded."))?;
+            let p = stored.iter().find(|p| p.part_number as i32 == n).ok_or_else(|| {
+                s3_error!(
+                    InvalidPart,
+                    "One or more of the specified parts could not be found. Part {n} was not uploaded."
+                )
+            })?;
             if let Some(e) = &w.e_tag {
                 if e.value().trim_matches('"') != p.md5_hex {
-                    return Err(s3_error!(InvalidPart, "The ETag of part {n} does not match the uploaded part."));
+                    return Err(s3_error!(
+                        InvalidPart,
+                        "The ETag of part {n} does not match the uploaded part."
+                    ));
                 }
             }
             for (a, v) in [
@@ -225,7 +254,11 @@ impl Gateway {
             ] {
                 if let Some(v) = v {
                     if a.get(&p.checksums) != Some(v) {
-                        return Err(s3_error!(InvalidPart, "The {} checksum of part {n} does not match the uploaded part.", a.name()));
+                        return Err(s3_error!(
+                            InvalidPart,
+                            "The {} checksum of part {n} does not match the uploaded part.",
+                            a.name()
+                        ));
                     }
                 }
             }
@@ -233,22 +266,33 @@ impl Gateway {
         }
         for p in &chosen[..chosen.len() - 1] {
             if p.size < MIN_PART_SIZE {
-                return Err(s3_error!(EntityTooSmall, "Your proposed upload is smaller than the minimum allowed object size. Part {} is {} bytes.", p.part_number, p.size));
+                return Err(s3_error!(
+                    EntityTooSmall,
+                    "Your proposed upload is smaller than the minimum allowed object size. Part {} is {} bytes.",
+                    p.part_number,
+                    p.size
+                ));
             }
         }
 
         let md5s: Vec<&str> = chosen.iter().map(|p| p.md5_hex.as_str()).collect();
         let etag_value = multipart_etag(&md5s).ok_or_else(|| s3_error!(InternalError, "corrupt part record"))?;
         let numbers: Vec<u32> = chosen.iter().map(|p| p.part_number).collect();
-        let mut staging = b.folder.compose_parts(&up.upload_id, &numbers).await.map_err(backend_err)?;
+        let mut staging = b
+            .folder
+            .compose_parts(&up.upload_id, &numbers)
+            .await
+            .map_err(backend_err)?;
         let st = staging.seal(self.durable).await.map_err(backend_err)?;
 
         // Object checksums: composite over part checksums, or the CRC of the whole object.
         let mut checksums = Checksums::default();
         if let Some(a) = up.checksum_algorithm.as_deref().and_then(Algo::parse) {
             if up.checksum_type.as_deref() == Some("FULL_OBJECT") {
-                let sums: Option<Vec<(&str, u64)>> =
-                    chosen.iter().map(|p| a.get(&p.checksums).map(|c| (c.as_str(), p.size))).collect();
+                let sums: Option<Vec<(&str, u64)>> = chosen
+                    .iter()
+                    .map(|p| a.get(&p.checksums).map(|c| (c.as_str(), p.size)))
+                    .collect();
                 if let Some(v) = sums.and_then(|s| combine_crcs(a, &s)) {
                     a.set(&mut checksums, Some(v));
                     checksums.checksum_type = Some("FULL_OBJECT".into());
@@ -263,8 +307,10 @@ impl Gateway {
             verify_complete_checksum(a, input, &checksums)?;
         } else {
             // Parts without a requested algorithm carry CRC64NVME (S3's default); combine them.
-            let sums: Option<Vec<(&str, u64)>> =
-                chosen.iter().map(|p| p.checksums.crc64nvme.as_deref().map(|c| (c, p.size))).collect();
+            let sums: Option<Vec<(&str, u64)>> = chosen
+                .iter()
+                .map(|p| p.checksums.crc64nvme.as_deref().map(|c| (c, p.size)))
+                .collect();
             checksums.crc64nvme = sums.and_then(|s| combine_crcs(Algo::Crc64Nvme, &s));
             if checksums.crc64nvme.is_some() {
                 checksums.checksum_type = Some("FULL_OBJECT".into());
@@ -471,14 +517,19 @@ impl Gateway {
 
 fn check_part_number(n: i32) -> S3Result<()> {
     if !(1..=MAX_PART_NUMBER).contains(&n) {
-        return Err(s3_error!(InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive"));
+        return Err(s3_error!(
+            InvalidArgument,
+            "Part number must be an integer between 1 and 10000, inclusive"
+        ));
     }
     Ok(())
 }
 
 /// Parses `x-amz-copy-source-range: bytes=first-last` against the source size.
 fn parse_copy_range(r: &str, size: u64) -> S3Result<(u64, u64)> {
-    let bad = || s3_error!(InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy");
+    let bad = || {
+        s3_error!(InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+    };
     let spec = r.trim().strip_prefix("bytes=").ok_or_else(bad)?;
     let (a, b) = spec.split_once('-').ok_or_else(bad)?;
     let first: u64 = a.parse().map_err(|_| bad())?;
@@ -503,7 +554,11 @@ fn verify_complete_checksum(a: Algo, i: &CompleteMultipartUploadInput, c: &Check
     };
     if let (Some(sent), Some(ours)) = (sent, a.get(c)) {
         if sent != ours && sent.split('-').next() != ours.split('-').next() {
-            return Err(s3_error!(BadDigest, "The {} you specified did not match the calculated checksum.", a.name()));
+            return Err(s3_error!(
+                BadDigest,
+                "The {} you specified did not match the calculated checksum.",
+                a.name()
+            ));
         }
     }
     Ok(())

@@ -63,7 +63,8 @@ pub(crate) fn last_modified(st: &Stat) -> Timestamp {
 
 /// Milliseconds since the epoch to a timestamp.
 pub(crate) fn ts_ms(ms: i64) -> Timestamp {
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     Timestamp::from(t)
 }
 
@@ -197,14 +198,20 @@ impl Conditions<'_> {
         let lm = unix(&last_modified(st));
         let not_modified = || {
             if copy {
-                s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold")
+                s3_error!(
+                    PreconditionFailed,
+                    "At least one of the pre-conditions you specified did not hold"
+                )
             } else {
                 s3_error!(NotModified)
             }
         };
         match self.if_match {
             Some(c) if !matches(c, etag) => {
-                return Err(s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold"))
+                return Err(s3_error!(
+                    PreconditionFailed,
+                    "At least one of the pre-conditions you specified did not hold"
+                ))
             }
             Some(_) => {}
             None => {
@@ -291,7 +298,14 @@ mod tests {
     #[test]
     fn tagging_header() {
         let t = parse_tagging_header(Some("a=1&b=x%20y&c=")).unwrap();
-        assert_eq!(t, [("a".into(), "1".into()), ("b".into(), "x y".into()), ("c".into(), "".into())]);
+        assert_eq!(
+            t,
+            [
+                ("a".into(), "1".into()),
+                ("b".into(), "x y".into()),
+                ("c".into(), "".into())
+            ]
+        );
         assert!(parse_tagging_header(Some("a=1&a=2")).is_err());
     }
 }

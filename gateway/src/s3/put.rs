@@ -166,7 +166,12 @@ impl Gateway {
             }
             _ => None,
         };
-        let failed = || s3_error!(PreconditionFailed, "At least one of the pre-conditions you specified did not hold");
+        let failed = || {
+            s3_error!(
+                PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold"
+            )
+        };
         if let Some(cond) = &c.if_none_match {
             if let Some(cur) = &current {
                 if matches!(cond, ETagCondition::Any) || cond.as_etag().is_some_and(|t| t.value() == cur) {

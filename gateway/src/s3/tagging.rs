@@ -8,7 +8,10 @@ use super::Gateway;
 
 impl Gateway {
     /// GetObjectTagging.
-    pub(crate) async fn get_object_tagging(&self, req: S3Request<GetObjectTaggingInput>) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+    pub(crate) async fn get_object_tagging(
+        &self,
+        req: S3Request<GetObjectTaggingInput>,
+    ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
         let i = &req.input;
         parse_key(&i.key)?;
         let b = self.bucket(&i.bucket).await?;
@@ -27,11 +30,17 @@ impl Gateway {
     }
 
     /// PutObjectTagging.
-    pub(crate) async fn put_object_tagging(&self, req: S3Request<PutObjectTaggingInput>) -> S3Result<S3Response<PutObjectTaggingOutput>> {
+    pub(crate) async fn put_object_tagging(
+        &self,
+        req: S3Request<PutObjectTaggingInput>,
+    ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
         let i = &req.input;
         let mut tags = Vec::with_capacity(i.tagging.tag_set.len());
         for t in &i.tagging.tag_set {
-            let k = t.key.clone().ok_or_else(|| s3_error!(InvalidTag, "A tag is missing its Key"))?;
+            let k = t
+                .key
+                .clone()
+                .ok_or_else(|| s3_error!(InvalidTag, "A tag is missing its Key"))?;
             tags.push((k, t.value.clone().unwrap_or_default()));
         }
         validate_tags(&tags)?;

