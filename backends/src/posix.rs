@@ -621,7 +621,7 @@ fn read_dir_sorted(root: &OwnedFd, dir: &[String]) -> Result<Vec<DirEntry>> {
             });
         }
     }
-    entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    entries.sort_by_cached_key(DirEntry::sort_key);
     Ok(entries)
 }
 
