@@ -14,6 +14,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -262,6 +263,44 @@ impl Folder for PosixFolder {
         })
         .await
     }
+
+    async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize> {
+        let root = self.root.clone();
+        blocking(move || sweep_tmp(&root, cutoff)).await
+    }
+}
+
+/// Removes regular files in the staging directory modified before `cutoff`.
+fn sweep_tmp(root: &OwnedFd, cutoff: SystemTime) -> Result<usize> {
+    let tmp = match open_beneath(root, &format!("{STAGING_DIR}/tmp"), OFlags::RDONLY | OFlags::DIRECTORY) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let cutoff_ns = cutoff
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let mut stale = Vec::new();
+    let mut d = rustix::fs::Dir::read_from(&tmp)?;
+    while let Some(ent) = d.read() {
+        let ent = ent?;
+        let Ok(name) = ent.file_name().to_str() else { continue };
+        if name == "." || name == ".." {
+            continue;
+        }
+        if let Ok(st) = rustix::fs::statat(&tmp, name, AtFlags::SYMLINK_NOFOLLOW) {
+            if to_stat(&st).is_some_and(|s| s.kind == EntryKind::File && s.mtime_ns < cutoff_ns) {
+                stale.push(name.to_owned());
+            }
+        }
+    }
+    let mut removed = 0;
+    for name in stale {
+        if rustix::fs::unlinkat(&tmp, name.as_str(), AtFlags::empty()).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Removes directories of `parents` that became empty, deepest first, keeping the first

@@ -91,6 +91,9 @@ pub trait Folder: Send + Sync {
     async fn is_empty(&self) -> Result<bool>;
     /// Removes the stored parts of a multipart upload.
     async fn remove_upload(&self, upload_id: &str) -> Result<()>;
+    /// Removes staging files last modified before `cutoff`: leftovers of writes that a crash
+    /// interrupted. Returns how many were removed.
+    async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize>;
 }
 
 /// An open file for reading.

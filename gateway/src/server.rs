@@ -16,8 +16,12 @@ use crate::s3::Gateway;
 
 /// Opens the stores, binds the listener and serves until a shutdown signal.
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
+    let started = std::time::SystemTime::now();
     let gateway = Arc::new(Gateway::open(&cfg)?);
     let banner = ensure_admin(&gateway.store)?;
+    // Staging files older than this process belong to writes a crash interrupted.
+    let sweeper = gateway.clone();
+    tokio::spawn(async move { sweeper.sweep_staging(started).await });
     let service = crate::s3::build_service(gateway.clone(), &cfg);
 
     let listener = TcpListener::bind(cfg.listen).await?;

@@ -127,4 +127,14 @@ impl Gateway {
             location_constraint: loc,
         }))
     }
+
+    /// GetBucketVersioning: folders are never versioned, so the configuration is empty (the
+    /// answer S3 gives for a bucket that never had versioning enabled).
+    pub(crate) async fn get_bucket_versioning(
+        &self,
+        req: S3Request<GetBucketVersioningInput>,
+    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
+        self.bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketVersioningOutput::default()))
+    }
 }

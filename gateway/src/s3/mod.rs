@@ -91,6 +91,29 @@ impl Gateway {
             .ok_or_else(|| s3s::s3_error!(ServiceUnavailable, "volume {name} is not configured on this gateway"))
     }
 
+    /// Removes staging leftovers older than `cutoff` in every folder; logs what it did.
+    pub async fn sweep_staging(&self, cutoff: std::time::SystemTime) {
+        let buckets = match self.meta(|s| s.buckets()).await {
+            Ok(b) => b,
+            Err(e) => return tracing::warn!(error = ?e, "staging sweep: cannot list buckets"),
+        };
+        let mut removed = 0;
+        for b in buckets {
+            let Ok(vol) = self.volume(&b.volume) else { continue };
+            let Ok(loc) = location(&b) else { continue };
+            match vol.open_folder(&loc).await {
+                Ok(f) => match f.sweep_staging(cutoff).await {
+                    Ok(n) => removed += n,
+                    Err(e) => tracing::warn!(bucket = %b.name, error = %e, "staging sweep failed"),
+                },
+                Err(e) => tracing::warn!(bucket = %b.name, error = %e, "staging sweep: folder unavailable"),
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed staging files left by interrupted writes");
+        }
+    }
+
     /// Looks up a bucket and opens its folder.
     pub(crate) async fn bucket(&self, name: &str) -> S3Result<BucketCtx> {
         let owned = name.to_owned();
@@ -155,6 +178,7 @@ route! {
     delete_bucket: DeleteBucketInput => DeleteBucketOutput;
     list_buckets: ListBucketsInput => ListBucketsOutput;
     get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
+    get_bucket_versioning: GetBucketVersioningInput => GetBucketVersioningOutput;
     put_object: PutObjectInput => PutObjectOutput;
     get_object: GetObjectInput => GetObjectOutput;
     head_object: HeadObjectInput => HeadObjectOutput;
