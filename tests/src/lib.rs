@@ -14,6 +14,8 @@ pub const SECRET_KEY: &str = "penstock-test-secret-key-0123456789abcdef";
 /// A running gateway.
 pub struct Gateway {
     child: Child,
+    addr: SocketAddr,
+    config: PathBuf,
     /// `http://127.0.0.1:PORT`
     pub endpoint: String,
     /// The gateway's data directory.
@@ -55,31 +57,38 @@ impl Gateway {
         std::fs::write(&cfg, toml).unwrap();
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let log = std::fs::File::create(dir.path().join("gateway.log")).unwrap();
-        let child = Command::new(binary())
-            .args(["serve", "--config"])
-            .arg(&cfg)
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .args(["--listen", &addr.to_string()])
-            .env("PENSTOCK_ACCESS_KEY", ACCESS_KEY)
-            .env("PENSTOCK_SECRET_KEY", SECRET_KEY)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start penstock");
+        let child = spawn(&cfg, &data_dir, addr, &dir.path().join("gateway.log"));
         let gw = Self {
             child,
+            addr,
+            config: cfg,
             endpoint: format!("http://{addr}"),
             data_dir,
             _dir: dir,
         };
+        gw.wait_ready();
+        gw
+    }
+
+    fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "gateway did not start; log:\n{}", gw.log());
+        while TcpStream::connect(self.addr).is_err() {
+            assert!(Instant::now() < deadline, "gateway did not start; log:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(50));
         }
-        gw
+    }
+
+    /// Kills the process with SIGKILL (a crash) and starts it again on the same data and port.
+    pub fn crash_and_restart(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.child = spawn(
+            &self.config,
+            &self.data_dir,
+            self.addr,
+            &self._dir.path().join("gateway2.log"),
+        );
+        self.wait_ready();
     }
 
     /// The gateway's log so far.
@@ -118,6 +127,22 @@ impl Gateway {
             .status();
         self.child.wait().unwrap()
     }
+}
+
+fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, log: &Path) -> Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    Command::new(binary())
+        .args(["serve", "--config"])
+        .arg(cfg)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--listen", &addr.to_string()])
+        .env("PENSTOCK_ACCESS_KEY", ACCESS_KEY)
+        .env("PENSTOCK_SECRET_KEY", SECRET_KEY)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start penstock")
 }
 
 impl Drop for Gateway {
