@@ -1,9 +1,10 @@
 //! Who is calling and what they may touch.
 //!
-//! s3s verifies signatures (SigV4 header and presigned, SigV2, POST policy) using the secret that
-//! [`GatewayAuth`] looks up in the metadata store. [`GatewayAccess`] then runs before every
-//! operation: it rejects anonymous requests, records the [`Caller`] in the request extensions for
-//! the handlers, and denies access to buckets the caller may not use.
+//! s3s verifies signatures (SigV4 header and presigned, SigV2, POST policy) with the secret that
+//! [`GatewayAuth`] opens from the metadata store. [`GatewayAccess`] runs before every operation:
+//! it rejects anonymous requests, resolves the calling user, maps the operation to the folder
+//! permission it needs ([`required`]) and compares it with what the user holds on the bucket
+//! ([`Caller::perm_on`]). The [`Caller`] goes into the request extensions for the handlers.
 
 use std::sync::Arc;
 
@@ -11,37 +12,95 @@ use s3s::access::{S3Access, S3AccessContext};
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::path::S3Path;
 use s3s::{s3_error, S3Result};
-use uuid::Uuid;
 
-use penstock_metadata::{BucketRecord, Store};
+use penstock_metadata::{BucketRecord, Perm, Role, Store, User};
 
 use crate::s3::{internal, meta_err, Gateway};
+use crate::secrets::MasterKey;
 
 /// The authenticated principal of a request.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub access_key: String,
-    pub user_id: Uuid,
-    pub superadmin: bool,
+    pub user: User,
 }
 
 impl Caller {
-    /// Whether this caller may use the bucket. Until project sharing and grants land, a bucket is
-    /// reachable by its owner and by superadmins only.
-    pub fn may_use(&self, bucket: &BucketRecord) -> bool {
-        self.superadmin || bucket.owner == self.user_id
+    /// The permission this caller holds on a bucket's folder, if any.
+    ///
+    /// Superadmins hold `wd` everywhere; domain admins on every folder of their domain. Otherwise
+    /// the owner of a user folder holds `wd`, members of the owning project hold the folder's
+    /// permission, and users it was shared with hold their grant. A folder of another domain is
+    /// never reachable except by superadmins.
+    pub fn perm_on(&self, b: &BucketRecord) -> Option<Perm> {
+        let u = &self.user;
+        if u.role == Role::Superadmin {
+            return Some(Perm::Wd);
+        }
+        if b.domain != u.domain {
+            return None;
+        }
+        if u.role == Role::DomainAdmin {
+            return Some(Perm::Wd);
+        }
+        let (kind, id) = b.quota_scope.split_once(':')?;
+        let id: uuid::Uuid = id.parse().ok()?;
+        let owned = match kind {
+            "user" if id == u.id => Some(Perm::Wd),
+            "project" if u.projects.contains(&id) => Some(b.permission),
+            _ => None,
+        };
+        owned.max(b.grants.get(&u.id).copied())
     }
+
+    /// Whether the caller holds at least `need` on the bucket.
+    pub fn may(&self, b: &BucketRecord, need: Perm) -> bool {
+        self.perm_on(b).is_some_and(|p| p >= need)
+    }
+}
+
+/// What an S3 operation needs on its bucket. `None`: the operation is not bucket-scoped
+/// (ListBuckets, CreateBucket) and any authenticated user may call it.
+/// Operations not listed are denied.
+pub fn required(op: &str) -> Result<Option<Perm>, ()> {
+    Ok(Some(match op {
+        "ListBuckets" | "CreateBucket" => return Ok(None),
+        "HeadBucket"
+        | "GetBucketLocation"
+        | "GetBucketVersioning"
+        | "ListObjects"
+        | "ListObjectsV2"
+        | "ListObjectVersions"
+        | "GetObject"
+        | "HeadObject"
+        | "GetObjectTagging"
+        | "ListParts"
+        | "ListMultipartUploads" => Perm::Ro,
+        "PutObject"
+        | "PostObject"
+        | "CopyObject"
+        | "CreateMultipartUpload"
+        | "UploadPart"
+        | "UploadPartCopy"
+        | "CompleteMultipartUpload"
+        | "AbortMultipartUpload"
+        | "PutObjectTagging"
+        | "DeleteObjectTagging" => Perm::Rw,
+        "DeleteObject" | "DeleteObjects" | "DeleteBucket" => Perm::Wd,
+        _ => return Err(()),
+    }))
 }
 
 /// Secret-key lookup for signature verification.
 pub struct GatewayAuth {
     store: Arc<Store>,
+    master: Arc<MasterKey>,
 }
 
 impl GatewayAuth {
-    /// Looks keys up in `store`.
-    pub fn new(store: Arc<Store>) -> Self {
-        Self { store }
+    /// Looks keys up in `store` and opens them with `master`.
+    pub fn new(store: Arc<Store>, master: Arc<MasterKey>) -> Self {
+        Self { store, master }
     }
 }
 
@@ -55,7 +114,10 @@ impl S3Auth for GatewayAuth {
             .map_err(internal)?
             .map_err(meta_err)?;
         match kp {
-            Some(kp) if kp.enabled => Ok(SecretKey::from(kp.secret_key)),
+            Some(kp) if kp.enabled => {
+                let secret = self.master.open(&kp.access_key, &kp.sealed_secret).map_err(internal)?;
+                Ok(SecretKey::from(secret))
+            }
             _ => Err(s3_error!(
                 InvalidAccessKeyId,
                 "The AWS access key Id you provided does not exist in our records."
@@ -83,30 +145,104 @@ impl S3Access for GatewayAccess {
             return Err(s3_error!(AccessDenied, "Anonymous access is not allowed"));
         };
         let ak = cred.access_key.clone();
-        let kp = self
+        let (kp, user) = self
             .gateway
-            .meta(move |s| s.keypair(&ak))
+            .meta(move |s| {
+                let Some(kp) = s.keypair(&ak)? else { return Ok(None) };
+                Ok(s.user(kp.user_id)?.map(|u| (kp, u)))
+            })
             .await?
-            .filter(|k| k.enabled)
+            .filter(|(kp, _)| kp.enabled)
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
         let caller = Caller {
             access_key: kp.access_key,
-            user_id: kp.user_id,
-            superadmin: kp.superadmin,
+            user,
         };
+        let need = required(cx.s3_op().name())
+            .map_err(|()| s3_error!(AccessDenied, "This operation is not allowed on this gateway"))?;
         let bucket = match cx.s3_path() {
             S3Path::Root => None,
             S3Path::Bucket { bucket } | S3Path::Object { bucket, .. } => Some(bucket.to_string()),
         };
-        if let Some(name) = bucket {
-            // A missing bucket is left to the handler (NoSuchBucket, or CreateBucket).
-            if let Some(rec) = self.gateway.meta(move |s| s.bucket(&name)).await? {
-                if !caller.may_use(&rec) {
+        if let (Some(need), Some(name)) = (need, bucket) {
+            let domain = caller.user.domain.clone();
+            // A missing bucket is left to the handler, which answers NoSuchBucket.
+            if let Some(rec) = self.gateway.meta(move |s| s.bucket(&domain, &name)).await? {
+                if !caller.may(&rec, need) {
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }
             }
         }
         cx.extensions_mut().insert(caller);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn user(domain: &str, role: Role, projects: &[Uuid]) -> Caller {
+        Caller {
+            access_key: "ak".into(),
+            user: User {
+                id: Uuid::new_v4(),
+                domain: domain.into(),
+                name: "u".into(),
+                role,
+                projects: projects.iter().copied().collect(),
+                created_ms: 0,
+            },
+        }
+    }
+
+    fn bucket(domain: &str, scope: String, perm: Perm) -> BucketRecord {
+        BucketRecord {
+            name: "b".into(),
+            domain: domain.into(),
+            folder_id: Uuid::new_v4(),
+            volume: "v".into(),
+            quota_scope: scope,
+            created_ms: 0,
+            usage_mode: "general".into(),
+            status: "ready".into(),
+            permission: perm,
+            grants: Default::default(),
+        }
+    }
+
+    #[test]
+    fn permission_rules() {
+        let p = Uuid::new_v4();
+        let owner = user("d1", Role::User, &[]);
+        let member = user("d1", Role::User, &[p]);
+        let outsider = user("d1", Role::User, &[]);
+        let foreign_member = user("d2", Role::User, &[p]);
+        let dadmin = user("d1", Role::DomainAdmin, &[]);
+        let sadmin = user("d9", Role::Superadmin, &[]);
+
+        let mut ub = bucket("d1", format!("user:{}", owner.user.id), Perm::Wd);
+        assert_eq!(owner.perm_on(&ub), Some(Perm::Wd));
+        assert_eq!(outsider.perm_on(&ub), None);
+        ub.grants.insert(outsider.user.id, Perm::Ro);
+        assert_eq!(outsider.perm_on(&ub), Some(Perm::Ro));
+        assert!(!outsider.may(&ub, Perm::Rw));
+        assert_eq!(dadmin.perm_on(&ub), Some(Perm::Wd));
+        assert_eq!(sadmin.perm_on(&ub), Some(Perm::Wd));
+
+        let pb = bucket("d1", format!("project:{p}"), Perm::Rw);
+        assert_eq!(member.perm_on(&pb), Some(Perm::Rw));
+        assert_eq!(outsider.perm_on(&pb), None);
+        assert_eq!(foreign_member.perm_on(&pb), None, "domains are walls");
+    }
+
+    #[test]
+    fn operation_requirements() {
+        assert_eq!(required("GetObject"), Ok(Some(Perm::Ro)));
+        assert_eq!(required("UploadPart"), Ok(Some(Perm::Rw)));
+        assert_eq!(required("DeleteObjects"), Ok(Some(Perm::Wd)));
+        assert_eq!(required("ListBuckets"), Ok(None));
+        assert_eq!(required("PutBucketPolicy"), Err(()));
     }
 }

@@ -1,78 +1,95 @@
-//! First-start set-up: the bootstrap superadmin keypair.
+//! First-start set-up: the `default` domain and the bootstrap superadmin with its keypair.
 
-use penstock_metadata::{Keypair, Store};
+use penstock_metadata::{Domain, Keypair, Role, Store, User};
 use rand::distributions::{Alphanumeric, DistString};
 use rand::Rng;
 use uuid::Uuid;
 
+use crate::secrets::MasterKey;
+
+/// Domain of the bootstrap superadmin, created on first start.
+pub const DEFAULT_DOMAIN: &str = "default";
+
 /// What happened to the bootstrap keypair, for the start-up banner.
 pub enum Bootstrap {
     /// A random keypair was generated; its secret is shown once.
-    Generated(Keypair),
+    Generated { access_key: String, secret_key: String },
     /// The keypair from `PENSTOCK_ACCESS_KEY`/`PENSTOCK_SECRET_KEY` was installed or updated.
-    FromEnv(Keypair),
+    FromEnv { access_key: String },
     /// Keypairs already exist and no environment override was given.
     Existing,
 }
 
-/// Ensures a superadmin keypair exists, honouring `PENSTOCK_ACCESS_KEY` and `PENSTOCK_SECRET_KEY`.
-pub fn ensure_admin(store: &Store) -> anyhow::Result<Bootstrap> {
+/// Ensures the default domain and a superadmin keypair exist, honouring `PENSTOCK_ACCESS_KEY` and
+/// `PENSTOCK_SECRET_KEY`.
+pub fn ensure_admin(store: &Store, master: &MasterKey) -> anyhow::Result<Bootstrap> {
+    let now_ms = crate::s3::now_ms();
+    if store.domain(DEFAULT_DOMAIN)?.is_none() {
+        store.put_domain(&Domain {
+            name: DEFAULT_DOMAIN.to_owned(),
+            created_ms: now_ms,
+        })?;
+    }
     let env_ak = std::env::var("PENSTOCK_ACCESS_KEY").ok().filter(|s| !s.is_empty());
     let env_sk = std::env::var("PENSTOCK_SECRET_KEY").ok().filter(|s| !s.is_empty());
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    match (env_ak, env_sk) {
-        (Some(ak), Some(sk)) => {
-            let kp = match store.keypair(&ak)? {
-                Some(mut kp) => {
-                    kp.secret_key = sk;
-                    kp.superadmin = true;
-                    kp.enabled = true;
-                    kp
-                }
-                None => Keypair {
-                    access_key: ak,
-                    secret_key: sk,
-                    user_id: admin_user(store)?,
-                    superadmin: true,
-                    enabled: true,
-                    created: now,
-                },
-            };
-            store.put_keypair(&kp)?;
-            Ok(Bootstrap::FromEnv(kp))
-        }
+    let (access_key, secret_key, generated) = match (env_ak, env_sk) {
+        (Some(ak), Some(sk)) => (ak, sk, false),
         (Some(_), None) | (None, Some(_)) => {
             anyhow::bail!("PENSTOCK_ACCESS_KEY and PENSTOCK_SECRET_KEY must be set together")
         }
-        (None, None) if store.keypairs()?.is_empty() => {
-            let kp = Keypair {
-                access_key: format!(
-                    "PK{}",
-                    Alphanumeric.sample_string(&mut rand::thread_rng(), 18).to_uppercase()
-                ),
-                secret_key: random_secret(),
-                user_id: Uuid::new_v4(),
-                superadmin: true,
-                enabled: true,
-                created: now,
-            };
-            store.put_keypair(&kp)?;
-            Ok(Bootstrap::Generated(kp))
-        }
-        (None, None) => Ok(Bootstrap::Existing),
+        (None, None) if store.keypairs()?.is_empty() => (new_access_key(), new_secret_key(), true),
+        (None, None) => return Ok(Bootstrap::Existing),
+    };
+    let user_id = match store.keypair(&access_key)? {
+        Some(kp) if store.user(kp.user_id)?.is_some() => kp.user_id,
+        _ => admin_user(store, now_ms)?,
+    };
+    let mut user = store.user(user_id)?.expect("admin user exists");
+    if user.role != Role::Superadmin {
+        user.role = Role::Superadmin;
+        store.put_user(&user)?;
     }
+    store.put_keypair(&Keypair {
+        sealed_secret: master.seal(&access_key, &secret_key),
+        access_key: access_key.clone(),
+        user_id,
+        enabled: true,
+        created: now_ms / 1000,
+    })?;
+    Ok(if generated {
+        Bootstrap::Generated { access_key, secret_key }
+    } else {
+        Bootstrap::FromEnv { access_key }
+    })
 }
 
-/// The user of an existing superadmin keypair, so an env-supplied key joins the same tenant.
-fn admin_user(store: &Store) -> anyhow::Result<Uuid> {
-    Ok(store
-        .keypairs()?
-        .into_iter()
-        .find(|k| k.superadmin)
-        .map_or_else(Uuid::new_v4, |k| k.user_id))
+/// The existing superadmin user, or a new one named `admin` in the default domain.
+fn admin_user(store: &Store, now_ms: i64) -> anyhow::Result<Uuid> {
+    if let Some(u) = store.users()?.into_iter().find(|u| u.role == Role::Superadmin) {
+        return Ok(u.id);
+    }
+    let u = User {
+        id: Uuid::new_v4(),
+        domain: DEFAULT_DOMAIN.to_owned(),
+        name: "admin".to_owned(),
+        role: Role::Superadmin,
+        projects: Default::default(),
+        created_ms: now_ms,
+    };
+    store.put_user(&u)?;
+    Ok(u.id)
 }
 
-fn random_secret() -> String {
+/// A new access key: `PK` and 18 upper-case letters or digits.
+pub fn new_access_key() -> String {
+    format!(
+        "PK{}",
+        Alphanumeric.sample_string(&mut rand::thread_rng(), 18).to_uppercase()
+    )
+}
+
+/// A new 40-character secret key.
+pub fn new_secret_key() -> String {
     const CHARSET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut rng = rand::thread_rng();
     (0..40)

@@ -26,6 +26,14 @@ pub struct Config {
     pub volumes: Vec<VolumeConfig>,
     /// Seconds to wait for in-flight requests on SIGTERM/SIGINT before closing connections.
     pub shutdown_grace_secs: u64,
+    /// Base64 of the 32-byte key that seals secret keys at rest (else `PENSTOCK_MASTER_KEY`, else
+    /// a key file generated in the data dir).
+    pub master_key: Option<String>,
+    /// Address of the admin API (JSON) with health, readiness and tenancy management.
+    pub admin_listen: SocketAddr,
+    /// Bearer token of the admin API (else `PENSTOCK_ADMIN_TOKEN`, else a token file generated in
+    /// the data dir).
+    pub admin_token: Option<String>,
 }
 
 impl Default for Config {
@@ -38,6 +46,9 @@ impl Default for Config {
             default_volume: "local".to_owned(),
             volumes: Vec::new(),
             shutdown_grace_secs: 30,
+            master_key: None,
+            admin_listen: "127.0.0.1:9001".parse().expect("valid literal"),
+            admin_token: None,
         }
     }
 }

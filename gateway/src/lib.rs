@@ -8,5 +8,6 @@ pub mod auth;
 pub mod bootstrap;
 pub mod config;
 pub mod s3;
+pub mod secrets;
 pub mod server;
 pub mod telemetry;

@@ -18,7 +18,7 @@ use crate::s3::Gateway;
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
     let gateway = Arc::new(Gateway::open(&cfg)?);
-    let banner = ensure_admin(&gateway.store)?;
+    let banner = ensure_admin(&gateway.store, &gateway.master)?;
     // Staging files older than this process belong to writes a crash interrupted.
     let sweeper = gateway.clone();
     tokio::spawn(async move { sweeper.sweep_staging(started).await });
@@ -81,21 +81,17 @@ async fn shutdown_signal() {
 
 fn print_banner(b: &Bootstrap, addr: &str) {
     match b {
-        Bootstrap::Generated(kp) => {
+        Bootstrap::Generated { access_key, secret_key } => {
             println!("Penstock is ready on http://{addr}");
             println!("Generated admin credentials (shown once):");
-            println!("  access key: {}", kp.access_key);
-            println!("  secret key: {}", kp.secret_key);
+            println!("  access key: {access_key}");
+            println!("  secret key: {secret_key}");
             println!(
-                "  AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY='{}' aws --endpoint-url http://{addr} s3 ls",
-                kp.access_key, kp.secret_key
+                "  AWS_ACCESS_KEY_ID={access_key} AWS_SECRET_ACCESS_KEY='{secret_key}' aws --endpoint-url http://{addr} s3 ls"
             );
         }
-        Bootstrap::FromEnv(kp) => {
-            println!(
-                "Penstock is ready on http://{addr} (admin access key {} from PENSTOCK_ACCESS_KEY)",
-                kp.access_key
-            );
+        Bootstrap::FromEnv { access_key } => {
+            println!("Penstock is ready on http://{addr} (admin access key {access_key} from PENSTOCK_ACCESS_KEY)");
         }
         Bootstrap::Existing => println!("Penstock is ready on http://{addr}"),
     }

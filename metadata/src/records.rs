@@ -1,18 +1,55 @@
 //! The records stored in RocksDB. All are serde documents; new fields get `#[serde(default)]`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// An S3 access key and its secret, belonging to a user.
+/// A tenant domain: the namespace of bucket names, users and projects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Domain {
+    pub name: String,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// A project inside a domain; its members share the project's folders.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Project {
+    pub id: Uuid,
+    pub domain: String,
+    pub name: String,
+    pub created_ms: i64,
+}
+
+/// What a user may administer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    DomainAdmin,
+    Superadmin,
+}
+
+/// A user: member of one domain and of any number of its projects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: Uuid,
+    pub domain: String,
+    pub name: String,
+    pub role: Role,
+    #[serde(default)]
+    pub projects: BTreeSet<Uuid>,
+    pub created_ms: i64,
+}
+
+/// An S3 access key belonging to a user. The secret is stored sealed under the master key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Keypair {
     pub access_key: String,
-    pub secret_key: String,
+    /// base64(nonce ‖ AEAD ciphertext) of the secret key.
+    pub sealed_secret: String,
     pub user_id: Uuid,
-    #[serde(default)]
-    pub superadmin: bool,
     #[serde(default = "yes")]
     pub enabled: bool,
     /// Unix seconds.
@@ -23,17 +60,62 @@ fn yes() -> bool {
     true
 }
 
-/// A bucket: a vfolder exported under a bucket name.
+/// A permission on a folder, ordered: `ro` < `rw` < `wd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Perm {
+    /// Get, Head, List.
+    Ro,
+    /// Read plus Put, Copy, multipart, tagging.
+    Rw,
+    /// Read, write and delete.
+    Wd,
+}
+
+/// A bucket: a vfolder exported under a bucket name that is unique within its domain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketRecord {
     pub name: String,
+    pub domain: String,
     pub folder_id: Uuid,
     pub volume: String,
-    /// `user:<uuid>` or `project:<uuid>`.
+    /// `user:<uuid>` or `project:<uuid>`: the owner, charged for the folder's bytes.
     pub quota_scope: String,
-    pub owner: Uuid,
     /// Unix milliseconds.
     pub created_ms: i64,
+    /// `general`, `model` or `data`.
+    #[serde(default = "general")]
+    pub usage_mode: String,
+    /// `ready`, `deleting`, ...
+    #[serde(default = "ready")]
+    pub status: String,
+    /// Permission of project members on a project folder.
+    #[serde(default = "wd")]
+    pub permission: Perm,
+    /// Users a user folder is shared with, and at which permission.
+    #[serde(default)]
+    pub grants: BTreeMap<Uuid, Perm>,
+}
+
+fn general() -> String {
+    "general".to_owned()
+}
+
+fn ready() -> String {
+    "ready".to_owned()
+}
+
+fn wd() -> Perm {
+    Perm::Wd
+}
+
+/// A quota scope's byte limit and tracked usage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quota {
+    pub scope: String,
+    /// `None` means unlimited.
+    pub limit_bytes: Option<u64>,
+    pub usage_bytes: u64,
 }
 
 /// Identity of the file an object record describes; a mismatch means the file changed outside the

@@ -3,8 +3,12 @@
 //! | column family | key | value |
 //! |---|---|---|
 //! | `system` | `schema_version` | u32, big endian |
+//! | `domains` | domain name | [`Domain`](crate::Domain) |
+//! | `projects` | project id (16 bytes) | [`Project`](crate::Project) |
+//! | `users` | user id (16 bytes) | [`User`](crate::User) |
 //! | `keypairs` | access key | [`Keypair`](crate::Keypair) |
-//! | `buckets` | bucket name | [`BucketRecord`](crate::BucketRecord) |
+//! | `buckets` | domain ‖ 0x00 ‖ bucket name | [`BucketRecord`](crate::BucketRecord) |
+//! | `quotas` | quota scope (`user:<uuid>`) | [`Quota`](crate::Quota) |
 //! | `objects` | folder id (16 bytes) ‖ object key | [`ObjectRecord`](crate::ObjectRecord) |
 //! | `uploads` | folder id ‖ object key ‖ 0x00 ‖ upload id | [`UploadRecord`](crate::UploadRecord) |
 //! | `parts` | upload id ‖ 0x00 ‖ part number (u32 BE) | [`PartRecord`](crate::PartRecord) |
@@ -18,13 +22,37 @@ use uuid::Uuid;
 pub const SCHEMA_VERSION: u32 = 1;
 
 pub(crate) const CF_SYSTEM: &str = "system";
+pub(crate) const CF_DOMAINS: &str = "domains";
+pub(crate) const CF_PROJECTS: &str = "projects";
+pub(crate) const CF_USERS: &str = "users";
+pub(crate) const CF_QUOTAS: &str = "quotas";
 pub(crate) const CF_KEYPAIRS: &str = "keypairs";
 pub(crate) const CF_BUCKETS: &str = "buckets";
 pub(crate) const CF_OBJECTS: &str = "objects";
 pub(crate) const CF_UPLOADS: &str = "uploads";
 pub(crate) const CF_PARTS: &str = "parts";
-pub(crate) const ALL_CFS: [&str; 6] = [CF_SYSTEM, CF_KEYPAIRS, CF_BUCKETS, CF_OBJECTS, CF_UPLOADS, CF_PARTS];
+pub(crate) const ALL_CFS: [&str; 10] = [
+    CF_SYSTEM,
+    CF_DOMAINS,
+    CF_PROJECTS,
+    CF_USERS,
+    CF_KEYPAIRS,
+    CF_BUCKETS,
+    CF_QUOTAS,
+    CF_OBJECTS,
+    CF_UPLOADS,
+    CF_PARTS,
+];
 pub(crate) const SCHEMA_KEY: &[u8] = b"schema_version";
+
+/// Key of a bucket record: bucket names are unique per domain.
+pub fn bucket_key(domain: &str, name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(domain.len() + 1 + name.len());
+    k.extend_from_slice(domain.as_bytes());
+    k.push(0);
+    k.extend_from_slice(name.as_bytes());
+    k
+}
 
 /// Key of an object record.
 pub fn object_key(folder: Uuid, key: &str) -> Vec<u8> {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::schema::*;
-use crate::{BucketRecord, Keypair, ObjectRecord, PartRecord, UploadRecord};
+use crate::{BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, UploadRecord, User};
 
 /// Errors of the metadata store.
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +113,15 @@ impl Store {
         Ok(())
     }
 
+    fn all<T: DeserializeOwned>(&self, cf: &'static str) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.scan(cf, b"", b"", |_, v| {
+            out.push(v);
+            true
+        })?;
+        Ok(out)
+    }
+
     /// Visits records whose key starts with `prefix`, from `start` (inclusive) on, until `f`
     /// returns false.
     fn scan<T: DeserializeOwned>(
@@ -138,6 +147,53 @@ impl Store {
         Ok(())
     }
 
+    // ---- tenants
+
+    /// Stores (or replaces) a domain.
+    pub fn put_domain(&self, d: &Domain) -> Result<()> {
+        self.put(CF_DOMAINS, d.name.as_bytes(), d)
+    }
+
+    /// Looks up a domain.
+    pub fn domain(&self, name: &str) -> Result<Option<Domain>> {
+        self.get(CF_DOMAINS, name.as_bytes())
+    }
+
+    /// All domains by name.
+    pub fn domains(&self) -> Result<Vec<Domain>> {
+        self.all(CF_DOMAINS)
+    }
+
+    /// Stores (or replaces) a project.
+    pub fn put_project(&self, p: &Project) -> Result<()> {
+        self.put(CF_PROJECTS, p.id.as_bytes(), p)
+    }
+
+    /// Looks up a project.
+    pub fn project(&self, id: Uuid) -> Result<Option<Project>> {
+        self.get(CF_PROJECTS, id.as_bytes())
+    }
+
+    /// All projects.
+    pub fn projects(&self) -> Result<Vec<Project>> {
+        self.all(CF_PROJECTS)
+    }
+
+    /// Stores (or replaces) a user.
+    pub fn put_user(&self, u: &User) -> Result<()> {
+        self.put(CF_USERS, u.id.as_bytes(), u)
+    }
+
+    /// Looks up a user.
+    pub fn user(&self, id: Uuid) -> Result<Option<User>> {
+        self.get(CF_USERS, id.as_bytes())
+    }
+
+    /// All users.
+    pub fn users(&self) -> Result<Vec<User>> {
+        self.all(CF_USERS)
+    }
+
     // ---- keypairs
 
     /// Looks up a keypair by access key.
@@ -150,41 +206,41 @@ impl Store {
         self.put(CF_KEYPAIRS, kp.access_key.as_bytes(), kp)
     }
 
+    /// Removes a keypair.
+    pub fn delete_keypair(&self, access_key: &str) -> Result<()> {
+        self.delete(CF_KEYPAIRS, access_key.as_bytes())
+    }
+
     /// All keypairs, ordered by access key.
     pub fn keypairs(&self) -> Result<Vec<Keypair>> {
-        let mut out = Vec::new();
-        self.scan(CF_KEYPAIRS, b"", b"", |_, kp| {
-            out.push(kp);
-            true
-        })?;
-        Ok(out)
+        self.all(CF_KEYPAIRS)
     }
 
     // ---- buckets
 
-    /// Inserts a bucket unless the name is taken; returns false when it is.
+    /// Inserts a bucket unless its name is taken in its domain; returns false when it is.
     pub fn create_bucket(&self, b: &BucketRecord) -> Result<bool> {
         let _guard = self.bucket_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if self.bucket(&b.name)?.is_some() {
+        if self.bucket(&b.domain, &b.name)?.is_some() {
             return Ok(false);
         }
-        self.put(CF_BUCKETS, b.name.as_bytes(), b)?;
+        self.put(CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)?;
         Ok(true)
     }
 
-    /// Looks up a bucket by name.
-    pub fn bucket(&self, name: &str) -> Result<Option<BucketRecord>> {
-        self.get(CF_BUCKETS, name.as_bytes())
+    /// Replaces an existing bucket record (grants, permission, status).
+    pub fn put_bucket(&self, b: &BucketRecord) -> Result<()> {
+        self.put(CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)
     }
 
-    /// All buckets, ordered by name.
+    /// Looks up a bucket by domain and name.
+    pub fn bucket(&self, domain: &str, name: &str) -> Result<Option<BucketRecord>> {
+        self.get(CF_BUCKETS, &bucket_key(domain, name))
+    }
+
+    /// All buckets, ordered by domain and name.
     pub fn buckets(&self) -> Result<Vec<BucketRecord>> {
-        let mut out = Vec::new();
-        self.scan(CF_BUCKETS, b"", b"", |_, b| {
-            out.push(b);
-            true
-        })?;
-        Ok(out)
+        self.all(CF_BUCKETS)
     }
 
     /// Removes a bucket and every object, upload and part record of its folder.
@@ -202,9 +258,26 @@ impl Store {
             let (plo, phi) = parts_range(&id);
             batch.delete_range_cf(self.cf(CF_PARTS), &plo, &phi);
         }
-        batch.delete_cf(self.cf(CF_BUCKETS), b.name.as_bytes());
+        batch.delete_cf(self.cf(CF_BUCKETS), bucket_key(&b.domain, &b.name));
         self.db.write_opt(batch, &self.wopts())?;
         Ok(())
+    }
+
+    // ---- quotas
+
+    /// A quota scope's limit and usage, if any was recorded.
+    pub fn quota(&self, scope: &str) -> Result<Option<Quota>> {
+        self.get(CF_QUOTAS, scope.as_bytes())
+    }
+
+    /// Stores a quota scope's limit and usage.
+    pub fn put_quota(&self, q: &Quota) -> Result<()> {
+        self.put(CF_QUOTAS, q.scope.as_bytes(), q)
+    }
+
+    /// All quota scopes.
+    pub fn quotas(&self) -> Result<Vec<Quota>> {
+        self.all(CF_QUOTAS)
     }
 
     // ---- objects
@@ -418,19 +491,32 @@ mod tests {
         let (_d, s) = store();
         let b = BucketRecord {
             name: "b1".into(),
+            domain: "d1".into(),
             folder_id: Uuid::new_v4(),
             volume: "local".into(),
             quota_scope: format!("user:{}", Uuid::nil()),
-            owner: Uuid::nil(),
             created_ms: 0,
+            usage_mode: "general".into(),
+            status: "ready".into(),
+            permission: crate::Perm::Rw,
+            grants: Default::default(),
         };
         assert!(s.create_bucket(&b).unwrap());
         assert!(!s.create_bucket(&b).unwrap());
+        // The same name in another domain is a different bucket.
+        let other_domain = BucketRecord {
+            domain: "d2".into(),
+            folder_id: Uuid::new_v4(),
+            ..b.clone()
+        };
+        assert!(s.create_bucket(&other_domain).unwrap());
+        assert_eq!(s.buckets().unwrap().len(), 2);
         let other = Uuid::new_v4();
         s.put_object(b.folder_id, "k", &rec("\"1\"")).unwrap();
         s.put_object(other, "k", &rec("\"2\"")).unwrap();
         s.delete_bucket(&b).unwrap();
-        assert_eq!(s.bucket("b1").unwrap(), None);
+        assert_eq!(s.bucket("d1", "b1").unwrap(), None);
+        assert!(s.bucket("d2", "b1").unwrap().is_some());
         assert_eq!(s.object(b.folder_id, "k").unwrap(), None);
         assert!(s.object(other, "k").unwrap().is_some());
     }

@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::BucketRecord;
+use penstock_metadata::{BucketRecord, Perm};
 
 use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
@@ -19,9 +19,9 @@ impl Gateway {
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let who = caller(&req)?;
         let name = req.input.bucket.clone();
-        let n = name.clone();
-        if let Some(existing) = self.meta(move |s| s.bucket(&n)).await? {
-            return Err(if existing.owner == who.user_id {
+        let (d, n) = (who.user.domain.clone(), name.clone());
+        if let Some(existing) = self.meta(move |s| s.bucket(&d, &n)).await? {
+            return Err(if existing.quota_scope == QuotaScope::user(who.user.id).to_string() {
                 s3_error!(
                     BucketAlreadyOwnedByYou,
                     "Your previous request to create the named bucket succeeded and you already own it."
@@ -31,18 +31,22 @@ impl Gateway {
             });
         }
         let loc = FolderLocation {
-            scope: QuotaScope::user(who.user_id),
+            scope: QuotaScope::user(who.user.id),
             id: Uuid::new_v4(),
         };
         let volume = self.volume(&self.default_volume)?.clone();
         volume.create_folder(&loc).await.map_err(backend_err)?;
         let rec = BucketRecord {
             name: name.clone(),
+            domain: who.user.domain.clone(),
             folder_id: loc.id,
             volume: volume.name().to_owned(),
             quota_scope: loc.scope.to_string(),
-            owner: who.user_id,
             created_ms: now_ms(),
+            usage_mode: "general".to_owned(),
+            status: "ready".to_owned(),
+            permission: Perm::Wd,
+            grants: Default::default(),
         };
         let r = rec.clone();
         if !self.meta(move |s| s.create_bucket(&r)).await? {
@@ -61,7 +65,7 @@ impl Gateway {
 
     /// HeadBucket.
     pub(crate) async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        self.bucket(&caller(&req)?, &req.input.bucket).await?;
         Ok(S3Response::new(HeadBucketOutput {
             bucket_region: Some(self.region.clone()),
             ..Default::default()
@@ -73,7 +77,7 @@ impl Gateway {
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         if !b.folder.is_empty().await.map_err(backend_err)? {
             return Err(s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"));
         }
@@ -98,7 +102,7 @@ impl Gateway {
         let all = self.meta(|s| s.buckets()).await?;
         let buckets = all
             .into_iter()
-            .filter(|b| who.may_use(b) && b.name.starts_with(&prefix))
+            .filter(|b| b.domain == who.user.domain && who.may(b, Perm::Ro) && b.name.starts_with(&prefix))
             .map(|b| Bucket {
                 name: Some(b.name),
                 creation_date: Some(ts_ms(b.created_ms)),
@@ -108,7 +112,7 @@ impl Gateway {
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
             owner: Some(Owner {
-                id: Some(who.user_id.simple().to_string()),
+                id: Some(who.user.id.simple().to_string()),
                 display_name: Some(who.access_key),
             }),
             prefix: req.input.prefix.clone(),
@@ -121,7 +125,7 @@ impl Gateway {
         &self,
         req: S3Request<GetBucketLocationInput>,
     ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let loc = (self.region != "us-east-1").then(|| BucketLocationConstraint::from(self.region.clone()));
         Ok(S3Response::new(GetBucketLocationOutput {
             location_constraint: loc,
@@ -134,7 +138,7 @@ impl Gateway {
         &self,
         req: S3Request<GetBucketVersioningInput>,
     ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
-        self.bucket(&req.input.bucket).await?;
+        self.bucket(&caller(&req)?, &req.input.bucket).await?;
         Ok(S3Response::new(GetBucketVersioningOutput::default()))
     }
 }

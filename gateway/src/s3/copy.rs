@@ -4,7 +4,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use penstock_backends::{ReadHandle, StagingFile, Stat};
-use penstock_metadata::ObjectRecord;
+use penstock_metadata::{ObjectRecord, Perm};
 
 use super::checksum::{Algo, BodyHasher, ALL_ALGOS};
 use super::error::backend_err;
@@ -44,8 +44,9 @@ impl Gateway {
             return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
         }
         parse_key(key)?;
-        let sb = self.bucket(bucket).await?;
-        if !caller(req)?.may_use(&sb.rec) {
+        let who = caller(req)?;
+        let sb = self.bucket(&who, bucket).await?;
+        if !who.may(&sb.rec, Perm::Ro) {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         }
         let (rec, st, handle) = self.open_object(&sb, key).await?;
@@ -65,7 +66,7 @@ impl Gateway {
         mut req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let path = parse_key(&req.input.key)?;
-        let b = self.bucket(&req.input.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let i = &req.input;
         let src = self
             .copy_source(

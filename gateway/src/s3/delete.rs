@@ -7,7 +7,7 @@ use penstock_backends::ObjectPath;
 
 use super::error::backend_err;
 use super::object::parse_key;
-use super::{BucketCtx, Gateway};
+use super::{caller, BucketCtx, Gateway};
 
 impl Gateway {
     /// DeleteObject: removing a missing key succeeds, as in S3.
@@ -18,7 +18,7 @@ impl Gateway {
         let i = &req.input;
         check_version(i.version_id.as_deref())?;
         let path = parse_key(&i.key)?;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         self.delete_key(&b, &path).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
@@ -35,7 +35,7 @@ impl Gateway {
                 "The request may not contain more than 1000 keys"
             ));
         }
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let quiet = i.delete.quiet == Some(true);
         let mut deleted = Vec::new();
         let mut errors = Vec::new();

@@ -14,7 +14,7 @@ use penstock_metadata::ObjectRecord;
 use super::checksum::ALL_ALGOS;
 use super::error::backend_err;
 use super::object::{effective_record, etag, last_modified, metadata_out, parse_http_date, parse_key, Conditions};
-use super::{BucketCtx, Gateway};
+use super::{caller, BucketCtx, Gateway};
 
 /// Bytes per read from the backend while streaming a response.
 const READ_BLOCK: usize = 1 << 20;
@@ -24,6 +24,7 @@ pub(crate) const EMPTY_MD5: &str = "d41d8cd98f00b204e9800998ecf8427e";
 
 /// The parameters GetObject and HeadObject share.
 struct ReadRequest<'a> {
+    who: &'a crate::auth::Caller,
     bucket: &'a str,
     key: &'a str,
     conds: Conditions<'a>,
@@ -48,8 +49,10 @@ impl Gateway {
     /// GetObject.
     pub(crate) async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let i = &req.input;
+        let who = caller(&req)?;
         let plan = self
             .plan_read(ReadRequest {
+                who: &who,
                 bucket: &i.bucket,
                 key: &i.key,
                 conds: Conditions {
@@ -123,8 +126,10 @@ impl Gateway {
             .checksum_mode
             .as_ref()
             .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
+        let who = caller(&req)?;
         let plan = self
             .plan_read(ReadRequest {
+                who: &who,
                 bucket: &i.bucket,
                 key: &i.key,
                 conds: Conditions {
@@ -193,7 +198,7 @@ impl Gateway {
         if r.version_id.is_some_and(|v| v != "null") {
             return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
         }
-        let b = self.bucket(r.bucket).await?;
+        let b = self.bucket(r.who, r.bucket).await?;
         let (rec, st, handle) = self.open_object(&b, r.key).await?;
         r.conds.check(&rec.etag, &st, false)?;
 

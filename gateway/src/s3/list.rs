@@ -17,7 +17,7 @@ use penstock_metadata::ObjectRecord;
 use super::error::backend_err;
 use super::get::EMPTY_MD5;
 use super::object::{effective_record, etag, last_modified};
-use super::{caller, BucketCtx, Gateway};
+use super::{caller, owner_of, BucketCtx, Gateway};
 
 /// Where a listing resumes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -258,7 +258,7 @@ impl Gateway {
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let i = &req.input;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = max_keys(i.max_keys)?;
         let marker = match &i.continuation_token {
             Some(t) => decode_token(t)?,
@@ -282,7 +282,7 @@ impl Gateway {
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
         let owner = if i.fetch_owner == Some(true) {
-            Some(owner(&b, &caller(&req)?))
+            Some(owner_of(&b.rec))
         } else {
             None
         };
@@ -316,7 +316,7 @@ impl Gateway {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         let i = &req.input;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = max_keys(i.max_keys)?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
@@ -340,7 +340,7 @@ impl Gateway {
             )
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
-        let own = owner(&b, &caller(&req)?);
+        let own = owner_of(&b.rec);
         let next_marker = match (&page.next, &delimiter) {
             (Some(m), Some(_)) => Some(enc(url, &m.after)),
             _ => None,
@@ -372,7 +372,7 @@ impl Gateway {
         req: S3Request<ListObjectVersionsInput>,
     ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
         let i = &req.input;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = max_keys(i.max_keys)?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
@@ -395,7 +395,7 @@ impl Gateway {
             )
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
-        let own = owner(&b, &caller(&req)?);
+        let own = owner_of(&b.rec);
         let versions = page
             .objects
             .iter()
@@ -464,13 +464,6 @@ fn enc(url: bool, s: &str) -> String {
         percent_encoding::utf8_percent_encode(s, KEEP).to_string()
     } else {
         s.to_owned()
-    }
-}
-
-fn owner(b: &BucketCtx, _caller: &crate::auth::Caller) -> Owner {
-    Owner {
-        id: Some(b.rec.owner.simple().to_string()),
-        display_name: Some(b.rec.owner.to_string()),
     }
 }
 

@@ -30,6 +30,8 @@ use penstock_metadata::{BucketRecord, MetaError, Store, StoreOptions};
 
 use crate::auth::{Caller, GatewayAccess, GatewayAuth};
 use crate::config::{Config, VolumeConfig};
+use crate::secrets::MasterKey;
+pub(crate) use object::now_ms;
 
 pub(crate) use error::{internal, meta_err};
 
@@ -37,6 +39,8 @@ pub(crate) use error::{internal, meta_err};
 pub struct Gateway {
     /// The metadata store.
     pub store: Arc<Store>,
+    /// Seals and opens secret keys at rest.
+    pub master: Arc<MasterKey>,
     volumes: HashMap<String, Arc<dyn Volume>>,
     default_volume: String,
     durable: bool,
@@ -62,8 +66,10 @@ impl Gateway {
             };
             volumes.insert(v.name().to_owned(), vol);
         }
+        let master = MasterKey::load(cfg.master_key.as_deref(), &cfg.data_dir)?;
         Ok(Self {
             store: Arc::new(store),
+            master: Arc::new(master),
             volumes,
             default_volume: cfg.default_volume.clone(),
             durable: cfg.fsync,
@@ -114,11 +120,11 @@ impl Gateway {
         }
     }
 
-    /// Looks up a bucket and opens its folder.
-    pub(crate) async fn bucket(&self, name: &str) -> S3Result<BucketCtx> {
-        let owned = name.to_owned();
+    /// Looks up a bucket in the caller's domain and opens its folder.
+    pub(crate) async fn bucket(&self, who: &Caller, name: &str) -> S3Result<BucketCtx> {
+        let (domain, owned) = (who.user.domain.clone(), name.to_owned());
         let rec = self
-            .meta(move |s| s.bucket(&owned))
+            .meta(move |s| s.bucket(&domain, &owned))
             .await?
             .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
         let folder = self
@@ -139,6 +145,18 @@ pub(crate) fn location(rec: &BucketRecord) -> S3Result<FolderLocation> {
     })
 }
 
+/// The S3 owner of a bucket: its quota scope's principal.
+pub(crate) fn owner_of(rec: &BucketRecord) -> Owner {
+    let id = rec
+        .quota_scope
+        .split_once(':')
+        .map_or(rec.quota_scope.as_str(), |(_, id)| id);
+    Owner {
+        id: Some(id.replace('-', "")),
+        display_name: Some(rec.quota_scope.clone()),
+    }
+}
+
 /// The caller put there by the access check; every authenticated request has one.
 pub(crate) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
     req.extensions
@@ -150,7 +168,7 @@ pub(crate) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
 /// Builds the hyper service: s3s with our auth, access control and operations.
 pub fn build_service(gateway: Arc<Gateway>, _cfg: &Config) -> S3Service {
     let mut b = S3ServiceBuilder::new(S3Gateway(gateway.clone()));
-    b.set_auth(GatewayAuth::new(gateway.store.clone()));
+    b.set_auth(GatewayAuth::new(gateway.store.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway));
     b.build()
 }

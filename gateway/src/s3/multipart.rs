@@ -11,7 +11,7 @@ use super::copy::copy_range;
 use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms, Conditions};
 use super::put::{ingest, WriteConditions};
-use super::{caller, BucketCtx, Gateway};
+use super::{caller, owner_of, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
 const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
@@ -39,7 +39,7 @@ impl Gateway {
                 "A directory marker cannot be uploaded in parts"
             ));
         }
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(&who, &input.bucket).await?;
         let algo = match &input.checksum_algorithm {
             Some(a) => Some(
                 Algo::parse(a.as_str()).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?,
@@ -86,10 +86,11 @@ impl Gateway {
         &self,
         mut req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
+        let who = caller(&req)?;
         let input = &mut req.input;
         check_part_number(input.part_number)?;
         parse_key(&input.key)?;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(&who, &input.bucket).await?;
         let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
         let requested = input
             .checksum_algorithm
@@ -139,7 +140,7 @@ impl Gateway {
         let i = &req.input;
         check_part_number(i.part_number)?;
         parse_key(&i.key)?;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let src = self
             .copy_source(
@@ -205,9 +206,10 @@ impl Gateway {
         &self,
         mut req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let who = caller(&req)?;
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(&who, &input.bucket).await?;
         let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
         let id = up.upload_id.clone();
         let stored = self.meta(move |s| s.parts(&id)).await?;
@@ -363,7 +365,7 @@ impl Gateway {
         req: S3Request<AbortMultipartUploadInput>,
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let i = &req.input;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let (f, k, id) = (b.rec.folder_id, up.key.clone(), up.upload_id.clone());
         self.meta(move |s| s.delete_upload(f, &k, &id)).await?;
@@ -374,7 +376,7 @@ impl Gateway {
     /// ListParts.
     pub(crate) async fn list_parts(&self, req: S3Request<ListPartsInput>) -> S3Result<S3Response<ListPartsOutput>> {
         let i = &req.input;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let id = up.upload_id.clone();
         let parts = self.meta(move |s| s.parts(&id)).await?;
@@ -383,10 +385,7 @@ impl Gateway {
         let mut page: Vec<&PartRecord> = parts.iter().filter(|p| p.part_number as i32 > marker).collect();
         let truncated = page.len() > max;
         page.truncate(max);
-        let owner = Owner {
-            id: Some(b.rec.owner.simple().to_string()),
-            display_name: Some(b.rec.owner.to_string()),
-        };
+        let owner = owner_of(&b.rec);
         Ok(S3Response::new(ListPartsOutput {
             bucket: Some(i.bucket.clone()),
             key: Some(i.key.clone()),
@@ -431,7 +430,7 @@ impl Gateway {
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         let i = &req.input;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
@@ -476,10 +475,7 @@ impl Gateway {
                 Ok((uploads, prefixes, truncated))
             })
             .await?;
-        let owner = Owner {
-            id: Some(b.rec.owner.simple().to_string()),
-            display_name: Some(b.rec.owner.to_string()),
-        };
+        let owner = owner_of(&b.rec);
         let next = uploads.last().cloned();
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(i.bucket.clone()),

@@ -11,7 +11,7 @@ use penstock_metadata::{ObjectAttrs, ObjectRecord};
 use super::checksum::{BodyHasher, Claims};
 use super::error::backend_err;
 use super::object::{attr_input, effective_record, etag, fingerprint, parse_key, parse_tagging_header};
-use super::{BucketCtx, Gateway};
+use super::{caller, BucketCtx, Gateway};
 
 /// What must hold about the current object for a conditional write to proceed.
 pub(crate) struct WriteConditions {
@@ -22,9 +22,10 @@ pub(crate) struct WriteConditions {
 impl Gateway {
     /// PutObject: a file (or, for keys ending in `/`, a directory marker) at the key's path.
     pub(crate) async fn put_object(&self, mut req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
+        let who = caller(&req)?;
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
-        let b = self.bucket(&input.bucket).await?;
+        let b = self.bucket(&who, &input.bucket).await?;
         let attrs = attr_input!(input).into_attrs();
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {

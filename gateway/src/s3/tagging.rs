@@ -4,7 +4,8 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::object::{parse_key, validate_tags};
-use super::Gateway;
+use super::{caller, Gateway};
+use crate::auth::Caller;
 
 impl Gateway {
     /// GetObjectTagging.
@@ -14,7 +15,7 @@ impl Gateway {
     ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
         let i = &req.input;
         parse_key(&i.key)?;
-        let b = self.bucket(&i.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let (rec, _, _) = self.open_object(&b, &i.key).await?;
         Ok(S3Response::new(GetObjectTaggingOutput {
             tag_set: rec
@@ -44,7 +45,7 @@ impl Gateway {
             tags.push((k, t.value.clone().unwrap_or_default()));
         }
         validate_tags(&tags)?;
-        self.set_tags(&i.bucket, &i.key, tags).await?;
+        self.set_tags(&caller(&req)?, &i.bucket, &i.key, tags).await?;
         Ok(S3Response::new(PutObjectTaggingOutput::default()))
     }
 
@@ -54,15 +55,15 @@ impl Gateway {
         req: S3Request<DeleteObjectTaggingInput>,
     ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
         let i = &req.input;
-        self.set_tags(&i.bucket, &i.key, Vec::new()).await?;
+        self.set_tags(&caller(&req)?, &i.bucket, &i.key, Vec::new()).await?;
         let mut resp = S3Response::new(DeleteObjectTaggingOutput::default());
         resp.status = Some(http::StatusCode::NO_CONTENT);
         Ok(resp)
     }
 
-    async fn set_tags(&self, bucket: &str, key: &str, tags: Vec<(String, String)>) -> S3Result<()> {
+    async fn set_tags(&self, who: &Caller, bucket: &str, key: &str, tags: Vec<(String, String)>) -> S3Result<()> {
         parse_key(key)?;
-        let b = self.bucket(bucket).await?;
+        let b = self.bucket(who, bucket).await?;
         let folder = b.rec.folder_id;
         let _guard = self.locks.lock(folder, key).await;
         let (mut rec, _, _) = self.open_object(&b, key).await?;
