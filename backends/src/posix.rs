@@ -268,6 +268,64 @@ impl Folder for PosixFolder {
         let root = self.root.clone();
         blocking(move || sweep_tmp(&root, cutoff)).await
     }
+
+    async fn usage(&self) -> Result<u64> {
+        let root = self.root.clone();
+        blocking(move || {
+            let dir = rustix::fs::openat(
+                &*root,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            tree_bytes(&dir, true)
+        })
+        .await
+    }
+}
+
+/// Sums regular-file sizes below `dir` without following symlinks; skips the staging `tmp` dir.
+fn tree_bytes(dir: &OwnedFd, is_root: bool) -> Result<u64> {
+    let mut total = 0;
+    let mut subdirs = Vec::new();
+    let mut d = rustix::fs::Dir::read_from(dir)?;
+    while let Some(ent) = d.read() {
+        let ent = ent?;
+        let Ok(name) = ent.file_name().to_str() else { continue };
+        if name == "." || name == ".." {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::RegularFile => total += st.st_size as u64,
+            rustix::fs::FileType::Directory => subdirs.push(name.to_owned()),
+            _ => {}
+        }
+    }
+    for name in subdirs {
+        let sub = rustix::fs::openat(
+            dir,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        if is_root && name == STAGING_DIR {
+            // Parts count; in-flight staging files do not.
+            if let Ok(up) = rustix::fs::openat(
+                &sub,
+                "uploads",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                total += tree_bytes(&up, false)?;
+            }
+            continue;
+        }
+        total += tree_bytes(&sub, false)?;
+    }
+    Ok(total)
 }
 
 /// Removes regular files in the staging directory modified before `cutoff`.

@@ -94,6 +94,9 @@ pub trait Folder: Send + Sync {
     /// Removes staging files last modified before `cutoff`: leftovers of writes that a crash
     /// interrupted. Returns how many were removed.
     async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize>;
+    /// Bytes of regular files in the folder, multipart parts included, in-flight staging files
+    /// not: what the folder charges to its quota scope.
+    async fn usage(&self) -> Result<u64>;
 }
 
 /// An open file for reading.

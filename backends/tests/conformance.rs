@@ -143,7 +143,9 @@ async fn multipart_parts(v: Arc<dyn Volume>) {
         f.compose_parts(&id, &[4]).await,
         Err(BackendError::PartNotFound(4))
     ));
+    assert_eq!(f.usage().await.unwrap(), 13 + 8, "parts and objects count toward usage");
     f.remove_upload(&id).await.unwrap();
+    assert_eq!(f.usage().await.unwrap(), 8);
     assert!(f.compose_parts(&id, &[1]).await.is_err());
     assert!(
         f.remove_upload("../../etc").await.is_err(),

@@ -349,6 +349,11 @@ impl Store {
         self.put(CF_PARTS, &part_key(upload_id, part.part_number), part)
     }
 
+    /// One part of an upload.
+    pub fn part(&self, upload_id: &str, part: u32) -> Result<Option<PartRecord>> {
+        self.get(CF_PARTS, &part_key(upload_id, part))
+    }
+
     /// All parts of an upload, by part number.
     pub fn parts(&self, upload_id: &str) -> Result<Vec<PartRecord>> {
         let mut out = Vec::new();

@@ -82,12 +82,29 @@ impl Gateway {
             return Err(s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"));
         }
         let loc = location(&b.rec)?;
+        // Parts of unfinished uploads are charged to the scope and go away with the folder.
+        let folder = b.rec.folder_id;
+        let released: u64 = self
+            .meta(move |s| {
+                let mut ids = Vec::new();
+                s.uploads(folder, "", None, |u| {
+                    ids.push(u.upload_id);
+                    true
+                })?;
+                let mut sum = 0;
+                for id in ids {
+                    sum += s.parts(&id)?.iter().map(|p| p.size).sum::<u64>();
+                }
+                Ok(sum)
+            })
+            .await?;
         self.volume(&b.rec.volume)?
             .delete_folder(&loc)
             .await
             .map_err(backend_err)?;
         let rec = b.rec.clone();
         self.meta(move |s| s.delete_bucket(&rec)).await?;
+        self.charge(&b.rec.quota_scope, -(released as i64)).await?;
         tracing::info!(bucket = %b.rec.name, "bucket deleted");
         Ok(S3Response::new(DeleteBucketOutput::default()))
     }

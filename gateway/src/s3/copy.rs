@@ -135,7 +135,7 @@ impl Gateway {
                     "A directory marker cannot be the target of a copy"
                 ));
             }
-            self.commit(&b, &path, staging, &rec, None).await?;
+            self.commit(&b, &path, staging, &rec, None, 0).await?;
             rec
         };
         let lm = b

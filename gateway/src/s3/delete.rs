@@ -87,7 +87,13 @@ impl Gateway {
                 Ok(0)
             })
             .await?;
-        b.folder.remove(path, keep_depth).await.map_err(backend_err)?;
+        let size = match b.folder.stat(path).await.map_err(backend_err)? {
+            Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
+            _ => 0,
+        };
+        if b.folder.remove(path, keep_depth).await.map_err(backend_err)? {
+            self.charge(&b.rec.quota_scope, -(size as i64)).await?;
+        }
         self.meta(move |s| s.delete_object(folder, &key)).await
     }
 }

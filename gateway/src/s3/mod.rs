@@ -15,6 +15,7 @@ mod locks;
 mod multipart;
 mod object;
 mod put;
+mod quota;
 mod tagging;
 
 use std::collections::HashMap;
@@ -46,6 +47,7 @@ pub struct Gateway {
     durable: bool,
     region: String,
     locks: locks::KeyLocks,
+    quota_locks: locks::KeyLocks,
 }
 
 /// A resolved bucket: its record and its opened folder.
@@ -75,6 +77,7 @@ impl Gateway {
             durable: cfg.fsync,
             region: cfg.region.clone(),
             locks: locks::KeyLocks::new(),
+            quota_locks: locks::KeyLocks::new(),
         })
     }
 

@@ -106,20 +106,7 @@ impl Gateway {
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&d, trailers.as_ref())?;
 
-        let st = staging.seal(self.durable).await.map_err(backend_err)?;
-        staging
-            .publish_part(&up.upload_id, input.part_number as u32, self.durable)
-            .await
-            .map_err(backend_err)?;
-        let part = PartRecord {
-            part_number: input.part_number as u32,
-            md5_hex: hex::encode(d.md5),
-            size: st.size,
-            last_modified_ms: now_ms(),
-            checksums: d.checksums,
-        };
-        let (id, p) = (up.upload_id.clone(), part.clone());
-        self.meta(move |s| s.put_part(&id, &p)).await?;
+        let part = self.store_part(&b, &up, input.part_number as u32, staging, d).await?;
         let c = &part.checksums;
         Ok(S3Response::new(UploadPartOutput {
             e_tag: Some(etag(&part.md5_hex)),
@@ -172,20 +159,7 @@ impl Gateway {
             copy_range(h.as_ref(), start, len, staging.as_mut(), &mut hasher).await?;
         }
         let d = hasher.finish();
-        let st = staging.seal(self.durable).await.map_err(backend_err)?;
-        staging
-            .publish_part(&up.upload_id, i.part_number as u32, self.durable)
-            .await
-            .map_err(backend_err)?;
-        let part = PartRecord {
-            part_number: i.part_number as u32,
-            md5_hex: hex::encode(d.md5),
-            size: st.size,
-            last_modified_ms: now_ms(),
-            checksums: d.checksums,
-        };
-        let (id, p) = (up.upload_id.clone(), part.clone());
-        self.meta(move |s| s.put_part(&id, &p)).await?;
+        let part = self.store_part(&b, &up, i.part_number as u32, staging, d).await?;
         let c = &part.checksums;
         Ok(S3Response::new(UploadPartCopyOutput {
             copy_part_result: Some(CopyPartResult {
@@ -199,6 +173,45 @@ impl Gateway {
             }),
             ..Default::default()
         }))
+    }
+
+    /// Seals a staged part, charges its size to the folder's scope and records it, replacing an
+    /// earlier upload of the same part number.
+    async fn store_part(
+        &self,
+        b: &BucketCtx,
+        up: &UploadRecord,
+        n: u32,
+        mut staging: Box<dyn penstock_backends::StagingFile>,
+        d: super::checksum::Digests,
+    ) -> S3Result<PartRecord> {
+        let st = staging.seal(self.durable).await.map_err(backend_err)?;
+        let part = PartRecord {
+            part_number: n,
+            md5_hex: hex::encode(d.md5),
+            size: st.size,
+            last_modified_ms: now_ms(),
+            checksums: d.checksums,
+        };
+        let id = up.upload_id.clone();
+        let _guard = self.locks.lock(b.rec.folder_id, &format!("\0part/{id}/{n}")).await;
+        let previous = self.meta(move |s| s.part(&id, n)).await?.map_or(0, |p| p.size);
+        let delta = st.size as i64 - previous as i64;
+        self.charge(&b.rec.quota_scope, delta).await?;
+        let stored = async {
+            staging
+                .publish_part(&up.upload_id, n, self.durable)
+                .await
+                .map_err(backend_err)?;
+            let (id, p) = (up.upload_id.clone(), part.clone());
+            self.meta(move |s| s.put_part(&id, &p)).await
+        }
+        .await;
+        if let Err(e) = stored {
+            let _ = self.charge(&b.rec.quota_scope, -delta).await;
+            return Err(e);
+        }
+        Ok(part)
     }
 
     /// CompleteMultipartUpload: validates the part list, joins the parts and publishes.
@@ -336,7 +349,9 @@ impl Gateway {
             if_match: input.if_match.take(),
             if_none_match: input.if_none_match.take(),
         };
-        self.commit(&b, &path, staging, &rec, Some(&conds)).await?;
+        // Every part file goes away with the upload, chosen or not.
+        let released: u64 = stored.iter().map(|p| p.size).sum();
+        self.commit(&b, &path, staging, &rec, Some(&conds), released).await?;
 
         // The object is visible; now forget the upload.
         let (f, k, id) = (b.rec.folder_id, input.key.clone(), up.upload_id.clone());
@@ -368,8 +383,11 @@ impl Gateway {
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let (f, k, id) = (b.rec.folder_id, up.key.clone(), up.upload_id.clone());
+        let pid = up.upload_id.clone();
+        let released: u64 = self.meta(move |s| s.parts(&pid)).await?.iter().map(|p| p.size).sum();
         self.meta(move |s| s.delete_upload(f, &k, &id)).await?;
         b.folder.remove_upload(&up.upload_id).await.map_err(backend_err)?;
+        self.charge(&b.rec.quota_scope, -(released as i64)).await?;
         Ok(S3Response::new(AbortMultipartUploadOutput::default()))
     }
 

@@ -58,7 +58,7 @@ impl Gateway {
             tags,
             parts: Vec::new(),
         };
-        self.commit(&b, &path, staging, &rec, Some(&conds)).await?;
+        self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
 
         let c = &rec.checksums;
         let output = PutObjectOutput {
@@ -125,7 +125,8 @@ impl Gateway {
         }))
     }
 
-    /// Makes a sealed staging file the object at `path`, with its record.
+    /// Makes a sealed staging file the object at `path`, with its record, charging the size
+    /// difference (minus `released` bytes of multipart parts it consumes) to the folder's scope.
     ///
     /// The record is written before the rename: rename keeps inode and mtime, so the record's
     /// fingerprint matches the file the moment it appears. A crash between the two leaves a record
@@ -138,6 +139,7 @@ impl Gateway {
         staging: Box<dyn StagingFile>,
         rec: &ObjectRecord,
         conds: Option<&WriteConditions>,
+        released: u64,
     ) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
@@ -145,14 +147,27 @@ impl Gateway {
         if let Some(c) = conds {
             self.check_write_conditions(b, path, c).await?;
         }
+        let old = match b.folder.stat(path).await.map_err(backend_err)? {
+            Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
+            _ => 0,
+        };
+        let delta = rec.fingerprint.size as i64 - old as i64 - released as i64;
+        self.charge(&b.rec.quota_scope, delta).await?;
         let (k, r) = (key.clone(), rec.clone());
-        self.meta(move |s| s.put_object(folder, &k, &r)).await?;
-        if let Err(e) = staging.publish(path, self.durable).await {
-            // Conflicts mean nothing was at this key as a file, so no valid record is lost here.
-            let _ = self.meta(move |s| s.delete_object(folder, &key)).await;
-            return Err(backend_err(e));
+        let published = async {
+            self.meta(move |s| s.put_object(folder, &k, &r)).await?;
+            if let Err(e) = staging.publish(path, self.durable).await {
+                // Conflicts mean nothing was at this key as a file, so no valid record is lost.
+                let _ = self.meta(move |s| s.delete_object(folder, &key)).await;
+                return Err(backend_err(e));
+            }
+            Ok(())
         }
-        Ok(())
+        .await;
+        if published.is_err() {
+            let _ = self.charge(&b.rec.quota_scope, -delta).await;
+        }
+        published
     }
 
     async fn check_write_conditions(&self, b: &BucketCtx, path: &ObjectPath, c: &WriteConditions) -> S3Result<()> {
