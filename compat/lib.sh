@@ -12,11 +12,14 @@ export AWS_EC2_METADATA_DISABLED=true
 unset AWS_PROFILE AWS_SESSION_TOKEN || true
 
 WORK=$(mktemp -d /tmp/penstock-compat.XXXXXX)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+ADMIN_PORT=$(free_port)
 export ENDPOINT="http://127.0.0.1:$PORT"
 
 PENSTOCK_ACCESS_KEY=$AWS_ACCESS_KEY_ID PENSTOCK_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-  "$PENSTOCK_BIN" serve --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" >"$WORK/gateway.log" 2>&1 &
+  "$PENSTOCK_BIN" serve --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+  >"$WORK/gateway.log" 2>&1 &
 GW_PID=$!
 
 cleanup() {

@@ -81,6 +81,16 @@ impl Volume for PosixVolume {
         Ok(Arc::new(PosixFolder { root: Arc::new(root) }))
     }
 
+    async fn check(&self) -> Result<()> {
+        let root = self.root.clone();
+        blocking(move || {
+            let fd = open_dir_path(&root)?;
+            rustix::fs::fstat(&fd)?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn delete_folder(&self, loc: &FolderLocation) -> Result<()> {
         let dir = self.root.join(loc.relative_path());
         let volume_root = self.root.clone();

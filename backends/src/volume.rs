@@ -65,6 +65,8 @@ pub trait Volume: Send + Sync {
     async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>>;
     /// Removes a folder that holds no objects (the hidden staging directory is removed with it).
     async fn delete_folder(&self, loc: &FolderLocation) -> Result<()>;
+    /// Checks that the volume is reachable and usable (readiness).
+    async fn check(&self) -> Result<()>;
 }
 
 /// One folder's objects. All paths resolve beneath the folder's directory.

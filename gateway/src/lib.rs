@@ -4,6 +4,8 @@
 //! calling, may they touch this bucket) → the operation's module under [`s3`] (S3 semantics) →
 //! `penstock-backends` for bytes and `penstock-metadata` for records.
 
+pub mod admin;
+pub mod admin_cli;
 pub mod auth;
 pub mod bootstrap;
 pub mod config;

@@ -27,16 +27,26 @@ enum Command {
         /// Configuration file (TOML).
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Admin API listen address.
+        #[arg(long)]
+        admin_listen: Option<SocketAddr>,
     },
+    /// Manage domains, projects, users, keypairs, vfolders and quotas through the admin API.
+    Admin(penstock::admin_cli::AdminOpts),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Admin(opts) => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(penstock::admin_cli::run(opts))
+        }
         Command::Serve {
             data_dir,
             listen,
             config,
+            admin_listen,
         } => {
             let mut cfg = match config {
                 Some(p) => Config::load(&p)?,
@@ -47,6 +57,9 @@ fn main() -> anyhow::Result<()> {
             }
             if let Some(l) = listen {
                 cfg.listen = l;
+            }
+            if let Some(a) = admin_listen {
+                cfg.admin_listen = a;
             }
             cfg.validate()?;
             penstock::telemetry::init();

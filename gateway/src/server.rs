@@ -23,6 +23,11 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let sweeper = gateway.clone();
     tokio::spawn(async move { sweeper.sweep_staging(started).await });
     let service = crate::s3::build_service(gateway.clone(), &cfg);
+    let admin_token = crate::admin::load_token(cfg.admin_token.as_deref(), &cfg.data_dir)?;
+    let admin_listener = tokio::net::TcpListener::bind(cfg.admin_listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("admin_listen {}: {e}", cfg.admin_listen))?;
+    let admin = tokio::spawn(crate::admin::serve(gateway.clone(), admin_listener, admin_token));
 
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
@@ -61,6 +66,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     }
 
     drop(listener);
+    admin.abort();
     info!("shutting down: waiting for in-flight requests");
     tokio::select! {
         () = graceful.shutdown() => info!("all connections closed"),

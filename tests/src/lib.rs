@@ -10,11 +10,14 @@ use std::time::{Duration, Instant};
 pub const ACCESS_KEY: &str = "PENSTOCKTESTKEY";
 /// Its secret.
 pub const SECRET_KEY: &str = "penstock-test-secret-key-0123456789abcdef";
+/// Bearer token of the admin API.
+pub const ADMIN_TOKEN: &str = "penstock-test-admin-token";
 
 /// A running gateway.
 pub struct Gateway {
     child: Child,
     addr: SocketAddr,
+    admin_addr: SocketAddr,
     config: PathBuf,
     /// `http://127.0.0.1:PORT`
     pub endpoint: String,
@@ -57,10 +60,12 @@ impl Gateway {
         std::fs::write(&cfg, toml).unwrap();
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let child = spawn(&cfg, &data_dir, addr, &dir.path().join("gateway.log"));
+        let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let child = spawn(&cfg, &data_dir, addr, admin_addr, &dir.path().join("gateway.log"));
         let gw = Self {
             child,
             addr,
+            admin_addr,
             config: cfg,
             endpoint: format!("http://{addr}"),
             data_dir,
@@ -86,9 +91,38 @@ impl Gateway {
             &self.config,
             &self.data_dir,
             self.addr,
+            self.admin_addr,
             &self._dir.path().join("gateway2.log"),
         );
         self.wait_ready();
+    }
+
+    /// Runs `penstock admin --json ARGS` against this gateway and returns the parsed answer;
+    /// panics (with the output) when the command fails.
+    pub fn admin(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.admin_raw(args);
+        assert!(
+            out.status.success(),
+            "penstock admin {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("admin --json prints JSON")
+    }
+
+    /// Runs `penstock admin --json ARGS` and returns the raw process output.
+    pub fn admin_raw(&self, args: &[&str]) -> std::process::Output {
+        let url = format!("http://{}", self.admin_addr);
+        Command::new(binary())
+            .args(["admin", "--url", &url, "--token", ADMIN_TOKEN, "--json"])
+            .args(args)
+            .output()
+            .expect("run penstock admin")
+    }
+
+    /// The admin API's address.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
     }
 
     /// The gateway's log so far.
@@ -129,7 +163,7 @@ impl Gateway {
     }
 }
 
-fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, log: &Path) -> Child {
+fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, admin: SocketAddr, log: &Path) -> Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     Command::new(binary())
         .args(["serve", "--config"])
@@ -137,6 +171,8 @@ fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, log: &Path) -> Child {
         .arg("--data-dir")
         .arg(data_dir)
         .args(["--listen", &addr.to_string()])
+        .args(["--admin-listen", &admin.to_string()])
+        .env("PENSTOCK_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("PENSTOCK_ACCESS_KEY", ACCESS_KEY)
         .env("PENSTOCK_SECRET_KEY", SECRET_KEY)
         .stdout(Stdio::null())

@@ -43,7 +43,7 @@ pub struct Gateway {
     /// Seals and opens secret keys at rest.
     pub master: Arc<MasterKey>,
     volumes: HashMap<String, Arc<dyn Volume>>,
-    default_volume: String,
+    pub(crate) default_volume: String,
     durable: bool,
     region: String,
     locks: locks::KeyLocks,
@@ -94,7 +94,7 @@ impl Gateway {
             .map_err(meta_err)
     }
 
-    fn volume(&self, name: &str) -> S3Result<&Arc<dyn Volume>> {
+    pub(crate) fn volume(&self, name: &str) -> S3Result<&Arc<dyn Volume>> {
         self.volumes
             .get(name)
             .ok_or_else(|| s3s::s3_error!(ServiceUnavailable, "volume {name} is not configured on this gateway"))
@@ -121,6 +121,11 @@ impl Gateway {
         if removed > 0 {
             tracing::info!(removed, "removed staging files left by interrupted writes");
         }
+    }
+
+    /// The configured volumes by name.
+    pub(crate) fn volumes(&self) -> impl Iterator<Item = (&String, &Arc<dyn Volume>)> {
+        self.volumes.iter()
     }
 
     /// Looks up a bucket in the caller's domain and opens its folder.

@@ -1,0 +1,740 @@
+//! The admin API: JSON over HTTP on its own listener, for tenancy management, plus health and
+//! readiness probes.
+//!
+//! Every `/v1/...` route needs `Authorization: Bearer <token>` (compared in constant time);
+//! `/health` and `/ready` need nothing. The API speaks in the tenancy model's own terms: domains,
+//! projects, users, keypairs, vfolders with grants, and quota scopes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+use penstock_backends::{FolderLocation, QuotaScope, ScopeKind};
+use penstock_metadata::{BucketRecord, Domain, Keypair, MetaError, Perm, Project, Quota, Role, Store, User};
+
+use crate::s3::{now_ms, Gateway};
+
+/// Largest JSON request body accepted.
+const MAX_BODY: usize = 1 << 20;
+
+/// An admin API failure: HTTP status, a short code and a message.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+fn err(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    err(StatusCode::BAD_REQUEST, "BadRequest", message)
+}
+
+fn not_found(message: impl Into<String>) -> ApiError {
+    err(StatusCode::NOT_FOUND, "NotFound", message)
+}
+
+fn conflict(message: impl Into<String>) -> ApiError {
+    err(StatusCode::CONFLICT, "Conflict", message)
+}
+
+impl From<MetaError> for ApiError {
+    fn from(e: MetaError) -> Self {
+        tracing::error!(error = %e, "admin: metadata error");
+        err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "metadata store error",
+        )
+    }
+}
+
+impl From<penstock_backends::BackendError> for ApiError {
+    fn from(e: penstock_backends::BackendError) -> Self {
+        use penstock_backends::BackendError as B;
+        match e {
+            B::FolderNotEmpty => conflict("the folder is not empty"),
+            B::FolderExists(p) => conflict(format!("folder directory already exists: {p}")),
+            B::FolderNotFound(p) => not_found(format!("folder directory not found: {p}")),
+            e => err(StatusCode::INTERNAL_SERVER_ERROR, "StorageError", e.to_string()),
+        }
+    }
+}
+
+type ApiResult = Result<(StatusCode, Value), ApiError>;
+
+/// The admin token: `admin_token` from the config, `PENSTOCK_ADMIN_TOKEN`, or
+/// `<data_dir>/admin.token`, generated on first start.
+pub fn load_token(configured: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<String> {
+    if let Some(t) = configured.filter(|t| !t.is_empty()) {
+        return Ok(t.to_owned());
+    }
+    if let Ok(t) = std::env::var("PENSTOCK_ADMIN_TOKEN") {
+        if !t.is_empty() {
+            return Ok(t);
+        }
+    }
+    let path = data_dir.join("admin.token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        return Ok(t.trim().to_owned());
+    }
+    let t = crate::bootstrap::new_access_key().to_lowercase() + &crate::bootstrap::new_access_key().to_lowercase();
+    crate::secrets::write_private(&path, &t)?;
+    tracing::info!(path = %path.display(), "generated the admin API token");
+    Ok(t)
+}
+
+/// Serves the admin API until the task is dropped.
+pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener, token: String) -> anyhow::Result<()> {
+    tracing::info!(addr = %listener.local_addr()?, "admin API listening");
+    let token = Arc::new(token);
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(error = %e, "admin accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (gw, token) = (gateway.clone(), token.clone());
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let (gw, token) = (gw.clone(), token.clone());
+                async move { Ok::<_, std::convert::Infallible>(handle(&gw, &token, req).await) }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+async fn handle(gw: &Gateway, token: &str, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let result = route(gw, token, req).await;
+    let (status, body) = match result {
+        Ok(x) => x,
+        Err(e) => (e.status, json!({"error": e.message, "code": e.code})),
+    };
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(serde_json::to_vec_pretty(&body).expect("json"))))
+        .expect("valid response")
+}
+
+fn authorized(token: &str, req: &Request<Incoming>) -> bool {
+    let given = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    given.as_bytes().ct_eq(token.as_bytes()).into()
+}
+
+async fn body<T: for<'de> Deserialize<'de>>(req: Request<Incoming>) -> Result<T, ApiError> {
+    let bytes = Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| bad(format!("cannot read body: {e}")))?
+        .to_bytes();
+    serde_json::from_slice(&bytes).map_err(|e| bad(format!("invalid JSON body: {e}")))
+}
+
+fn query(req: &Request<Incoming>) -> HashMap<String, String> {
+    req.uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|s| !s.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let dec = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+            (dec(k), dec(v))
+        })
+        .collect()
+}
+
+async fn db<T: Send + 'static>(
+    gw: &Gateway,
+    f: impl FnOnce(&Store) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = gw.store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e.to_string()))?
+}
+
+fn to_value<T: Serialize>(status: StatusCode, v: &T) -> ApiResult {
+    Ok((status, serde_json::to_value(v).expect("records serialize")))
+}
+
+fn parse_uuid(s: &str, what: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(s).map_err(|_| bad(format!("{what} is not a UUID: {s:?}")))
+}
+
+async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
+    let path: Vec<String> = req
+        .uri()
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let p: Vec<&str> = path.iter().map(String::as_str).collect();
+    let method = req.method().clone();
+    match (&method, p.as_slice()) {
+        (&Method::GET, ["health"]) => return Ok((StatusCode::OK, json!({"status": "ok"}))),
+        (&Method::GET, ["ready"]) => return ready(gw).await,
+        _ => {}
+    }
+    if !authorized(token, &req) {
+        return Err(err(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "missing or wrong bearer token",
+        ));
+    }
+    let q = query(&req);
+    match (&method, p.as_slice()) {
+        (&Method::GET, ["v1", "domains"]) => to_value(StatusCode::OK, &db(gw, |s| Ok(s.domains()?)).await?),
+        (&Method::POST, ["v1", "domains"]) => create_domain(gw, body(req).await?).await,
+        (&Method::GET, ["v1", "projects"]) => {
+            let d = q.get("domain").cloned();
+            let v = db(gw, move |s| {
+                Ok(s.projects()?
+                    .into_iter()
+                    .filter(|p| d.as_ref().is_none_or(|d| &p.domain == d))
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+            to_value(StatusCode::OK, &v)
+        }
+        (&Method::POST, ["v1", "projects"]) => create_project(gw, body(req).await?).await,
+        (&Method::POST, ["v1", "projects", id, "members"]) => {
+            let id = parse_uuid(id, "project id")?;
+            let m: MemberBody = body(req).await?;
+            membership(gw, id, m.user_id, true).await
+        }
+        (&Method::DELETE, ["v1", "projects", id, "members", user]) => {
+            membership(gw, parse_uuid(id, "project id")?, parse_uuid(user, "user id")?, false).await
+        }
+        (&Method::GET, ["v1", "users"]) => {
+            let d = q.get("domain").cloned();
+            let v = db(gw, move |s| {
+                Ok(s.users()?
+                    .into_iter()
+                    .filter(|u| d.as_ref().is_none_or(|d| &u.domain == d))
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+            to_value(StatusCode::OK, &v)
+        }
+        (&Method::POST, ["v1", "users"]) => create_user(gw, body(req).await?).await,
+        (&Method::GET, ["v1", "keypairs"]) => {
+            let user = q.get("user_id").map(|u| parse_uuid(u, "user_id")).transpose()?;
+            let v = db(gw, move |s| {
+                Ok(s.keypairs()?
+                    .into_iter()
+                    .filter(|k| user.is_none_or(|u| k.user_id == u))
+                    .map(|k| keypair_view(&k))
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+            Ok((StatusCode::OK, Value::Array(v)))
+        }
+        (&Method::POST, ["v1", "keypairs"]) => create_keypair(gw, body(req).await?).await,
+        (&Method::PATCH, ["v1", "keypairs", ak]) => {
+            let b: KeypairPatch = body(req).await?;
+            let ak = ak.to_string();
+            let kp = db(gw, move |s| {
+                let mut kp = s.keypair(&ak)?.ok_or_else(|| not_found("no such keypair"))?;
+                kp.enabled = b.enabled;
+                s.put_keypair(&kp)?;
+                Ok(kp)
+            })
+            .await?;
+            Ok((StatusCode::OK, keypair_view(&kp)))
+        }
+        (&Method::DELETE, ["v1", "keypairs", ak]) => {
+            let ak = ak.to_string();
+            db(gw, move |s| {
+                s.keypair(&ak)?.ok_or_else(|| not_found("no such keypair"))?;
+                Ok(s.delete_keypair(&ak)?)
+            })
+            .await?;
+            Ok((StatusCode::OK, json!({"deleted": true})))
+        }
+        (&Method::GET, ["v1", "vfolders"]) => {
+            let d = q.get("domain").cloned();
+            let v = db(gw, move |s| {
+                Ok(s.buckets()?
+                    .into_iter()
+                    .filter(|b| d.as_ref().is_none_or(|d| &b.domain == d))
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+            to_value(StatusCode::OK, &v)
+        }
+        (&Method::POST, ["v1", "vfolders"]) => create_vfolder(gw, body(req).await?, false).await,
+        (&Method::POST, ["v1", "vfolders", "import"]) => create_vfolder(gw, body(req).await?, true).await,
+        (&Method::DELETE, ["v1", "vfolders", domain, name]) => {
+            delete_vfolder(gw, domain, name, q.get("keep_data").is_some_and(|v| v == "true")).await
+        }
+        (&Method::POST, ["v1", "vfolders", domain, name, "grants"]) => {
+            let g: GrantBody = body(req).await?;
+            grant(gw, domain, name, g.user_id, Some(g.permission)).await
+        }
+        (&Method::DELETE, ["v1", "vfolders", domain, name, "grants", user]) => {
+            grant(gw, domain, name, parse_uuid(user, "user id")?, None).await
+        }
+        (&Method::GET, ["v1", "quotas"]) => to_value(StatusCode::OK, &db(gw, |s| Ok(s.quotas()?)).await?),
+        (&Method::GET, ["v1", "quotas", scope]) => {
+            let scope = parse_scope(scope)?.to_string();
+            let q = db(gw, move |s| {
+                Ok(s.quota(&scope)?.unwrap_or(Quota {
+                    scope,
+                    limit_bytes: None,
+                    usage_bytes: 0,
+                }))
+            })
+            .await?;
+            to_value(StatusCode::OK, &q)
+        }
+        (&Method::PUT, ["v1", "quotas", scope]) => {
+            let scope = parse_scope(scope)?.to_string();
+            let b: QuotaBody = body(req).await?;
+            let q = db(gw, move |s| {
+                let mut q = s.quota(&scope)?.unwrap_or(Quota {
+                    scope,
+                    limit_bytes: None,
+                    usage_bytes: 0,
+                });
+                q.limit_bytes = b.limit_bytes;
+                s.put_quota(&q)?;
+                Ok(q)
+            })
+            .await?;
+            to_value(StatusCode::OK, &q)
+        }
+        (&Method::POST, ["v1", "quotas", scope, "rescan"]) => rescan(gw, parse_scope(scope)?).await,
+        _ => Err(not_found(format!("no route for {method} {}", req.uri().path()))),
+    }
+}
+
+async fn ready(gw: &Gateway) -> ApiResult {
+    let mut checks = serde_json::Map::new();
+    let mut ok = true;
+    let meta = db(gw, |s| Ok(s.domains().map(|_| ()))).await;
+    let meta_ok = matches!(meta, Ok(Ok(())));
+    ok &= meta_ok;
+    checks.insert("metadata".into(), json!(if meta_ok { "ok" } else { "failed" }));
+    for (name, vol) in gw.volumes() {
+        let r = vol.check().await;
+        ok &= r.is_ok();
+        checks.insert(
+            format!("volume:{name}"),
+            json!(r.map_or_else(|e| e.to_string(), |()| "ok".into())),
+        );
+    }
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    Ok((status, json!({"ready": ok, "checks": checks})))
+}
+
+fn parse_scope(s: &str) -> Result<QuotaScope, ApiError> {
+    s.parse()
+        .map_err(|e: penstock_backends::vfolder::ParseScopeError| bad(e.to_string()))
+}
+
+fn valid_name(s: &str, what: &str) -> Result<(), ApiError> {
+    if s.is_empty() || s.len() > 64 || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+        return Err(bad(format!("{what} must be 1-64 letters, digits, '-', '_' or '.'")));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct DomainBody {
+    name: String,
+}
+
+async fn create_domain(gw: &Gateway, b: DomainBody) -> ApiResult {
+    valid_name(&b.name, "domain name")?;
+    let d = db(gw, move |s| {
+        if s.domain(&b.name)?.is_some() {
+            return Err(conflict(format!("domain {} exists", b.name)));
+        }
+        let d = Domain {
+            name: b.name,
+            created_ms: now_ms(),
+        };
+        s.put_domain(&d)?;
+        Ok(d)
+    })
+    .await?;
+    to_value(StatusCode::CREATED, &d)
+}
+
+#[derive(Deserialize)]
+struct ProjectBody {
+    domain: String,
+    name: String,
+}
+
+async fn create_project(gw: &Gateway, b: ProjectBody) -> ApiResult {
+    valid_name(&b.name, "project name")?;
+    let p = db(gw, move |s| {
+        s.domain(&b.domain)?
+            .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
+        if s.projects()?.iter().any(|p| p.domain == b.domain && p.name == b.name) {
+            return Err(conflict(format!("project {} exists in {}", b.name, b.domain)));
+        }
+        let p = Project {
+            id: Uuid::new_v4(),
+            domain: b.domain,
+            name: b.name,
+            created_ms: now_ms(),
+        };
+        s.put_project(&p)?;
+        Ok(p)
+    })
+    .await?;
+    to_value(StatusCode::CREATED, &p)
+}
+
+#[derive(Deserialize)]
+struct MemberBody {
+    user_id: Uuid,
+}
+
+async fn membership(gw: &Gateway, project: Uuid, user: Uuid, add: bool) -> ApiResult {
+    let u = db(gw, move |s| {
+        let p = s.project(project)?.ok_or_else(|| not_found("no such project"))?;
+        let mut u = s.user(user)?.ok_or_else(|| not_found("no such user"))?;
+        if u.domain != p.domain {
+            return Err(bad("a user can only join projects of their own domain"));
+        }
+        if add {
+            u.projects.insert(project);
+        } else {
+            u.projects.remove(&project);
+        }
+        s.put_user(&u)?;
+        Ok(u)
+    })
+    .await?;
+    to_value(StatusCode::OK, &u)
+}
+
+#[derive(Deserialize)]
+struct UserBody {
+    domain: String,
+    name: String,
+    #[serde(default = "default_role")]
+    role: Role,
+}
+
+fn default_role() -> Role {
+    Role::User
+}
+
+async fn create_user(gw: &Gateway, b: UserBody) -> ApiResult {
+    valid_name(&b.name, "user name")?;
+    let u = db(gw, move |s| {
+        s.domain(&b.domain)?
+            .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
+        if s.users()?.iter().any(|u| u.domain == b.domain && u.name == b.name) {
+            return Err(conflict(format!("user {} exists in {}", b.name, b.domain)));
+        }
+        let u = User {
+            id: Uuid::new_v4(),
+            domain: b.domain,
+            name: b.name,
+            role: b.role,
+            projects: Default::default(),
+            created_ms: now_ms(),
+        };
+        s.put_user(&u)?;
+        Ok(u)
+    })
+    .await?;
+    to_value(StatusCode::CREATED, &u)
+}
+
+#[derive(Deserialize)]
+struct KeypairBody {
+    user_id: Uuid,
+}
+
+#[derive(Deserialize)]
+struct KeypairPatch {
+    enabled: bool,
+}
+
+fn keypair_view(k: &Keypair) -> Value {
+    json!({"access_key": k.access_key, "user_id": k.user_id, "enabled": k.enabled, "created": k.created})
+}
+
+async fn create_keypair(gw: &Gateway, b: KeypairBody) -> ApiResult {
+    let access_key = crate::bootstrap::new_access_key();
+    let secret_key = crate::bootstrap::new_secret_key();
+    let sealed = gw.master.seal(&access_key, &secret_key);
+    let ak = access_key.clone();
+    db(gw, move |s| {
+        s.user(b.user_id)?.ok_or_else(|| not_found("no such user"))?;
+        Ok(s.put_keypair(&Keypair {
+            access_key: ak,
+            sealed_secret: sealed,
+            user_id: b.user_id,
+            enabled: true,
+            created: now_ms() / 1000,
+        })?)
+    })
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        json!({"access_key": access_key, "secret_key": secret_key, "user_id": b.user_id, "enabled": true}),
+    ))
+}
+
+#[derive(Deserialize)]
+struct VfolderBody {
+    domain: String,
+    /// Bucket name.
+    name: String,
+    /// `user:<uuid>` or `project:<uuid>`.
+    owner: String,
+    volume: Option<String>,
+    #[serde(default = "general")]
+    usage_mode: String,
+    #[serde(default = "rw")]
+    permission: Perm,
+    /// Only for import: the existing folder's id.
+    folder_id: Option<Uuid>,
+}
+
+fn general() -> String {
+    "general".into()
+}
+
+fn rw() -> Perm {
+    Perm::Rw
+}
+
+async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult {
+    use s3s::validation::NameValidation as _;
+    if !s3s::validation::AwsNameValidation::new().validate_bucket_name(&b.name) {
+        return Err(bad(format!("{:?} is not a valid bucket name", b.name)));
+    }
+    if !["general", "model", "data"].contains(&b.usage_mode.as_str()) {
+        return Err(bad("usage_mode must be general, model or data"));
+    }
+    let scope = parse_scope(&b.owner)?;
+    let (domain, owner) = (b.domain.clone(), scope);
+    db(gw, move |s| {
+        s.domain(&domain)?
+            .ok_or_else(|| not_found(format!("no domain {domain}")))?;
+        let owner_domain = match owner.kind {
+            ScopeKind::User => s.user(owner.id)?.map(|u| u.domain),
+            ScopeKind::Project => s.project(owner.id)?.map(|p| p.domain),
+        }
+        .ok_or_else(|| not_found(format!("owner {owner} does not exist")))?;
+        if owner_domain != domain {
+            return Err(bad(format!(
+                "owner {owner} belongs to domain {owner_domain}, not {domain}"
+            )));
+        }
+        Ok(())
+    })
+    .await?;
+    let volume_name = b.volume.clone().unwrap_or_else(|| gw.default_volume.clone());
+    let volume = gw
+        .volume(&volume_name)
+        .map_err(|_| bad(format!("no volume {volume_name}")))?
+        .clone();
+    let loc = FolderLocation {
+        scope,
+        id: match (import, b.folder_id) {
+            (true, Some(id)) => id,
+            (true, None) => return Err(bad("import needs folder_id")),
+            (false, None) => Uuid::new_v4(),
+            (false, Some(_)) => return Err(bad("folder_id is only for import")),
+        },
+    };
+    if import {
+        volume.open_folder(&loc).await?;
+    } else {
+        volume.create_folder(&loc).await?;
+    }
+    let rec = BucketRecord {
+        name: b.name,
+        domain: b.domain,
+        folder_id: loc.id,
+        volume: volume_name,
+        quota_scope: scope.to_string(),
+        created_ms: now_ms(),
+        usage_mode: b.usage_mode,
+        status: "ready".into(),
+        permission: b.permission,
+        grants: Default::default(),
+    };
+    let r = rec.clone();
+    let created = db(gw, move |s| {
+        if s.buckets()?.iter().any(|x| x.folder_id == r.folder_id) {
+            return Err(conflict("this folder is already exported as a bucket"));
+        }
+        Ok(s.create_bucket(&r)?)
+    })
+    .await;
+    match created {
+        Ok(true) => {}
+        Ok(false) | Err(_) => {
+            if !import {
+                let _ = volume.delete_folder(&loc).await;
+            }
+            created?;
+            return Err(conflict(format!("bucket {} exists in domain {}", rec.name, rec.domain)));
+        }
+    }
+    if import {
+        // Adopted bytes count toward the owner's quota scope.
+        let used = volume.open_folder(&loc).await?.usage().await?;
+        gw.charge(&rec.quota_scope, used as i64)
+            .await
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    to_value(StatusCode::CREATED, &rec)
+}
+
+async fn lookup(gw: &Gateway, domain: &str, name: &str) -> Result<BucketRecord, ApiError> {
+    let (d, n) = (domain.to_owned(), name.to_owned());
+    db(gw, move |s| {
+        s.bucket(&d, &n)?
+            .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))
+    })
+    .await
+}
+
+async fn delete_vfolder(gw: &Gateway, domain: &str, name: &str, keep_data: bool) -> ApiResult {
+    let rec = lookup(gw, domain, name).await?;
+    let volume = gw
+        .volume(&rec.volume)
+        .map_err(|_| bad("volume not configured"))?
+        .clone();
+    let loc = FolderLocation {
+        scope: parse_scope(&rec.quota_scope)?,
+        id: rec.folder_id,
+    };
+    let used = match volume.open_folder(&loc).await {
+        Ok(f) => f.usage().await?,
+        Err(_) => 0,
+    };
+    if !keep_data {
+        volume.delete_folder(&loc).await?;
+    }
+    let r = rec.clone();
+    db(gw, move |s| Ok(s.delete_bucket(&r)?)).await?;
+    gw.charge(&rec.quota_scope, -(used as i64))
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    Ok((StatusCode::OK, json!({"deleted": true, "kept_data": keep_data})))
+}
+
+#[derive(Deserialize)]
+struct GrantBody {
+    user_id: Uuid,
+    permission: Perm,
+}
+
+async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<Perm>) -> ApiResult {
+    let (d, n) = (domain.to_owned(), name.to_owned());
+    let rec = db(gw, move |s| {
+        let mut b = s
+            .bucket(&d, &n)?
+            .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
+        if !b.quota_scope.starts_with("user:") {
+            return Err(bad(
+                "project folders are shared with the project's members; grants are for user folders",
+            ));
+        }
+        let u = s.user(user)?.ok_or_else(|| not_found("no such user"))?;
+        if u.domain != b.domain {
+            return Err(bad("folders can only be shared within their domain"));
+        }
+        match perm {
+            Some(p) => {
+                b.grants.insert(user, p);
+            }
+            None => {
+                b.grants
+                    .remove(&user)
+                    .ok_or_else(|| not_found("the user has no grant on this folder"))?;
+            }
+        }
+        s.put_bucket(&b)?;
+        Ok(b)
+    })
+    .await?;
+    to_value(StatusCode::OK, &rec)
+}
+
+async fn rescan(gw: &Gateway, scope: QuotaScope) -> ApiResult {
+    let sc = scope.to_string();
+    let buckets = db(gw, move |s| {
+        Ok(s.buckets()?
+            .into_iter()
+            .filter(|b| b.quota_scope == sc)
+            .collect::<Vec<_>>())
+    })
+    .await?;
+    let mut total = 0u64;
+    for b in &buckets {
+        let vol = gw.volume(&b.volume).map_err(|_| bad("volume not configured"))?;
+        let f = vol.open_folder(&FolderLocation { scope, id: b.folder_id }).await?;
+        total += f.usage().await?;
+    }
+    let sc = scope.to_string();
+    let q = db(gw, move |s| {
+        let mut q = s.quota(&sc)?.unwrap_or(Quota {
+            scope: sc,
+            limit_bytes: None,
+            usage_bytes: 0,
+        });
+        q.usage_bytes = total;
+        s.put_quota(&q)?;
+        Ok(q)
+    })
+    .await?;
+    Ok((
+        StatusCode::OK,
+        json!({"scope": q.scope, "limit_bytes": q.limit_bytes, "usage_bytes": q.usage_bytes, "folders": buckets.len()}),
+    ))
+}
+
+#[derive(Deserialize)]
+struct QuotaBody {
+    /// `null` removes the limit.
+    limit_bytes: Option<u64>,
+}
