@@ -59,12 +59,21 @@ impl Caller {
     }
 }
 
-/// What an S3 operation needs on its bucket. `None`: the operation is not bucket-scoped
-/// (ListBuckets, CreateBucket) and any authenticated user may call it.
-/// Operations not listed are denied.
-pub fn required(op: &str) -> Result<Option<Perm>, ()> {
-    Ok(Some(match op {
-        "ListBuckets" | "CreateBucket" => return Ok(None),
+/// What an S3 operation needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Not bucket-scoped (ListBuckets, CreateBucket): any authenticated user.
+    Authenticated,
+    /// At least this permission on the bucket's folder.
+    Folder(Perm),
+    /// Not offered by this gateway to tenants.
+    Denied,
+}
+
+/// Maps an S3 operation to what it needs. Operations not listed are denied.
+pub fn required(op: &str) -> Need {
+    Need::Folder(match op {
+        "ListBuckets" | "CreateBucket" => return Need::Authenticated,
         "HeadBucket"
         | "GetBucketLocation"
         | "GetBucketVersioning"
@@ -87,8 +96,8 @@ pub fn required(op: &str) -> Result<Option<Perm>, ()> {
         | "PutObjectTagging"
         | "DeleteObjectTagging" => Perm::Rw,
         "DeleteObject" | "DeleteObjects" | "DeleteBucket" => Perm::Wd,
-        _ => return Err(()),
-    }))
+        _ => return Need::Denied,
+    })
 }
 
 /// Secret-key lookup for signature verification.
@@ -158,8 +167,11 @@ impl S3Access for GatewayAccess {
             access_key: kp.access_key,
             user,
         };
-        let need = required(cx.s3_op().name())
-            .map_err(|()| s3_error!(AccessDenied, "This operation is not allowed on this gateway"))?;
+        let need = match required(cx.s3_op().name()) {
+            Need::Denied => return Err(s3_error!(AccessDenied, "This operation is not allowed on this gateway")),
+            Need::Authenticated => None,
+            Need::Folder(p) => Some(p),
+        };
         let bucket = match cx.s3_path() {
             S3Path::Root => None,
             S3Path::Bucket { bucket } | S3Path::Object { bucket, .. } => Some(bucket.to_string()),
@@ -239,10 +251,10 @@ mod tests {
 
     #[test]
     fn operation_requirements() {
-        assert_eq!(required("GetObject"), Ok(Some(Perm::Ro)));
-        assert_eq!(required("UploadPart"), Ok(Some(Perm::Rw)));
-        assert_eq!(required("DeleteObjects"), Ok(Some(Perm::Wd)));
-        assert_eq!(required("ListBuckets"), Ok(None));
-        assert_eq!(required("PutBucketPolicy"), Err(()));
+        assert_eq!(required("GetObject"), Need::Folder(Perm::Ro));
+        assert_eq!(required("UploadPart"), Need::Folder(Perm::Rw));
+        assert_eq!(required("DeleteObjects"), Need::Folder(Perm::Wd));
+        assert_eq!(required("ListBuckets"), Need::Authenticated);
+        assert_eq!(required("PutBucketPolicy"), Need::Denied);
     }
 }
