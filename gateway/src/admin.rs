@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -127,7 +128,25 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener, token: String) 
     }
 }
 
-async fn handle(gw: &Gateway, token: &str, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// Response bodies: buffered JSON, or a stream for long operations.
+type AdminBody = BoxBody<Bytes, std::convert::Infallible>;
+
+async fn handle(gw: &Arc<Gateway>, token: &str, req: Request<Incoming>) -> Response<AdminBody> {
+    let streaming = req
+        .headers()
+        .get(http::header::ACCEPT)
+        .is_some_and(|a| a == "application/x-ndjson");
+    if streaming && req.method() == Method::POST && authorized(token, &req) {
+        let parts: Vec<&str> = req.uri().path().split('/').filter(|s| !s.is_empty()).collect();
+        if let ["v1", "quotas", scope, "rescan"] = parts.as_slice() {
+            let decoded = percent_encoding::percent_decode_str(scope)
+                .decode_utf8_lossy()
+                .into_owned();
+            if let Ok(scope) = parse_scope(&decoded) {
+                return rescan_stream(gw.clone(), scope);
+            }
+        }
+    }
     let result = route(gw, token, req).await;
     let (status, body) = match result {
         Ok(x) => x,
@@ -136,7 +155,9 @@ async fn handle(gw: &Gateway, token: &str, req: Request<Incoming>) -> Response<F
     Response::builder()
         .status(status)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(serde_json::to_vec_pretty(&body).expect("json"))))
+        .body(BoxBody::new(Full::new(Bytes::from(
+            serde_json::to_vec_pretty(&body).expect("json"),
+        ))))
         .expect("valid response")
 }
 
@@ -701,36 +722,44 @@ async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<
 }
 
 async fn rescan(gw: &Gateway, scope: QuotaScope) -> ApiResult {
-    let sc = scope.to_string();
-    let buckets = db(gw, move |s| {
-        Ok(s.buckets()?
-            .into_iter()
-            .filter(|b| b.quota_scope == sc)
-            .collect::<Vec<_>>())
-    })
-    .await?;
-    let mut total = 0u64;
-    for b in &buckets {
-        let vol = gw.volume(&b.volume).map_err(|_| bad("volume not configured"))?;
-        let f = vol.open_folder(&FolderLocation { scope, id: b.folder_id }).await?;
-        total += f.usage().await?;
-    }
-    let sc = scope.to_string();
-    let q = db(gw, move |s| {
-        let mut q = s.quota(&sc)?.unwrap_or(Quota {
-            scope: sc,
-            limit_bytes: None,
-            usage_bytes: 0,
-        });
-        q.usage_bytes = total;
-        s.put_quota(&q)?;
-        Ok(q)
-    })
-    .await?;
-    Ok((
-        StatusCode::OK,
-        json!({"scope": q.scope, "limit_bytes": q.limit_bytes, "usage_bytes": q.usage_bytes, "folders": buckets.len()}),
-    ))
+    let q = gw.rescan_usage(scope, |_, _, _| {}).await.map_err(|e| {
+        err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "RescanFailed",
+            e.message().unwrap_or("scan failed").to_owned(),
+        )
+    })?;
+    to_value(StatusCode::OK, &q)
+}
+
+/// The rescan as a stream of JSON lines: `{"done":n,"total":m,"bytes":b}` per folder, then the
+/// resulting quota, so a terminal client can draw progress.
+fn rescan_stream(gw: Arc<Gateway>, scope: QuotaScope) -> Response<AdminBody> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+    tokio::spawn(async move {
+        let progress_tx = tx.clone();
+        let result = gw
+            .rescan_usage(scope, move |done, total, bytes| {
+                let line = json!({"done": done, "total": total, "bytes": bytes}).to_string() + "\n";
+                let _ = progress_tx.send(Bytes::from(line));
+            })
+            .await;
+        let last = match result {
+            Ok(q) => json!({"result": q}),
+            Err(e) => json!({"error": e.message().unwrap_or("scan failed"), "code": "RescanFailed"}),
+        };
+        let _ = tx.send(Bytes::from(last.to_string() + "\n"));
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)), rx))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/x-ndjson")
+        .body(BoxBody::new(http_body_util::StreamBody::new(stream)))
+        .expect("valid response")
 }
 
 #[derive(Deserialize)]

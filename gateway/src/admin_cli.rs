@@ -1,6 +1,8 @@
 //! `penstock admin ...`: a command-line client of the admin API. Every command prints a short
 //! human-readable result, or the API's JSON with `--json` for scripts.
 
+use std::io::IsTerminal as _;
+
 use bytes::Bytes;
 use clap::{Args, Subcommand};
 use http_body_util::{BodyExt, Full};
@@ -206,22 +208,39 @@ pub async fn run(opts: AdminOpts) -> anyhow::Result<()> {
             .to_owned(),
     };
     let (method, path, body) = request_of(&opts.command)?;
+    // On a terminal, a rescan streams progress so the CLI can draw a bar on stderr.
+    let progress =
+        matches!(opts.command, AdminCommand::Quota(QuotaCmd::Rescan { .. })) && std::io::stderr().is_terminal();
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let uri = format!("{}{}", opts.url.trim_end_matches('/'), path);
-    let req = http::Request::builder()
+    let mut req = http::Request::builder()
         .method(method)
         .uri(&uri)
         .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.map(|b| b.to_string()).unwrap_or_default())))?;
+        .header("content-type", "application/json");
+    if progress {
+        req = req.header("accept", "application/x-ndjson");
+    }
+    let req = req.body(Full::new(Bytes::from(body.map(|b| b.to_string()).unwrap_or_default())))?;
     let resp = client
         .request(req)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach the admin API at {uri}: {e}"))?;
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await?.to_bytes();
-    let value: Value =
-        serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
+    let mut status = resp.status();
+    let streamed = resp
+        .headers()
+        .get("content-type")
+        .is_some_and(|c| c == "application/x-ndjson");
+    let value: Value = if streamed {
+        let v = follow_progress(resp.into_body()).await?;
+        if v.get("error").is_some() {
+            status = http::StatusCode::INTERNAL_SERVER_ERROR;
+        }
+        v.get("result").cloned().unwrap_or(v)
+    } else {
+        let bytes = resp.into_body().collect().await?.to_bytes();
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}))
+    };
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
@@ -231,6 +250,36 @@ pub async fn run(opts: AdminOpts) -> anyhow::Result<()> {
         anyhow::bail!("admin API answered {status}");
     }
     Ok(())
+}
+
+/// Reads JSON lines of a streamed rescan, drawing a progress bar; returns the last line.
+async fn follow_progress(mut body: hyper::body::Incoming) -> anyhow::Result<Value> {
+    use std::io::Write as _;
+    let mut buf = Vec::new();
+    let mut last = Value::Null;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            buf.extend_from_slice(&data);
+        }
+        while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=nl).collect();
+            let v: Value = serde_json::from_slice(&line)?;
+            if let (Some(done), Some(total)) = (v["done"].as_u64(), v["total"].as_u64()) {
+                const WIDTH: u64 = 30;
+                let filled = if total == 0 { WIDTH } else { done * WIDTH / total };
+                eprint!(
+                    "\r[{}{}] {done}/{total} folders, {} bytes",
+                    "#".repeat(filled as usize),
+                    " ".repeat((WIDTH - filled) as usize),
+                    v["bytes"]
+                );
+                let _ = std::io::stderr().flush();
+            }
+            last = v;
+        }
+    }
+    eprintln!();
+    Ok(last)
 }
 
 fn enc(s: &str) -> String {

@@ -7,11 +7,58 @@
 
 use s3s::{S3Error, S3ErrorCode, S3Result};
 
+use penstock_backends::{FolderLocation, QuotaScope};
 use penstock_metadata::Quota;
 
 use super::Gateway;
 
 impl Gateway {
+    /// Recomputes a scope's usage by scanning all its folders, reporting `(done, total, bytes)`
+    /// after each folder. Writes to the scope wait until the scan is stored, so no charge made
+    /// during the scan is lost.
+    pub async fn rescan_usage(
+        &self,
+        scope: QuotaScope,
+        mut progress: impl FnMut(usize, usize, u64),
+    ) -> S3Result<Quota> {
+        let sc = scope.to_string();
+        let _guard = self.quota_locks.lock(uuid::Uuid::nil(), &sc).await;
+        let s2 = sc.clone();
+        let buckets = self
+            .meta(move |st| {
+                Ok(st
+                    .buckets()?
+                    .into_iter()
+                    .filter(|b| b.quota_scope == s2)
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+        let mut total = 0u64;
+        progress(0, buckets.len(), 0);
+        for (i, b) in buckets.iter().enumerate() {
+            let folder = self
+                .volume(&b.volume)?
+                .open_folder(&FolderLocation { scope, id: b.folder_id })
+                .await
+                .map_err(super::error::backend_err)?;
+            total += folder.usage().await.map_err(super::error::backend_err)?;
+            progress(i + 1, buckets.len(), total);
+        }
+        let q = self
+            .meta(move |st| {
+                let mut q = st.quota(&sc)?.unwrap_or(Quota {
+                    scope: sc,
+                    limit_bytes: None,
+                    usage_bytes: 0,
+                });
+                q.usage_bytes = total;
+                st.put_quota(&q)?;
+                Ok(q)
+            })
+            .await?;
+        Ok(q)
+    }
+
     /// Adds `delta` bytes to the scope's usage, refusing growth beyond its limit.
     pub(crate) async fn charge(&self, scope: &str, delta: i64) -> S3Result<()> {
         if delta == 0 {
