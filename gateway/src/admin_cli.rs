@@ -266,7 +266,7 @@ async fn follow_progress(mut body: hyper::body::Incoming) -> anyhow::Result<Valu
             let v: Value = serde_json::from_slice(&line)?;
             if let (Some(done), Some(total)) = (v["done"].as_u64(), v["total"].as_u64()) {
                 const WIDTH: u64 = 30;
-                let filled = if total == 0 { WIDTH } else { done * WIDTH / total };
+                let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
                 eprint!(
                     "\r[{}{}] {done}/{total} folders, {} bytes",
                     "#".repeat(filled as usize),
