@@ -17,7 +17,7 @@ pub mod volume;
 pub use error::{BackendError, Result};
 pub use key::{KeyError, ObjectPath};
 pub use vfolder::{FolderLocation, QuotaScope, ScopeKind};
-pub use volume::{DirEntry, EntryKind, Folder, ReadHandle, StagingFile, Stat, Volume};
+pub use volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 
 /// Name of the hidden per-folder directory that holds staging files and multipart parts. It never
 /// appears in listings and no key can address it.

@@ -21,7 +21,7 @@ use bytes::{Bytes, BytesMut};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use crate::volume::{DirEntry, EntryKind, Folder, ReadHandle, StagingFile, Stat, Volume};
+use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 use crate::{BackendError, FolderLocation, ObjectPath, Result, STAGING_DIR};
 
 /// Staging writes are batched into blocks of this size before each blocking write.
@@ -31,6 +31,32 @@ const WRITE_BLOCK: usize = 1 << 20;
 pub struct PosixVolume {
     name: String,
     root: PathBuf,
+    io: Arc<Io>,
+}
+
+/// Runs blocking file-system calls on tokio's blocking pool, inside a tracing span, reporting
+/// each call's duration to the volume's observer.
+struct Io {
+    volume: String,
+    observer: Option<Arc<dyn IoObserver>>,
+}
+
+impl Io {
+    async fn run<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce() -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let span = tracing::debug_span!("backend", volume = %self.volume, op);
+        let start = std::time::Instant::now();
+        let r = tokio::task::spawn_blocking(move || span.in_scope(f))
+            .await
+            .map_err(|e| BackendError::Io(std::io::Error::other(e)))?;
+        if let Some(o) = &self.observer {
+            o.observe(&self.volume, op, start.elapsed());
+        }
+        r
+    }
 }
 
 impl PosixVolume {
@@ -40,7 +66,20 @@ impl PosixVolume {
         Ok(Self {
             name: name.to_owned(),
             root: root.canonicalize()?,
+            io: Arc::new(Io {
+                volume: name.to_owned(),
+                observer: None,
+            }),
         })
+    }
+
+    /// Reports the duration of every storage operation to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn IoObserver>) -> Self {
+        self.io = Arc::new(Io {
+            volume: self.name.clone(),
+            observer: Some(observer),
+        });
+        self
     }
 
     /// The directory of the volume.
@@ -57,73 +96,80 @@ impl Volume for PosixVolume {
 
     async fn create_folder(&self, loc: &FolderLocation) -> Result<()> {
         let dir = self.root.join(loc.relative_path());
-        blocking(move || {
-            let parent = dir.parent().expect("folder paths have parents");
-            std::fs::create_dir_all(parent)?;
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    return Err(BackendError::FolderExists(dir.display().to_string()))
+        self.io
+            .run("create_folder", move || {
+                let parent = dir.parent().expect("folder paths have parents");
+                std::fs::create_dir_all(parent)?;
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Err(BackendError::FolderExists(dir.display().to_string()))
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-                Err(e) => return Err(e.into()),
-            }
-            let root = open_dir_path(&dir)?;
-            ensure_dir(&root, &[STAGING_DIR, "tmp"])?;
-            ensure_dir(&root, &[STAGING_DIR, "uploads"])?;
-            Ok(())
-        })
-        .await
+                let root = open_dir_path(&dir)?;
+                ensure_dir(&root, &[STAGING_DIR, "tmp"])?;
+                ensure_dir(&root, &[STAGING_DIR, "uploads"])?;
+                Ok(())
+            })
+            .await
     }
 
     async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>> {
         let dir = self.root.join(loc.relative_path());
-        let root = blocking(move || open_dir_path(&dir)).await?;
-        Ok(Arc::new(PosixFolder { root: Arc::new(root) }))
+        let root = self.io.run("open_folder", move || open_dir_path(&dir)).await?;
+        Ok(Arc::new(PosixFolder {
+            root: Arc::new(root),
+            io: self.io.clone(),
+        }))
     }
 
     async fn check(&self) -> Result<()> {
         let root = self.root.clone();
-        blocking(move || {
-            let fd = open_dir_path(&root)?;
-            rustix::fs::fstat(&fd)?;
-            Ok(())
-        })
-        .await
+        self.io
+            .run("check", move || {
+                let fd = open_dir_path(&root)?;
+                rustix::fs::fstat(&fd)?;
+                Ok(())
+            })
+            .await
     }
 
     async fn delete_folder(&self, loc: &FolderLocation) -> Result<()> {
         let dir = self.root.join(loc.relative_path());
         let volume_root = self.root.clone();
-        blocking(move || {
-            let root = open_dir_path(&dir)?;
-            if !dir_is_empty(&root)? {
-                return Err(BackendError::FolderNotEmpty);
-            }
-            match rustix::fs::statat(&root, STAGING_DIR, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(_) => remove_tree(&root, STAGING_DIR)?,
-                Err(Errno::NOENT) => {}
-                Err(e) => return Err(e.into()),
-            }
-            drop(root);
-            std::fs::remove_dir(&dir)?;
-            // The two hash levels above the folder are shared with other folders; remove them only
-            // when this was the last one, and never the scope directory or the volume root.
-            let mut p = dir.parent();
-            for _ in 0..2 {
-                match p {
-                    Some(d) if d != volume_root && std::fs::remove_dir(d).is_ok() => p = d.parent(),
-                    _ => break,
+        self.io
+            .run("delete_folder", move || {
+                let root = open_dir_path(&dir)?;
+                if !dir_is_empty(&root)? {
+                    return Err(BackendError::FolderNotEmpty);
                 }
-            }
-            Ok(())
-        })
-        .await
+                match rustix::fs::statat(&root, STAGING_DIR, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(_) => remove_tree(&root, STAGING_DIR)?,
+                    Err(Errno::NOENT) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                drop(root);
+                std::fs::remove_dir(&dir)?;
+                // The two hash levels above the folder are shared with other folders; remove them only
+                // when this was the last one, and never the scope directory or the volume root.
+                let mut p = dir.parent();
+                for _ in 0..2 {
+                    match p {
+                        Some(d) if d != volume_root && std::fs::remove_dir(d).is_ok() => p = d.parent(),
+                        _ => break,
+                    }
+                }
+                Ok(())
+            })
+            .await
     }
 }
 
 /// A folder opened by its directory handle.
 pub struct PosixFolder {
     root: Arc<OwnedFd>,
+    io: Arc<Io>,
 }
 
 #[async_trait]
@@ -131,36 +177,47 @@ impl Folder for PosixFolder {
     async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>> {
         let root = self.root.clone();
         let rel = path.rel();
-        blocking(move || match open_beneath(&root, &rel, OFlags::PATH) {
-            Ok(fd) => Ok(Some(stat_fd(&fd)?)),
-            Err(e) => absent_is_none(e),
-        })
-        .await
+        self.io
+            .run("stat", move || match open_beneath(&root, &rel, OFlags::PATH) {
+                Ok(fd) => Ok(Some(stat_fd(&fd)?)),
+                Err(e) => absent_is_none(e),
+            })
+            .await
     }
 
     async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
         let root = self.root.clone();
         let rel = path.rel();
-        blocking(move || {
-            let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
-                Ok(fd) => fd,
-                Err(e) => return absent_is_none(e),
-            };
-            let stat = stat_fd(&fd)?;
-            if stat.kind != EntryKind::File {
-                return Ok(None);
-            }
-            Ok(Some(Box::new(PosixReader {
-                file: Arc::new(File::from(fd)),
+        let opened = self
+            .io
+            .run("open_read", move || {
+                let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
+                    Ok(fd) => fd,
+                    Err(e) => return absent_is_none(e),
+                };
+                let stat = stat_fd(&fd)?;
+                if stat.kind != EntryKind::File {
+                    return Ok(None);
+                }
+                Ok(Some((Arc::new(File::from(fd)), stat)))
+            })
+            .await?;
+        Ok(opened.map(|(file, stat)| {
+            Box::new(PosixReader {
+                file,
                 stat,
-            }) as Box<dyn ReadHandle>))
-        })
-        .await
+                io: self.io.clone(),
+            }) as Box<dyn ReadHandle>
+        }))
     }
 
     async fn create_staging(&self) -> Result<Box<dyn StagingFile>> {
         let root = self.root.clone();
-        let staging = blocking(move || PosixStaging::create(root)).await?;
+        let io = self.io.clone();
+        let staging = self
+            .io
+            .run("create_staging", move || PosixStaging::create(root, io))
+            .await?;
         Ok(Box::new(staging))
     }
 
@@ -169,128 +226,136 @@ impl Folder for PosixFolder {
         let root = self.root.clone();
         let upload_dir = format!("{STAGING_DIR}/uploads/{upload_id}");
         let parts = parts.to_vec();
-        let staging = blocking(move || {
-            let mut staging = PosixStaging::create(root.clone())?;
-            let file = staging.file.as_ref().expect("fresh staging file is open");
-            let mut out: &File = file;
-            for part in parts {
-                let fd = match open_beneath(&root, &format!("{upload_dir}/{part}"), OFlags::RDONLY) {
-                    Ok(fd) => fd,
-                    Err(Errno::NOENT) => return Err(BackendError::PartNotFound(part)),
-                    Err(e) => return Err(e.into()),
-                };
-                // std::io::copy between files uses copy_file_range, so no bytes cross user space.
-                staging.len += std::io::copy(&mut File::from(fd), &mut out)?;
-            }
-            Ok(staging)
-        })
-        .await?;
+        let io = self.io.clone();
+        let staging = self
+            .io
+            .run("compose_parts", move || {
+                let mut staging = PosixStaging::create(root.clone(), io)?;
+                let file = staging.file.as_ref().expect("fresh staging file is open");
+                let mut out: &File = file;
+                for part in parts {
+                    let fd = match open_beneath(&root, &format!("{upload_dir}/{part}"), OFlags::RDONLY) {
+                        Ok(fd) => fd,
+                        Err(Errno::NOENT) => return Err(BackendError::PartNotFound(part)),
+                        Err(e) => return Err(e.into()),
+                    };
+                    // std::io::copy between files uses copy_file_range, so no bytes cross user space.
+                    staging.len += std::io::copy(&mut File::from(fd), &mut out)?;
+                }
+                Ok(staging)
+            })
+            .await?;
         Ok(Box::new(staging))
     }
 
     async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
         let root = self.root.clone();
         let segs = path.segments().to_vec();
-        blocking(move || {
-            let (leaf, parent) = segs.split_last().expect("non-empty path");
-            let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
-            let dir = ensure_dir(&root, &parent)?;
-            match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
-                Ok(()) => Ok(()),
-                Err(Errno::EXIST) => match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
-                    Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => Ok(()),
-                    _ => Err(BackendError::IsFile),
-                },
-                Err(e) => Err(e.into()),
-            }
-        })
-        .await
+        self.io
+            .run("make_dir", move || {
+                let (leaf, parent) = segs.split_last().expect("non-empty path");
+                let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
+                let dir = ensure_dir(&root, &parent)?;
+                match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
+                    Ok(()) => Ok(()),
+                    Err(Errno::EXIST) => match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
+                        Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => Ok(()),
+                        _ => Err(BackendError::IsFile),
+                    },
+                    Err(e) => Err(e.into()),
+                }
+            })
+            .await
     }
 
     async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {
         let root = self.root.clone();
         let path = path.clone();
-        blocking(move || {
-            let parent = match open_beneath(&root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY) {
-                Ok(fd) => fd,
-                Err(e) => return absent_is_none(e).map(|_: Option<()>| false),
-            };
-            let removed = if path.is_dir() {
-                match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::REMOVEDIR) {
-                    Ok(()) => true,
-                    Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => false,
-                    Err(e) => return Err(e.into()),
-                }
-            } else {
-                match rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => false,
-                    Ok(_) => match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::empty()) {
+        self.io
+            .run("remove", move || {
+                let parent = match open_beneath(&root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY)
+                {
+                    Ok(fd) => fd,
+                    Err(e) => return absent_is_none(e).map(|_: Option<()>| false),
+                };
+                let removed = if path.is_dir() {
+                    match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::REMOVEDIR) {
                         Ok(()) => true,
+                        Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => false,
+                        Err(e) => return Err(e.into()),
+                    }
+                } else {
+                    match rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => false,
+                        Ok(_) => match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::empty()) {
+                            Ok(()) => true,
+                            Err(Errno::NOENT) => false,
+                            Err(e) => return Err(e.into()),
+                        },
                         Err(Errno::NOENT) => false,
                         Err(e) => return Err(e.into()),
-                    },
-                    Err(Errno::NOENT) => false,
-                    Err(e) => return Err(e.into()),
+                    }
+                };
+                if removed {
+                    prune_empty(&root, path.parent(), keep_depth);
                 }
-            };
-            if removed {
-                prune_empty(&root, path.parent(), keep_depth);
-            }
-            Ok(removed)
-        })
-        .await
+                Ok(removed)
+            })
+            .await
     }
 
     async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>> {
         let root = self.root.clone();
         let dir = dir.to_vec();
-        blocking(move || read_dir_sorted(&root, &dir)).await
+        self.io.run("read_dir", move || read_dir_sorted(&root, &dir)).await
     }
 
     async fn is_empty(&self) -> Result<bool> {
         let root = self.root.clone();
-        blocking(move || dir_is_empty(&root)).await
+        self.io.run("is_empty", move || dir_is_empty(&root)).await
     }
 
     async fn remove_upload(&self, upload_id: &str) -> Result<()> {
         check_upload_id(upload_id)?;
         let root = self.root.clone();
         let upload_id = upload_id.to_owned();
-        blocking(move || {
-            let uploads = match open_beneath(
-                &root,
-                &format!("{STAGING_DIR}/uploads"),
-                OFlags::RDONLY | OFlags::DIRECTORY,
-            ) {
-                Ok(fd) => fd,
-                Err(Errno::NOENT) => return Ok(()),
-                Err(e) => return Err(e.into()),
-            };
-            match remove_tree(&uploads, &upload_id) {
-                Err(BackendError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                r => r,
-            }
-        })
-        .await
+        self.io
+            .run("remove_upload", move || {
+                let uploads = match open_beneath(
+                    &root,
+                    &format!("{STAGING_DIR}/uploads"),
+                    OFlags::RDONLY | OFlags::DIRECTORY,
+                ) {
+                    Ok(fd) => fd,
+                    Err(Errno::NOENT) => return Ok(()),
+                    Err(e) => return Err(e.into()),
+                };
+                match remove_tree(&uploads, &upload_id) {
+                    Err(BackendError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                    r => r,
+                }
+            })
+            .await
     }
 
     async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize> {
         let root = self.root.clone();
-        blocking(move || sweep_tmp(&root, cutoff)).await
+        self.io.run("sweep_staging", move || sweep_tmp(&root, cutoff)).await
     }
 
     async fn usage(&self) -> Result<u64> {
         let root = self.root.clone();
-        blocking(move || {
-            let dir = rustix::fs::openat(
-                &*root,
-                ".",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
-            tree_bytes(&dir, true)
-        })
-        .await
+        self.io
+            .run("usage", move || {
+                let dir = rustix::fs::openat(
+                    &*root,
+                    ".",
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                tree_bytes(&dir, true)
+            })
+            .await
     }
 }
 
@@ -388,6 +453,7 @@ fn prune_empty(root: &OwnedFd, parents: &[String], keep_depth: usize) {
 struct PosixReader {
     file: Arc<File>,
     stat: Stat,
+    io: Arc<Io>,
 }
 
 #[async_trait]
@@ -398,25 +464,27 @@ impl ReadHandle for PosixReader {
 
     async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         let file = self.file.clone();
-        blocking(move || {
-            let mut buf = BytesMut::zeroed(len);
-            let mut filled = 0;
-            while filled < len {
-                match file.read_at(&mut buf[filled..], offset + filled as u64) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e.into()),
+        self.io
+            .run("read", move || {
+                let mut buf = BytesMut::zeroed(len);
+                let mut filled = 0;
+                while filled < len {
+                    match file.read_at(&mut buf[filled..], offset + filled as u64) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e.into()),
+                    }
                 }
-            }
-            buf.truncate(filled);
-            Ok(buf.freeze())
-        })
-        .await
+                buf.truncate(filled);
+                Ok(buf.freeze())
+            })
+            .await
     }
 }
 
 struct PosixStaging {
+    io: Arc<Io>,
     root: Arc<OwnedFd>,
     tmp_dir: Arc<OwnedFd>,
     name: String,
@@ -427,7 +495,7 @@ struct PosixStaging {
 }
 
 impl PosixStaging {
-    fn create(root: Arc<OwnedFd>) -> Result<Self> {
+    fn create(root: Arc<OwnedFd>, io: Arc<Io>) -> Result<Self> {
         let tmp_dir = ensure_dir(&root, &[STAGING_DIR, "tmp"])?;
         let name = format!("{:032x}", rand::random::<u128>());
         let fd = rustix::fs::openat(
@@ -444,6 +512,7 @@ impl PosixStaging {
             buf: BytesMut::new(),
             len: 0,
             published: false,
+            io,
         })
     }
 
@@ -453,11 +522,12 @@ impl PosixStaging {
 
     async fn write_block(&self, data: Bytes) -> Result<()> {
         let file = self.file();
-        blocking(move || {
-            (&*file).write_all(&data)?;
-            Ok(())
-        })
-        .await
+        self.io
+            .run("write", move || {
+                (&*file).write_all(&data)?;
+                Ok(())
+            })
+            .await
     }
 
     async fn flush(&mut self) -> Result<()> {
@@ -473,34 +543,35 @@ impl PosixStaging {
         let root = self.root.clone();
         let tmp_dir = self.tmp_dir.clone();
         let name = self.name.clone();
-        blocking(move || {
-            let dir: Vec<&str> = dir.iter().map(String::as_str).collect();
-            // A concurrent delete may prune a parent directory between our mkdir and the rename;
-            // the rename then fails with ENOENT and the directories are made again.
-            let mut attempts = 0;
-            loop {
-                attempts += 1;
-                let parent = ensure_dir(&root, &dir)?;
-                if let Ok(st) = rustix::fs::statat(&parent, leaf.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                    if kind_of(&st) == Some(EntryKind::Dir) {
-                        return Err(BackendError::IsDirectory);
-                    }
-                }
-                match rustix::fs::renameat(&tmp_dir, name.as_str(), &parent, leaf.as_str()) {
-                    Ok(()) => {
-                        if durable {
-                            rustix::fs::fsync(&parent)?;
+        self.io
+            .run("rename", move || {
+                let dir: Vec<&str> = dir.iter().map(String::as_str).collect();
+                // A concurrent delete may prune a parent directory between our mkdir and the rename;
+                // the rename then fails with ENOENT and the directories are made again.
+                let mut attempts = 0;
+                loop {
+                    attempts += 1;
+                    let parent = ensure_dir(&root, &dir)?;
+                    if let Ok(st) = rustix::fs::statat(&parent, leaf.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                        if kind_of(&st) == Some(EntryKind::Dir) {
+                            return Err(BackendError::IsDirectory);
                         }
-                        return Ok(());
                     }
-                    Err(Errno::NOENT) if attempts < 5 => continue,
-                    Err(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST) => return Err(BackendError::IsDirectory),
-                    Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
-                    Err(e) => return Err(e.into()),
+                    match rustix::fs::renameat(&tmp_dir, name.as_str(), &parent, leaf.as_str()) {
+                        Ok(()) => {
+                            if durable {
+                                rustix::fs::fsync(&parent)?;
+                            }
+                            return Ok(());
+                        }
+                        Err(Errno::NOENT) if attempts < 5 => continue,
+                        Err(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST) => return Err(BackendError::IsDirectory),
+                        Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
+                        Err(e) => return Err(e.into()),
+                    }
                 }
-            }
-        })
-        .await?;
+            })
+            .await?;
         self.published = true;
         Ok(())
     }
@@ -543,13 +614,14 @@ impl StagingFile for PosixStaging {
     async fn seal(&mut self, durable: bool) -> Result<Stat> {
         self.flush().await?;
         let file = self.file();
-        blocking(move || {
-            if durable {
-                file.sync_all()?;
-            }
-            stat_fd(&file.as_fd())
-        })
-        .await
+        self.io
+            .run("seal", move || {
+                if durable {
+                    file.sync_all()?;
+                }
+                stat_fd(&file.as_fd())
+            })
+            .await
     }
 
     async fn publish(mut self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()> {
@@ -578,12 +650,6 @@ fn check_upload_id(id: &str) -> Result<()> {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "malformed upload id").into());
     }
     Ok(())
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| BackendError::Io(std::io::Error::other(e)))?
 }
 
 fn open_dir_path(dir: &Path) -> Result<OwnedFd> {

@@ -54,6 +54,12 @@ impl DirEntry {
     }
 }
 
+/// Receives the duration of every storage operation, for metrics.
+pub trait IoObserver: Send + Sync {
+    /// One operation `op` on `volume` took `elapsed`.
+    fn observe(&self, volume: &str, op: &'static str, elapsed: std::time::Duration);
+}
+
 /// A storage location holding many folders.
 #[async_trait]
 pub trait Volume: Send + Sync {

@@ -2,7 +2,7 @@
 //! readiness probes.
 //!
 //! Every `/v1/...` route needs `Authorization: Bearer <token>` (compared in constant time);
-//! `/health` and `/ready` need nothing. The API speaks in the tenancy model's own terms: domains,
+//! `/health`, `/ready` and `/metrics` (Prometheus) need nothing. The API speaks in the tenancy model's own terms: domains,
 //! projects, users, keypairs, vfolders with grants, and quota scopes.
 
 use std::collections::HashMap;
@@ -146,6 +146,20 @@ async fn handle(gw: &Arc<Gateway>, token: &str, req: Request<Incoming>) -> Respo
                 return rescan_stream(gw.clone(), scope);
             }
         }
+    }
+    if req.method() == Method::GET && req.uri().path() == "/metrics" {
+        let gw2 = gw.clone();
+        let text = tokio::task::spawn_blocking(move || gw2.metrics.render(&gw2.store))
+            .await
+            .unwrap_or_default();
+        return Response::builder()
+            .status(StatusCode::OK)
+            .header(
+                "content-type",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )
+            .body(BoxBody::new(Full::new(Bytes::from(text))))
+            .expect("valid response");
     }
     let result = route(gw, token, req).await;
     let (status, body) = match result {

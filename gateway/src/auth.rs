@@ -15,6 +15,7 @@ use s3s::{s3_error, S3Result};
 
 use penstock_metadata::{BucketRecord, Perm, Role, Store, User};
 
+use crate::observe::InfoSlot;
 use crate::s3::{internal, meta_err, Gateway};
 use crate::secrets::MasterKey;
 
@@ -172,10 +173,23 @@ impl S3Access for GatewayAccess {
             Need::Authenticated => None,
             Need::Folder(p) => Some(p),
         };
-        let bucket = match cx.s3_path() {
-            S3Path::Root => None,
-            S3Path::Bucket { bucket } | S3Path::Object { bucket, .. } => Some(bucket.to_string()),
+        let (bucket, key) = match cx.s3_path() {
+            S3Path::Root => (None, None),
+            S3Path::Bucket { bucket } => (Some(bucket.to_string()), None),
+            S3Path::Object { bucket, key } => (Some(bucket.to_string()), Some(key.to_string())),
         };
+        let op = cx.s3_op().name().to_owned();
+        if let Some(slot) = cx.extensions_mut().get::<InfoSlot>() {
+            if let Ok(mut info) = slot.0.lock() {
+                info.operation = op;
+                info.bucket.clone_from(&bucket);
+                info.key = key;
+                info.tenant = Some(format!(
+                    "{}/{} ({})",
+                    caller.user.domain, caller.user.name, caller.access_key
+                ));
+            }
+        }
         if let (Some(need), Some(name)) = (need, bucket) {
             let domain = caller.user.domain.clone();
             // A missing bucket is left to the handler, which answers NoSuchBucket.

@@ -34,6 +34,8 @@ pub struct Config {
     /// Bearer token of the admin API (else `PENSTOCK_ADMIN_TOKEN`, else a token file generated in
     /// the data dir).
     pub admin_token: Option<String>,
+    /// Log format: `text` (default) or `json`.
+    pub log_format: crate::telemetry::LogFormat,
 }
 
 impl Default for Config {
@@ -49,6 +51,7 @@ impl Default for Config {
             master_key: None,
             admin_listen: "127.0.0.1:9001".parse().expect("valid literal"),
             admin_token: None,
+            log_format: crate::telemetry::LogFormat::Text,
         }
     }
 }
@@ -117,6 +120,9 @@ impl Config {
                 "default_volume: {:?} is not one of the configured volumes",
                 self.default_volume
             );
+        }
+        if let Some(k) = &self.master_key {
+            crate::secrets::MasterKey::from_base64(k).map_err(|e| anyhow::anyhow!("master_key: {e}"))?;
         }
         if self.region.is_empty() {
             anyhow::bail!("region: must not be empty");

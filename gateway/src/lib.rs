@@ -9,6 +9,8 @@ pub mod admin_cli;
 pub mod auth;
 pub mod bootstrap;
 pub mod config;
+pub mod metrics;
+pub mod observe;
 pub mod s3;
 pub mod secrets;
 pub mod server;

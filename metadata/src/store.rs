@@ -263,6 +263,41 @@ impl Store {
         Ok(())
     }
 
+    // ---- statistics
+
+    /// Number of multipart uploads in progress (all folders).
+    pub fn count_uploads(&self) -> Result<u64> {
+        let mut n = 0;
+        for item in self.db.iterator_cf(self.cf(CF_UPLOADS), IteratorMode::Start) {
+            item?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// RocksDB properties worth watching, summed over column families.
+    pub fn db_properties(&self) -> Vec<(&'static str, u64)> {
+        const PROPS: [(&str, &str); 4] = [
+            (
+                "estimate_pending_compaction_bytes",
+                "rocksdb.estimate-pending-compaction-bytes",
+            ),
+            ("cur_size_all_mem_tables", "rocksdb.cur-size-all-mem-tables"),
+            ("estimate_num_keys", "rocksdb.estimate-num-keys"),
+            ("live_sst_files_size", "rocksdb.live-sst-files-size"),
+        ];
+        PROPS
+            .iter()
+            .map(|(label, prop)| {
+                let sum = ALL_CFS
+                    .iter()
+                    .filter_map(|cf| self.db.property_int_value_cf(self.cf(cf), *prop).ok().flatten())
+                    .sum();
+                (*label, sum)
+            })
+            .collect()
+    }
+
     // ---- quotas
 
     /// A quota scope's limit and usage, if any was recorded.

@@ -15,6 +15,7 @@ use super::checksum::ALL_ALGOS;
 use super::error::backend_err;
 use super::object::{effective_record, etag, last_modified, metadata_out, parse_http_date, parse_key, Conditions};
 use super::{caller, BucketCtx, Gateway};
+use crate::metrics::{DataPath, Direction, Metrics};
 
 /// Bytes per read from the backend while streaming a response.
 const READ_BLOCK: usize = 1 << 20;
@@ -66,7 +67,10 @@ impl Gateway {
                 version_id: i.version_id.as_deref(),
             })
             .await?;
-        let body = plan.handle.clone().map(|h| body_stream(h, plan.start, plan.len));
+        let body = plan
+            .handle
+            .clone()
+            .map(|h| body_stream(h, plan.start, plan.len, self.metrics.clone()));
         let h = ObjectHeaders::new(&plan, plan.checksum_part.is_some() || plan.content_range.is_none());
         let mut out = GetObjectOutput {
             body,
@@ -350,7 +354,7 @@ impl ObjectHeaders {
 }
 
 /// The response body: `len` bytes from `start`, read in blocks with one block of read-ahead.
-fn body_stream(h: Arc<dyn ReadHandle>, start: u64, len: u64) -> StreamingBlob {
+fn body_stream(h: Arc<dyn ReadHandle>, start: u64, len: u64, metrics: Arc<Metrics>) -> StreamingBlob {
     let end = start + len;
     let offsets = (start..end).step_by(READ_BLOCK);
     let s = futures::stream::iter(offsets)
@@ -359,6 +363,11 @@ fn body_stream(h: Arc<dyn ReadHandle>, start: u64, len: u64) -> StreamingBlob {
             let n = (end - off).min(READ_BLOCK as u64) as usize;
             async move { h.read_at(off, n).await }
         })
-        .buffered(2);
+        .buffered(2)
+        .inspect(move |r| {
+            if let Ok(b) = r {
+                metrics.payload(DataPath::Http, Direction::Out, b.len() as u64);
+            }
+        });
     StreamingBlob::wrap(SyncStream::new(s))
 }

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use s3s::dto::*;
-use s3s::service::{S3Service, S3ServiceBuilder};
+use s3s::service::S3ServiceBuilder;
 use s3s::{S3Request, S3Response, S3Result, S3};
 
 use penstock_backends::posix::PosixVolume;
@@ -31,6 +31,8 @@ use penstock_metadata::{BucketRecord, MetaError, Store, StoreOptions};
 
 use crate::auth::{Caller, GatewayAccess, GatewayAuth};
 use crate::config::{Config, VolumeConfig};
+use crate::metrics::Metrics;
+use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
 
@@ -40,6 +42,8 @@ pub(crate) use error::{internal, meta_err};
 pub struct Gateway {
     /// The metadata store.
     pub store: Arc<Store>,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
     /// Seals and opens secret keys at rest.
     pub master: Arc<MasterKey>,
     volumes: HashMap<String, Arc<dyn Volume>>,
@@ -61,16 +65,20 @@ impl Gateway {
     pub fn open(cfg: &Config) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&cfg.data_dir)?;
         let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
+        let metrics = Arc::new(Metrics::new());
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
             let vol: Arc<dyn Volume> = match &v {
-                VolumeConfig::Posix { name, path } => Arc::new(PosixVolume::open(name, path)?),
+                VolumeConfig::Posix { name, path } => {
+                    Arc::new(PosixVolume::open(name, path)?.with_observer(metrics.clone()))
+                }
             };
             volumes.insert(v.name().to_owned(), vol);
         }
         let master = MasterKey::load(cfg.master_key.as_deref(), &cfg.data_dir)?;
         Ok(Self {
             store: Arc::new(store),
+            metrics,
             master: Arc::new(master),
             volumes,
             default_volume: cfg.default_volume.clone(),
@@ -88,7 +96,8 @@ impl Gateway {
         F: FnOnce(&Store) -> Result<T, MetaError> + Send + 'static,
     {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
+        let span = tracing::debug_span!("metadata");
+        tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
             .await
             .map_err(internal)?
             .map_err(meta_err)
@@ -174,11 +183,12 @@ pub(crate) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
 }
 
 /// Builds the hyper service: s3s with our auth, access control and operations.
-pub fn build_service(gateway: Arc<Gateway>, _cfg: &Config) -> S3Service {
+pub fn build_service(gateway: Arc<Gateway>, _cfg: &Config) -> Observed {
+    let metrics = gateway.metrics.clone();
     let mut b = S3ServiceBuilder::new(S3Gateway(gateway.clone()));
     b.set_auth(GatewayAuth::new(gateway.store.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway));
-    b.build()
+    Observed::new(b.build(), metrics)
 }
 
 /// The `S3` trait object handed to s3s.

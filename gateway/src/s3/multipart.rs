@@ -102,6 +102,11 @@ impl Gateway {
         let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&claims.algos());
         ingest(input.body.take(), staging.as_mut(), &mut hasher, input.content_length).await?;
+        self.metrics.payload(
+            crate::metrics::DataPath::Http,
+            crate::metrics::Direction::In,
+            staging.len(),
+        );
         let d = hasher.finish();
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&d, trailers.as_ref())?;

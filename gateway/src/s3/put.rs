@@ -12,6 +12,7 @@ use super::checksum::{BodyHasher, Claims};
 use super::error::backend_err;
 use super::object::{attr_input, effective_record, etag, fingerprint, parse_key, parse_tagging_header};
 use super::{caller, BucketCtx, Gateway};
+use crate::metrics::{DataPath, Direction};
 
 /// What must hold about the current object for a conditional write to proceed.
 pub(crate) struct WriteConditions {
@@ -43,6 +44,7 @@ impl Gateway {
         let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&claims.algos());
         ingest(body, staging.as_mut(), &mut hasher, input.content_length).await?;
+        self.metrics.payload(DataPath::Http, Direction::In, staging.len());
 
         // Nothing becomes visible unless every checksum, including trailers, matched.
         let digests = hasher.finish();
