@@ -187,6 +187,20 @@ st, resp = http("POST", post["url"], data=b"".join(parts), headers={"Content-Typ
 check("post policy", st in (200, 204), (st, resp[:300]))
 check("post object", s3.get_object(Bucket=B, Key="post/up.txt")["Body"].read() == b"posted bytes")
 
+# Virtual-hosted-style addressing (`<bucket>.localhost`), signed like any client would, sent to
+# the loopback address because *.localhost need not resolve here.
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+port = urllib.parse.urlsplit(ENDPOINT).port
+vhost = f"{B}.localhost:{port}"
+vreq = AWSRequest(method="GET", url=f"http://{vhost}/dir/obj.bin",
+                  headers={"Host": vhost, "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+SigV4Auth(boto3.Session().get_credentials(), "s3", "us-east-1").add_auth(vreq)
+vconn = httpclient.HTTPConnection("127.0.0.1", port, timeout=60)
+vconn.request("GET", "/dir/obj.bin", headers=dict(vreq.headers.items()))
+vresp = vconn.getresponse()
+check("virtual-hosted style", vresp.status == 200 and vresp.read() == body, vresp.status)
+
 # Delete
 r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "l/" + k} for k in keys] + [{"Key": "ghost"}]})
 check("delete_objects", len(r["Deleted"]) == len(keys) + 1, r)

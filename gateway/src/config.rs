@@ -36,6 +36,9 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// Log format: `text` (default) or `json`.
     pub log_format: crate::telemetry::LogFormat,
+    /// Domains under which `<bucket>.<domain>` Host headers address a bucket (virtual-hosted
+    /// style). Any other Host means path style.
+    pub virtual_host_domains: Vec<String>,
 }
 
 impl Default for Config {
@@ -52,6 +55,7 @@ impl Default for Config {
             admin_listen: "127.0.0.1:9001".parse().expect("valid literal"),
             admin_token: None,
             log_format: crate::telemetry::LogFormat::Text,
+            virtual_host_domains: vec!["localhost".to_owned()],
         }
     }
 }

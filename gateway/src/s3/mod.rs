@@ -183,12 +183,47 @@ pub(crate) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
 }
 
 /// Builds the hyper service: s3s with our auth, access control and operations.
-pub fn build_service(gateway: Arc<Gateway>, _cfg: &Config) -> Observed {
+pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     let metrics = gateway.metrics.clone();
     let mut b = S3ServiceBuilder::new(S3Gateway(gateway.clone()));
+    b.set_host(VirtualHosts {
+        domains: cfg
+            .virtual_host_domains
+            .iter()
+            .map(|d| d.to_ascii_lowercase())
+            .collect(),
+    });
     b.set_auth(GatewayAuth::new(gateway.store.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway));
     Observed::new(b.build(), metrics)
+}
+
+/// Virtual-hosted-style addressing: `<bucket>.<domain>` for a configured domain; any other Host
+/// (an IP, the bare domain, an unknown name) is path style rather than an error, so a gateway
+/// reached under any name keeps working for path-style clients.
+struct VirtualHosts {
+    domains: Vec<String>,
+}
+
+impl s3s::host::S3Host for VirtualHosts {
+    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+        let name = host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        });
+        let lower = name.to_ascii_lowercase();
+        for d in &self.domains {
+            if let Some(bucket) = lower.strip_suffix(d.as_str()).and_then(|b| b.strip_suffix('.')) {
+                if !bucket.is_empty() {
+                    return Ok(s3s::host::VirtualHost::new(host).with_bucket(bucket.to_owned()));
+                }
+            }
+        }
+        Ok(s3s::host::VirtualHost::new(host))
+    }
 }
 
 /// The `S3` trait object handed to s3s.
