@@ -120,6 +120,25 @@ impl Gateway {
             .expect("run penstock admin")
     }
 
+    /// An aws-sdk-s3 client for this gateway with the bootstrap superadmin's keys.
+    pub fn client(&self) -> aws_sdk_s3::Client {
+        self.client_with(ACCESS_KEY, SECRET_KEY)
+    }
+
+    /// An aws-sdk-s3 client for this gateway with the given keys (path-style addressing).
+    pub fn client_with(&self, access_key: &str, secret_key: &str) -> aws_sdk_s3::Client {
+        use aws_sdk_s3::config::{Credentials, Region};
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version_latest()
+            .region(Region::new("us-east-1"))
+            .endpoint_url(&self.endpoint)
+            .credentials_provider(Credentials::new(access_key, secret_key, None, None, "test"))
+            .force_path_style(true)
+            .http_client(aws_smithy_http_client::Builder::new().build_http())
+            .build();
+        aws_sdk_s3::Client::from_conf(conf)
+    }
+
     /// The admin API's address.
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr

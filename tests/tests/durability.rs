@@ -3,30 +3,16 @@
 use std::io::Write;
 use std::time::Duration;
 
-use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::Client;
 use md5::{Digest, Md5};
-use penstock_tests::{Gateway, ACCESS_KEY, SECRET_KEY};
-
-fn client(gw: &Gateway) -> Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version_latest()
-        .region(Region::new("us-east-1"))
-        .endpoint_url(&gw.endpoint)
-        .credentials_provider(Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "test"))
-        .force_path_style(true)
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .build();
-    Client::from_conf(conf)
-}
+use penstock_tests::Gateway;
 
 /// Concurrent PUTs of one key: the object is exactly one writer's bytes, with that writer's ETag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn last_writer_wins_never_a_mix() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("race").send().await.unwrap();
     for round in 0..3 {
         let mut tasks = Vec::new();
@@ -64,7 +50,7 @@ async fn last_writer_wins_never_a_mix() {
 #[tokio::test]
 async fn crash_mid_upload_exposes_nothing() {
     let mut gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("crash").send().await.unwrap();
     c.put_object()
         .bucket("crash")
@@ -102,7 +88,7 @@ async fn crash_mid_upload_exposes_nothing() {
     gw.crash_and_restart();
     drop(sock);
 
-    let c = client(&gw);
+    let c = gw.client();
     let e = c.head_object().bucket("crash").key("partial").send().await.unwrap_err();
     assert_eq!(e.raw_response().unwrap().status().as_u16(), 404);
     let acked = c.get_object().bucket("crash").key("acked").send().await.unwrap();

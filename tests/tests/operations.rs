@@ -4,23 +4,9 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::operation::RequestId;
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::Client;
 use penstock_tests::{Gateway, ACCESS_KEY, SECRET_KEY};
-
-fn client(gw: &Gateway) -> Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version_latest()
-        .region(Region::new("us-east-1"))
-        .endpoint_url(&gw.endpoint)
-        .credentials_provider(Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "test"))
-        .force_path_style(true)
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .build();
-    Client::from_conf(conf)
-}
 
 /// A plain HTTP/1.0 GET against the admin listener: (status, body).
 fn admin_get(gw: &Gateway, path: &str) -> (u16, String) {
@@ -47,7 +33,7 @@ fn sample(metrics: &str, series: &str) -> f64 {
 #[tokio::test]
 async fn metrics_follow_a_scripted_workload() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("metered").send().await.unwrap();
     let sizes = [1000usize, 20_000, 300_000];
     for (i, n) in sizes.iter().enumerate() {
@@ -128,7 +114,7 @@ async fn metrics_follow_a_scripted_workload() {
 #[tokio::test]
 async fn request_ids_reach_json_logs_and_secrets_do_not() {
     let gw = Gateway::start_with_config("log_format = \"json\"\n");
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("traced").send().await.unwrap();
     let put = c
         .put_object()

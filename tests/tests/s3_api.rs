@@ -1,6 +1,5 @@
 //! The S3 surface through the Rust aws-sdk-s3, against the real binary.
 
-use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
@@ -9,23 +8,7 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_s3::Client;
 use md5::{Digest, Md5};
-use penstock_tests::{Gateway, ACCESS_KEY, SECRET_KEY};
-
-fn client_with(gw: &Gateway, ak: &str, sk: &str) -> Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version_latest()
-        .region(Region::new("us-east-1"))
-        .endpoint_url(&gw.endpoint)
-        .credentials_provider(Credentials::new(ak, sk, None, None, "test"))
-        .force_path_style(true)
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .build();
-    Client::from_conf(conf)
-}
-
-fn client(gw: &Gateway) -> Client {
-    client_with(gw, ACCESS_KEY, SECRET_KEY)
-}
+use penstock_tests::{Gateway, ACCESS_KEY};
 
 fn code<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> String {
     e.code().unwrap_or("<none>").to_owned()
@@ -85,7 +68,7 @@ async fn list_all(c: &Client, b: &str, prefix: Option<&str>, page: i32) -> Vec<S
 #[tokio::test]
 async fn bucket_lifecycle() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("alpha").send().await.unwrap();
     let e = c.create_bucket().bucket("alpha").send().await.unwrap_err();
     assert_eq!(code(&e), "BucketAlreadyOwnedByYou");
@@ -124,7 +107,7 @@ async fn bucket_lifecycle() {
 #[tokio::test]
 async fn objects_metadata_ranges_and_conditions() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("objs").send().await.unwrap();
     let body = data(3 << 20, 1);
     let put = c
@@ -241,7 +224,7 @@ async fn objects_metadata_ranges_and_conditions() {
 #[tokio::test]
 async fn checksums_are_verified_stored_and_returned() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("sums").send().await.unwrap();
     for algo in [
         ChecksumAlgorithm::Crc32,
@@ -324,7 +307,7 @@ async fn checksums_are_verified_stored_and_returned() {
 #[tokio::test]
 async fn multipart_uploads() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("mpu").send().await.unwrap();
     let p1 = data(5 << 20, 2);
     let p2 = data(1 << 20, 3);
@@ -542,7 +525,7 @@ async fn multipart_uploads() {
 #[tokio::test]
 async fn copy_object_directives() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("src-b").send().await.unwrap();
     c.create_bucket().bucket("dst-b").send().await.unwrap();
     c.put_object()
@@ -630,7 +613,7 @@ async fn copy_object_directives() {
 #[tokio::test]
 async fn listing_order_delimiters_and_pagination() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("lst").send().await.unwrap();
     let mut keys = vec![
         "a.txt",
@@ -735,7 +718,7 @@ async fn listing_order_delimiters_and_pagination() {
 #[tokio::test]
 async fn deletes_and_directory_semantics() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("del").send().await.unwrap();
     put(&c, "del", "keep", b"k").await;
     put(&c, "del", "p/q/r", b"x").await;
@@ -813,7 +796,7 @@ async fn deletes_and_directory_semantics() {
 #[tokio::test]
 async fn tagging() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("tags").send().await.unwrap();
     c.put_object()
         .bucket("tags")
@@ -866,7 +849,7 @@ async fn tagging() {
 #[tokio::test]
 async fn foreign_files_and_containment() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("shared").send().await.unwrap();
     put(&c, "shared", "gw.txt", b"via s3").await;
     let dir = gw.folder_dir("gw.txt");
@@ -933,10 +916,10 @@ async fn foreign_files_and_containment() {
 #[tokio::test]
 async fn authentication() {
     let gw = Gateway::start();
-    let bad_secret = client_with(&gw, ACCESS_KEY, "wrong-secret");
+    let bad_secret = gw.client_with(ACCESS_KEY, "wrong-secret");
     let e = bad_secret.list_buckets().send().await.unwrap_err();
     assert_eq!(code(&e), "SignatureDoesNotMatch");
-    let unknown = client_with(&gw, "NOSUCHKEY", "whatever");
+    let unknown = gw.client_with("NOSUCHKEY", "whatever");
     let e = unknown.list_buckets().send().await.unwrap_err();
     assert_eq!(code(&e), "InvalidAccessKeyId");
 }
@@ -944,7 +927,7 @@ async fn authentication() {
 #[tokio::test]
 async fn graceful_shutdown() {
     let gw = Gateway::start();
-    let c = client(&gw);
+    let c = gw.client();
     c.create_bucket().bucket("bye").send().await.unwrap();
     let st = gw.terminate();
     assert!(st.success(), "exit status {st:?}");

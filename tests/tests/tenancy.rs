@@ -2,23 +2,10 @@
 //! every operation class; traversal attempts; quota races. Tenancy is driven by the real
 //! `penstock admin` CLI.
 
-use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use penstock_tests::Gateway;
 use serde_json::Value;
-
-fn client(gw: &Gateway, ak: &str, sk: &str) -> Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version_latest()
-        .region(Region::new("us-east-1"))
-        .endpoint_url(&gw.endpoint)
-        .credentials_provider(Credentials::new(ak, sk, None, None, "test"))
-        .force_path_style(true)
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .build();
-    Client::from_conf(conf)
-}
 
 struct Tenant {
     id: String,
@@ -35,7 +22,7 @@ fn user(gw: &Gateway, domain: &str, name: &str, role: &str) -> Tenant {
     let id = s(&u, "id");
     let kp = gw.admin(&["keypair", "create", &id]);
     let ak = s(&kp, "access_key");
-    let s3 = client(gw, &ak, &s(&kp, "secret_key"));
+    let s3 = gw.client_with(&ak, &s(&kp, "secret_key"));
     Tenant { id, ak, s3 }
 }
 
