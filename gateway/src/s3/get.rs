@@ -34,6 +34,76 @@ struct ReadRequest<'a> {
     version_id: Option<&'a str>,
 }
 
+/// Builds the [`ReadRequest`] of a GetObject or HeadObject input (same field names).
+macro_rules! read_request {
+    ($i:expr, $who:expr) => {
+        ReadRequest {
+            who: $who,
+            bucket: &$i.bucket,
+            key: &$i.key,
+            conds: Conditions {
+                if_match: $i.if_match.as_ref(),
+                if_none_match: $i.if_none_match.as_ref(),
+                if_modified_since: $i.if_modified_since.as_ref(),
+                if_unmodified_since: $i.if_unmodified_since.as_ref(),
+            },
+            range: $i.range,
+            part_number: $i.part_number,
+            version_id: $i.version_id.as_deref(),
+        }
+    };
+}
+
+/// Sets the object headers GetObject and HeadObject share: size and range, validators, content
+/// headers (with `response-*` overrides), user metadata and, in checksum mode, checksums.
+macro_rules! object_headers {
+    ($out:expr, $i:expr, $plan:expr) => {{
+        let a = &$plan.rec.attrs;
+        $out.accept_ranges = Some("bytes".into());
+        $out.content_length = Some($plan.len as i64);
+        $out.content_range = $plan.content_range.clone();
+        $out.parts_count = $plan.parts_count;
+        $out.e_tag = Some(etag(&$plan.rec.etag));
+        $out.last_modified = Some(last_modified(&$plan.st));
+        $out.metadata = metadata_out(&a.user_metadata);
+        $out.content_type = $i
+            .response_content_type
+            .clone()
+            .or_else(|| a.content_type.clone())
+            .or(Some(DEFAULT_TYPE.into()));
+        $out.content_encoding = $i
+            .response_content_encoding
+            .clone()
+            .or_else(|| a.content_encoding.clone());
+        $out.content_disposition = $i
+            .response_content_disposition
+            .clone()
+            .or_else(|| a.content_disposition.clone());
+        $out.content_language = $i
+            .response_content_language
+            .clone()
+            .or_else(|| a.content_language.clone());
+        $out.cache_control = $i.response_cache_control.clone().or_else(|| a.cache_control.clone());
+        $out.expires = $i
+            .response_expires
+            .clone()
+            .or_else(|| a.expires.as_deref().and_then(parse_http_date));
+        if $i
+            .checksum_mode
+            .as_ref()
+            .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED)
+        {
+            let h = ObjectHeaders::new(&$plan);
+            $out.checksum_crc32 = h.crc32;
+            $out.checksum_crc32c = h.crc32c;
+            $out.checksum_crc64nvme = h.crc64nvme;
+            $out.checksum_sha1 = h.sha1;
+            $out.checksum_sha256 = h.sha256;
+            $out.checksum_type = h.checksum_type;
+        }
+    }};
+}
+
 /// What a read resolved to.
 struct ReadPlan {
     rec: ObjectRecord,
@@ -51,150 +121,32 @@ impl Gateway {
     pub(crate) async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let i = &req.input;
         let who = caller(&req)?;
-        let plan = self
-            .plan_read(ReadRequest {
-                who: &who,
-                bucket: &i.bucket,
-                key: &i.key,
-                conds: Conditions {
-                    if_match: i.if_match.as_ref(),
-                    if_none_match: i.if_none_match.as_ref(),
-                    if_modified_since: i.if_modified_since.as_ref(),
-                    if_unmodified_since: i.if_unmodified_since.as_ref(),
-                },
-                range: i.range,
-                part_number: i.part_number,
-                version_id: i.version_id.as_deref(),
-            })
-            .await?;
+        let plan = self.plan_read(read_request!(i, &who)).await?;
         let body = plan
             .handle
             .clone()
             .map(|h| body_stream(h, plan.start, plan.len, self.metrics.clone()));
-        let h = ObjectHeaders::new(&plan, plan.checksum_part.is_some() || plan.content_range.is_none());
         let mut out = GetObjectOutput {
             body,
-            accept_ranges: Some("bytes".into()),
-            content_length: Some(plan.len as i64),
-            content_range: plan.content_range.clone(),
-            parts_count: plan.parts_count,
-            e_tag: Some(etag(&plan.rec.etag)),
-            last_modified: Some(last_modified(&plan.st)),
-            metadata: metadata_out(&plan.rec.attrs.user_metadata),
-            tag_count: (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32),
             ..Default::default()
         };
-        let a = &plan.rec.attrs;
-        out.content_type = i
-            .response_content_type
-            .clone()
-            .or_else(|| a.content_type.clone())
-            .or(Some(DEFAULT_TYPE.into()));
-        out.content_encoding = i
-            .response_content_encoding
-            .clone()
-            .or_else(|| a.content_encoding.clone());
-        out.content_disposition = i
-            .response_content_disposition
-            .clone()
-            .or_else(|| a.content_disposition.clone());
-        out.content_language = i
-            .response_content_language
-            .clone()
-            .or_else(|| a.content_language.clone());
-        out.cache_control = i.response_cache_control.clone().or_else(|| a.cache_control.clone());
-        out.expires = i
-            .response_expires
-            .clone()
-            .or_else(|| a.expires.as_deref().and_then(parse_http_date));
-        if req
-            .input
-            .checksum_mode
-            .as_ref()
-            .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED)
-        {
-            out.checksum_crc32 = h.crc32;
-            out.checksum_crc32c = h.crc32c;
-            out.checksum_crc64nvme = h.crc64nvme;
-            out.checksum_sha1 = h.sha1;
-            out.checksum_sha256 = h.sha256;
-            out.checksum_type = h.checksum_type;
-        }
+        object_headers!(out, i, plan);
+        out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
         Ok(S3Response::new(out))
     }
 
     /// HeadObject.
     pub(crate) async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let i = &req.input;
-        let checksum_mode = i
-            .checksum_mode
-            .as_ref()
-            .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED);
         let who = caller(&req)?;
-        let plan = self
-            .plan_read(ReadRequest {
-                who: &who,
-                bucket: &i.bucket,
-                key: &i.key,
-                conds: Conditions {
-                    if_match: i.if_match.as_ref(),
-                    if_none_match: i.if_none_match.as_ref(),
-                    if_modified_since: i.if_modified_since.as_ref(),
-                    if_unmodified_since: i.if_unmodified_since.as_ref(),
-                },
-                range: i.range,
-                part_number: i.part_number,
-                version_id: i.version_id.as_deref(),
-            })
-            .await?;
-        let h = ObjectHeaders::new(&plan, plan.checksum_part.is_some() || plan.content_range.is_none());
-        let a = &plan.rec.attrs;
-        let mut out = HeadObjectOutput {
-            accept_ranges: Some("bytes".into()),
-            content_length: Some(plan.len as i64),
-            content_range: plan.content_range.clone(),
-            parts_count: plan.parts_count,
-            e_tag: Some(etag(&plan.rec.etag)),
-            last_modified: Some(last_modified(&plan.st)),
-            metadata: metadata_out(&a.user_metadata),
-            content_type: i
-                .response_content_type
-                .clone()
-                .or_else(|| a.content_type.clone())
-                .or(Some(DEFAULT_TYPE.into())),
-            content_encoding: i
-                .response_content_encoding
-                .clone()
-                .or_else(|| a.content_encoding.clone()),
-            content_disposition: i
-                .response_content_disposition
-                .clone()
-                .or_else(|| a.content_disposition.clone()),
-            content_language: i
-                .response_content_language
-                .clone()
-                .or_else(|| a.content_language.clone()),
-            cache_control: i.response_cache_control.clone().or_else(|| a.cache_control.clone()),
-            expires: i
-                .response_expires
-                .clone()
-                .or_else(|| a.expires.as_deref().and_then(parse_http_date)),
-            ..Default::default()
-        };
-        if checksum_mode {
-            out.checksum_crc32 = h.crc32;
-            out.checksum_crc32c = h.crc32c;
-            out.checksum_crc64nvme = h.crc64nvme;
-            out.checksum_sha1 = h.sha1;
-            out.checksum_sha256 = h.sha256;
-            out.checksum_type = h.checksum_type;
-        }
-        let status = plan
+        let plan = self.plan_read(read_request!(i, &who)).await?;
+        let mut out = HeadObjectOutput::default();
+        object_headers!(out, i, plan);
+        let mut resp = S3Response::new(out);
+        resp.status = plan
             .content_range
             .is_some()
             .then_some(http::StatusCode::PARTIAL_CONTENT);
-        let mut resp = S3Response::new(out);
-        resp.status = status;
         Ok(resp)
     }
 
@@ -334,10 +286,10 @@ struct ObjectHeaders {
 }
 
 impl ObjectHeaders {
-    fn new(plan: &ReadPlan, whole_or_part: bool) -> Self {
+    fn new(plan: &ReadPlan) -> Self {
         let src = match plan.checksum_part {
             Some(i) => plan.rec.parts.get(i).map(|p| &p.checksums),
-            None if whole_or_part => Some(&plan.rec.checksums),
+            None if plan.content_range.is_none() => Some(&plan.rec.checksums),
             None => None,
         };
         let get = |a: super::checksum::Algo| src.and_then(|c| a.get(c).cloned());
