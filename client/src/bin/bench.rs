@@ -1,0 +1,339 @@
+//! `penstock-bench`: a load generator for S3 endpoints.
+//!
+//! Runs one workload (PUT, GET, HEAD, LIST, DELETE or a mix) with fixed object size, count,
+//! concurrency and optional duration; object contents are derived from a seed so every GET is
+//! verified byte for byte. Reports throughput, ops/s, p50/p99/max latency and errors as a table
+//! or JSON. `--anonymous` issues unsigned GETs, to measure plain HTTP servers (nginx) serving the
+//! same files.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::{Parser, ValueEnum};
+use penstock_client::Client;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Workload {
+    Put,
+    Get,
+    Head,
+    List,
+    Delete,
+    /// 70% GET, 20% PUT, 10% HEAD over the same objects.
+    Mixed,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "penstock-bench", about = "S3 load generator with verified reads")]
+struct Args {
+    /// S3 endpoint, e.g. http://127.0.0.1:9000
+    #[arg(long)]
+    endpoint: String,
+    #[arg(long, env = "AWS_ACCESS_KEY_ID", default_value = "")]
+    access_key: String,
+    #[arg(long, env = "AWS_SECRET_ACCESS_KEY", default_value = "", hide_env_values = true)]
+    secret_key: String,
+    /// Unsigned GETs (plain HTTP file servers).
+    #[arg(long)]
+    anonymous: bool,
+    #[arg(long, default_value = "bench")]
+    bucket: String,
+    #[arg(long, value_enum)]
+    workload: Workload,
+    /// Object size: bytes, or with K/M/G suffix (binary).
+    #[arg(long, default_value = "1M")]
+    size: String,
+    /// Number of distinct objects.
+    #[arg(long, default_value_t = 16)]
+    count: u64,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Run for this many seconds, cycling over the objects (default: each object once).
+    #[arg(long)]
+    duration: Option<f64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value = "obj")]
+    prefix: String,
+    /// Create the bucket and upload the objects first (not measured), for get/head/mixed/delete.
+    #[arg(long)]
+    populate: bool,
+    /// Skip byte-for-byte verification of GETs.
+    #[arg(long)]
+    no_verify: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    workload: Workload,
+    object_size: u64,
+    objects: u64,
+    concurrency: usize,
+    ops: u64,
+    errors: u64,
+    seconds: f64,
+    ops_per_sec: f64,
+    mib_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    first_error: Option<String>,
+}
+
+fn parse_size(s: &str) -> anyhow::Result<u64> {
+    let s = s.trim();
+    let (n, m) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    Ok(n.parse::<u64>()? * m)
+}
+
+/// Object contents repeat a 64 KiB block derived from (seed, index): cheap to make and to check.
+const BLOCK: usize = 64 * 1024;
+
+fn block(seed: u64, index: u64) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut b = vec![0u8; BLOCK];
+    rng.fill(&mut b[..]);
+    b
+}
+
+fn object(seed: u64, index: u64, size: u64) -> Bytes {
+    let b = block(seed, index);
+    let mut out = Vec::with_capacity(size as usize);
+    while out.len() < size as usize {
+        let n = (size as usize - out.len()).min(BLOCK);
+        out.extend_from_slice(&b[..n]);
+    }
+    Bytes::from(out)
+}
+
+fn verify(body: &[u8], seed: u64, index: u64, size: u64) -> Result<(), String> {
+    if body.len() as u64 != size {
+        return Err(format!("object {index}: {} bytes, expected {size}", body.len()));
+    }
+    let b = block(seed, index);
+    for (i, chunk) in body.chunks(BLOCK).enumerate() {
+        if chunk != &b[..chunk.len()] {
+            return Err(format!("object {index}: wrong bytes in block {i}"));
+        }
+    }
+    Ok(())
+}
+
+struct Shared {
+    args: Args,
+    size: u64,
+    client: Client,
+    next: AtomicU64,
+    deadline: Option<Instant>,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+    first_error: std::sync::Mutex<Option<String>>,
+    payloads: Vec<Bytes>,
+}
+
+impl Shared {
+    fn key(&self, i: u64) -> String {
+        format!("{}-{i:08}", self.args.prefix)
+    }
+
+    /// The next operation index, or `None` when the run is over.
+    fn take(&self) -> Option<u64> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        match self.deadline {
+            Some(d) if Instant::now() >= d => None,
+            Some(_) => Some(n),
+            None if n < self.args.count => Some(n),
+            None => None,
+        }
+    }
+
+    fn fail(&self, e: String) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.first_error.lock().unwrap();
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
+    async fn op(&self, n: u64, w: Workload) -> Result<u64, String> {
+        let a = &self.args;
+        let idx = n % a.count;
+        let key = self.key(idx);
+        let e = |e: anyhow::Error| format!("{key}: {e:#}");
+        match w {
+            Workload::Put => {
+                let body = self.payloads[idx as usize % self.payloads.len()].clone();
+                self.client.put_object(&a.bucket, &key, body).await.map_err(e)?;
+                Ok(self.size)
+            }
+            Workload::Get => {
+                let body = if a.anonymous {
+                    let r = self
+                        .client
+                        .get_anonymous(&self.client.url(&a.bucket, Some(&key)))
+                        .await
+                        .map_err(e)?;
+                    if !r.status.is_success() {
+                        return Err(format!("{key}: HTTP {}", r.status));
+                    }
+                    r.body
+                } else {
+                    self.client.get_object(&a.bucket, &key).await.map_err(e)?
+                };
+                if !a.no_verify {
+                    verify(&body, a.seed, idx % self.payloads.len() as u64, self.size)?;
+                }
+                Ok(body.len() as u64)
+            }
+            Workload::Head => match self.client.head_object(&a.bucket, &key).await.map_err(e)? {
+                Some(_) => Ok(0),
+                None => Err(format!("{key}: missing")),
+            },
+            Workload::List => {
+                self.client
+                    .list_objects_v2(&a.bucket, &a.prefix, 1000)
+                    .await
+                    .map_err(e)?;
+                Ok(0)
+            }
+            Workload::Delete => {
+                self.client.delete_object(&a.bucket, &key).await.map_err(e)?;
+                Ok(0)
+            }
+            Workload::Mixed => {
+                let w = match n % 10 {
+                    0..=6 => Workload::Get,
+                    7 | 8 => Workload::Put,
+                    _ => Workload::Head,
+                };
+                Box::pin(self.op(n, w)).await
+            }
+        }
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let size = parse_size(&args.size)?;
+    let client = Client::new(&args.endpoint, &args.access_key, &args.secret_key);
+    // Distinct payloads for up to 64 objects; more objects reuse them (verification still exact,
+    // since the index into the payloads is part of the check).
+    let distinct = args.count.clamp(1, 64);
+    let payloads: Vec<Bytes> = (0..distinct).map(|i| object(args.seed, i, size)).collect();
+
+    if args.populate {
+        client.create_bucket(&args.bucket).await?;
+        for i in 0..args.count {
+            let key = format!("{}-{i:08}", args.prefix);
+            client
+                .put_object(&args.bucket, &key, payloads[(i % distinct) as usize].clone())
+                .await?;
+        }
+    } else if args.workload == Workload::Put && !args.anonymous {
+        client.create_bucket(&args.bucket).await?;
+    }
+
+    let workload = args.workload;
+    let concurrency = args.concurrency;
+    let shared = Arc::new(Shared {
+        deadline: args.duration.map(|d| Instant::now() + Duration::from_secs_f64(d)),
+        size,
+        client,
+        next: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        first_error: Default::default(),
+        payloads,
+        args,
+    });
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let s = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            while let Some(n) = s.take() {
+                let t = Instant::now();
+                match s.op(n, workload).await {
+                    Ok(b) => {
+                        s.bytes.fetch_add(b, Ordering::Relaxed);
+                        lat.push(t.elapsed().as_micros() as u64);
+                    }
+                    Err(e) => s.fail(e),
+                }
+            }
+            lat
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await?);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let ops = lat.len() as u64;
+    let bytes = shared.bytes.load(Ordering::Relaxed);
+    let report = Report {
+        workload,
+        object_size: size,
+        objects: shared.args.count,
+        concurrency,
+        ops,
+        errors: shared.errors.load(Ordering::Relaxed),
+        seconds: secs,
+        ops_per_sec: ops as f64 / secs,
+        mib_per_sec: bytes as f64 / secs / (1 << 20) as f64,
+        p50_ms: percentile(&lat, 0.50),
+        p99_ms: percentile(&lat, 0.99),
+        max_ms: lat.last().map_or(0.0, |m| *m as f64 / 1000.0),
+        first_error: shared.first_error.lock().unwrap().clone(),
+    };
+    if shared.args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{:<7} {:>10} {:>6} {:>4} | {:>8} ops {:>10.1} ops/s {:>9.1} MiB/s | p50 {:>8.2} ms p99 {:>8.2} ms max {:>8.2} ms | errors {}",
+            format!("{:?}", report.workload).to_lowercase(),
+            size,
+            report.objects,
+            report.concurrency,
+            report.ops,
+            report.ops_per_sec,
+            report.mib_per_sec,
+            report.p50_ms,
+            report.p99_ms,
+            report.max_ms,
+            report.errors
+        );
+        if let Some(e) = &report.first_error {
+            println!("first error: {e}");
+        }
+    }
+    if report.errors > 0 {
+        std::process::exit(2);
+    }
+    Ok(())
+}

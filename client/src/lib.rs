@@ -1,0 +1,238 @@
+//! A small S3 client on hyper and aws-sigv4: the operations Penstock's tools need, signed with
+//! SigV4 and `UNSIGNED-PAYLOAD`, over pooled HTTP/1.1 connections.
+//!
+//! It exists so benchmarks measure the gateway rather than a heavyweight SDK, and so the RDMA
+//! token protocol can add its signed header where SDKs cannot.
+
+use std::time::SystemTime;
+
+use anyhow::{bail, Context};
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{
+    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+    UriPathNormalizationMode,
+};
+use aws_sigv4::sign::v4;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+
+/// Characters left unescaped in object keys: RFC 3986 unreserved plus `/`.
+const KEY_SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// An S3 client bound to one endpoint and one keypair.
+#[derive(Clone)]
+pub struct Client {
+    endpoint: String,
+    region: String,
+    credentials: Credentials,
+    http: HyperClient<HttpConnector, Full<Bytes>>,
+}
+
+/// A response: status, headers and the whole body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    fn ok(self, what: &str) -> anyhow::Result<Self> {
+        if !self.status.is_success() {
+            bail!("{what}: HTTP {} {}", self.status, String::from_utf8_lossy(&self.body));
+        }
+        Ok(self)
+    }
+}
+
+impl Client {
+    /// A client for `endpoint` (`http://host:port`), signing with the given keys.
+    pub fn new(endpoint: &str, access_key: &str, secret_key: &str) -> Self {
+        let mut conn = HttpConnector::new();
+        conn.set_nodelay(true);
+        let http = HyperClient::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(1024)
+            .build(conn);
+        Self {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            region: "us-east-1".to_owned(),
+            credentials: Credentials::new(access_key, secret_key, None, None, "penstock-client"),
+            http,
+        }
+    }
+
+    /// The URL of a bucket or object.
+    pub fn url(&self, bucket: &str, key: Option<&str>) -> String {
+        match key {
+            Some(k) => format!(
+                "{}/{bucket}/{}",
+                self.endpoint,
+                percent_encoding::utf8_percent_encode(k, KEY_SET)
+            ),
+            None => format!("{}/{bucket}", self.endpoint),
+        }
+    }
+
+    /// Sends a signed request with extra headers and a body; returns the whole response.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
+        let mut req = Request::builder().method(method).uri(url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut req = req.body(Full::new(body))?;
+        self.sign(&mut req)?;
+        let resp = self
+            .http
+            .request(req)
+            .await
+            .with_context(|| format!("request to {url}"))?;
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await?.to_bytes();
+        Ok(Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    }
+
+    /// Sends an unsigned GET (for plain HTTP servers such as nginx in benchmarks).
+    pub async fn get_anonymous(&self, url: &str) -> anyhow::Result<Reply> {
+        let req = Request::get(url).body(Full::new(Bytes::new()))?;
+        let resp = self.http.request(req).await?;
+        let (parts, body) = resp.into_parts();
+        Ok(Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.collect().await?.to_bytes(),
+        })
+    }
+
+    fn sign(&self, req: &mut Request<Full<Bytes>>) -> anyhow::Result<()> {
+        let mut settings = SigningSettings::default();
+        settings.percent_encoding_mode = PercentEncodingMode::Single;
+        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        let identity = self.credentials.clone().into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()?
+            .into();
+        let uri = req.uri().to_string();
+        let headers: Vec<(String, String)> = req
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        let signable = SignableRequest::new(
+            req.method().as_str(),
+            &uri,
+            headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            SignableBody::UnsignedPayload,
+        )?;
+        let (instructions, _) = sign(signable, &params)?.into_parts();
+        instructions.apply_to_request_http1x(req);
+        Ok(())
+    }
+
+    /// CreateBucket; an existing bucket of the caller's is fine.
+    pub async fn create_bucket(&self, bucket: &str) -> anyhow::Result<()> {
+        let r = self
+            .send(Method::PUT, &self.url(bucket, None), &[], Bytes::new())
+            .await?;
+        if r.status.is_success() || String::from_utf8_lossy(&r.body).contains("BucketAlreadyOwnedByYou") {
+            return Ok(());
+        }
+        bail!(
+            "create bucket {bucket}: HTTP {} {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        )
+    }
+
+    /// PutObject; returns the ETag.
+    pub async fn put_object(&self, bucket: &str, key: &str, body: Bytes) -> anyhow::Result<String> {
+        let r = self
+            .send(Method::PUT, &self.url(bucket, Some(key)), &[], body)
+            .await?
+            .ok("put")?;
+        Ok(r.headers
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned())
+    }
+
+    /// GetObject: the whole body.
+    pub async fn get_object(&self, bucket: &str, key: &str) -> anyhow::Result<Bytes> {
+        Ok(self
+            .send(Method::GET, &self.url(bucket, Some(key)), &[], Bytes::new())
+            .await?
+            .ok("get")?
+            .body)
+    }
+
+    /// HeadObject: the size, or `None` for a missing key.
+    pub async fn head_object(&self, bucket: &str, key: &str) -> anyhow::Result<Option<u64>> {
+        let r = self
+            .send(Method::HEAD, &self.url(bucket, Some(key)), &[], Bytes::new())
+            .await?;
+        if r.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        let r = r.ok("head")?;
+        Ok(r.headers
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok()))
+    }
+
+    /// DeleteObject.
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> anyhow::Result<()> {
+        self.send(Method::DELETE, &self.url(bucket, Some(key)), &[], Bytes::new())
+            .await?
+            .ok("delete")?;
+        Ok(())
+    }
+
+    /// One ListObjectsV2 page: the keys.
+    pub async fn list_objects_v2(&self, bucket: &str, prefix: &str, max_keys: u32) -> anyhow::Result<Vec<String>> {
+        let url = format!(
+            "{}?list-type=2&max-keys={max_keys}&prefix={}",
+            self.url(bucket, None),
+            percent_encoding::utf8_percent_encode(prefix, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let r = self.send(Method::GET, &url, &[], Bytes::new()).await?.ok("list")?;
+        let text = String::from_utf8_lossy(&r.body);
+        Ok(text
+            .split("<Key>")
+            .skip(1)
+            .filter_map(|s| s.split("</Key>").next())
+            .map(|k| {
+                k.replace("&amp;", "&")
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&quot;", "\"")
+                    .replace("&apos;", "'")
+            })
+            .collect())
+    }
+}
