@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Penstock against its peers on this machine, in one run: s3s-fs 0.14.1 (the s3s sample server)
+# and nginx serving the same files as static files (sendfile on: the ceiling for GET over HTTP).
+# Each server runs on loopback over a fresh directory; workloads alternate between servers for
+# several rounds; medians and Penstock/peer ratios are printed, with peak RSS of every server.
+#
+#   compat/bench/run.sh            full run (release build; several minutes; needs ~8 GiB disk)
+#   compat/bench/run.sh --smoke    tiny sizes, one round, debug build (CI: keeps the script alive)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+mode=full
+rounds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) mode=smoke; rounds=1 ;;
+    --rounds) rounds=$2; shift ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+cache=${PENSTOCK_CACHE:-$HOME/.cache/penstock}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target}
+eval "$(scripts/rocksdb-prebuilt.sh)"
+if [ "$mode" = smoke ]; then profile=debug; cargo build --locked -p penstock -p penstock-client >&2
+else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
+PENSTOCK="$CARGO_TARGET_DIR/$profile/penstock"
+BENCH="$CARGO_TARGET_DIR/$profile/penstock-bench"
+S3SFS="$cache/s3s-fs/bin/s3s-fs"
+if [ ! -x "$S3SFS" ]; then
+  echo "installing s3s-fs 0.14.1 into $cache/s3s-fs (once per machine)" >&2
+  cargo install s3s-fs --version 0.14.1 --features binary --locked --root "$cache/s3s-fs" >&2
+fi
+command -v nginx >/dev/null || { echo "nginx missing: apt-get install nginx" >&2; exit 1; }
+
+export AWS_ACCESS_KEY_ID=PKBENCH0000000000001 AWS_SECRET_ACCESS_KEY=bench-secret-0123456789abcdefghijklmnop
+W=$(mktemp -d /tmp/penstock-bench.XXXXXX)
+chmod 755 "$W"  # nginx workers run unprivileged
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
+
+P_PORT=$(port); P_ADMIN=$(port)
+PENSTOCK_ACCESS_KEY=$AWS_ACCESS_KEY_ID PENSTOCK_SECRET_KEY=$AWS_SECRET_ACCESS_KEY PENSTOCK_ADMIN_TOKEN=bench-admin RUST_LOG=warn \
+  "$PENSTOCK" serve --data-dir "$W/penstock" --listen "127.0.0.1:$P_PORT" --admin-listen "127.0.0.1:$P_ADMIN" >"$W/penstock.log" 2>&1 &
+pids+=($!); P_PID=$!
+S_PORT=$(port); mkdir -p "$W/s3sfs"
+"$S3SFS" --host 127.0.0.1 --port "$S_PORT" --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$W/s3sfs" >"$W/s3sfs.log" 2>&1 &
+pids+=($!); S_PID=$!
+N_PORT=$(port); mkdir -p "$W/nginx-root" "$W/nginx-tmp"
+cat >"$W/nginx.conf" <<CONF
+daemon off;
+worker_processes 2;
+pid $W/nginx.pid;
+error_log $W/nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000;
+  client_body_temp_path $W/nginx-tmp;
+  proxy_temp_path $W/nginx-tmp;
+  fastcgi_temp_path $W/nginx-tmp;
+  uwsgi_temp_path $W/nginx-tmp;
+  scgi_temp_path $W/nginx-tmp;
+  server { listen 127.0.0.1:$N_PORT; root $W/nginx-root; }
+}
+CONF
+nginx -c "$W/nginx.conf" -p "$W" &
+pids+=($!); N_PID=$!
+wait_port "$P_PORT"; wait_port "$S_PORT"; wait_port "$N_PORT"
+
+results="$W/results.jsonl"
+bench() { # server label, endpoint, extra args...
+  local label=$1 endpoint=$2; shift 2
+  local out
+  out=$("$BENCH" --endpoint "$endpoint" --json "$@") || { echo "bench failed for $label: $out" >&2; exit 1; }
+  echo "{\"server\":\"$label\",\"round\":$round,\"case\":\"$case\",$(echo "$out" | cut -c2-)" >>"$results"
+}
+
+if [ "$mode" = smoke ]; then
+  cases=("get-16m|GET|64K|8|4" "put-16m|PUT|64K|16|4" "get-1g|GET|256K|2|2" "small-put|PUT|4K|64|16" "small-get|GET|4K|64|16")
+else
+  cases=("get-16m|GET|16M|32|8" "put-16m|PUT|16M|32|8" "get-1g|GET|1G|2|2" "small-put|PUT|4K|2000|16" "small-get|GET|4K|2000|16")
+fi
+
+# Populate the GET sets once per server; nginx serves Penstock's folder of the same bucket.
+for c in "${cases[@]}"; do
+  IFS='|' read -r case op size count conc <<<"$c"
+  [ "$op" = GET ] || continue
+  for ep in "http://127.0.0.1:$P_PORT" "http://127.0.0.1:$S_PORT"; do
+    "$BENCH" --endpoint "$ep" --bucket "$case" --workload head --populate --size "$size" --count "$count" --concurrency 2 >/dev/null
+  done
+  folder=$("$PENSTOCK" admin --url "http://127.0.0.1:$P_ADMIN" --token bench-admin --json vfolder list | python3 -c "
+import json, sys
+b = next(b for b in json.load(sys.stdin) if b['name'] == '$case')
+scope = b['quota_scope'].split(':')[1].replace('-', '')
+fid = b['folder_id'].replace('-', '')
+print(f'$W/penstock/volumes/local/{scope}/{fid[:2]}/{fid[2:4]}/{fid[4:]}')")
+  ln -sfn "$folder" "$W/nginx-root/$case"
+done
+
+for round in $(seq 1 "$rounds"); do
+  for c in "${cases[@]}"; do
+    IFS='|' read -r case op size count conc <<<"$c"
+    w=$(echo "$op" | tr 'A-Z' 'a-z')
+    dur=(); [ "$mode" = full ] && [ "$case" != get-1g ] && dur=(--duration 8)
+    bench penstock "http://127.0.0.1:$P_PORT" --bucket "$case" --workload "$w" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}"
+    bench s3s-fs "http://127.0.0.1:$S_PORT" --bucket "$case" --workload "$w" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}"
+    if [ "$op" = GET ]; then
+      bench nginx "http://127.0.0.1:$N_PORT" --anonymous --bucket "$case" --workload get --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}"
+    fi
+  done
+done
+
+# 64 concurrent GETs of the largest objects: the gateway's memory must stay bounded.
+if [ "$mode" = full ]; then many=(--size 1G --count 2 --concurrency 64 --duration 15); else many=(--size 256K --count 2 --concurrency 64); fi
+round=0 case=get-1g-x64 bench penstock "http://127.0.0.1:$P_PORT" --bucket get-1g --workload get "${many[@]}"
+
+rss() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+nginx_rss=0; for p in $(pgrep -f "nginx.*$W/nginx.conf" || true); do nginx_rss=$((nginx_rss + $(rss "$p"))); done
+python3 - "$results" "$(rss $P_PID)" "$(rss $S_PID)" "$nginx_rss" "$mode" <<'PY'
+import json, statistics, sys
+path, p_rss, s_rss, n_rss, mode = sys.argv[1:6]
+rows = [json.loads(l) for l in open(path)]
+cases = []
+for r in rows:
+    if r["case"] not in cases:
+        cases.append(r["case"])
+def med(case, server, field):
+    v = [r[field] for r in rows if r["case"] == case and r["server"] == server]
+    return statistics.median(v) if v else None
+print(f"mode: {mode}; medians over rounds; throughput MiB/s, ops/s, p99 ms")
+print(f"{'case':<12} {'server':<9} {'MiB/s':>9} {'ops/s':>9} {'p99 ms':>8}   ratio penstock/peer (MiB/s, ops/s)")
+for case in cases:
+    p = (med(case, "penstock", "mib_per_sec"), med(case, "penstock", "ops_per_sec"))
+    for server in ("penstock", "s3s-fs", "nginx"):
+        m, o, l = (med(case, server, f) for f in ("mib_per_sec", "ops_per_sec", "p99_ms"))
+        if m is None:
+            continue
+        ratio = ""
+        if server != "penstock" and m and o:
+            ratio = f"{p[0] / m:6.2f}x {p[1] / o:6.2f}x"
+        print(f"{case:<12} {server:<9} {m:9.1f} {o:9.1f} {l:8.2f}   {ratio}")
+print(f"peak RSS (KiB): penstock {p_rss}, s3s-fs {s_rss}, nginx (all processes) {n_rss}")
+PY
