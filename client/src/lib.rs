@@ -110,6 +110,37 @@ impl Client {
         })
     }
 
+    /// Sends a signed (or, with `anonymous`, unsigned) GET and hands each body chunk to `f` as it
+    /// arrives, so large objects are never held in memory. Returns the status and byte count.
+    pub async fn get_streaming(
+        &self,
+        url: &str,
+        anonymous: bool,
+        mut f: impl FnMut(&[u8]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<(StatusCode, u64)> {
+        let mut req = Request::get(url).body(Full::new(Bytes::new()))?;
+        if !anonymous {
+            self.sign(&mut req)?;
+        }
+        let resp = self
+            .http
+            .request(req)
+            .await
+            .with_context(|| format!("request to {url}"))?;
+        let status = resp.status();
+        let mut body = resp.into_body();
+        let mut n = 0u64;
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                n += data.len() as u64;
+                if status.is_success() {
+                    f(&data)?;
+                }
+            }
+        }
+        Ok((status, n))
+    }
+
     /// Sends an unsigned GET (for plain HTTP servers such as nginx in benchmarks).
     pub async fn get_anonymous(&self, url: &str) -> anyhow::Result<Reply> {
         let req = Request::get(url).body(Full::new(Bytes::new()))?;

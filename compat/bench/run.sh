@@ -73,11 +73,12 @@ nginx -c "$W/nginx.conf" -p "$W" &
 pids+=($!); N_PID=$!
 wait_port "$P_PORT"; wait_port "$S_PORT"; wait_port "$N_PORT"
 
-results="$W/results.jsonl"
+results="${BENCH_RESULTS:-$cache/bench-results.jsonl}"
+: >"$results"
 bench() { # server label, endpoint, extra args...
   local label=$1 endpoint=$2; shift 2
   local out
-  out=$("$BENCH" --endpoint "$endpoint" --json "$@") || { echo "bench failed for $label: $out" >&2; exit 1; }
+  out=$("$BENCH" --endpoint "$endpoint" --json "$@" 2>"$W/bench.err") || { echo "bench failed for $label ($case): $out $(tail -n 5 "$W/bench.err")" >&2; exit 1; }
   echo "{\"server\":\"$label\",\"round\":$round,\"case\":\"$case\",$(echo "$out" | cut -c2-)" >>"$results"
 }
 

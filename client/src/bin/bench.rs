@@ -120,19 +120,6 @@ fn object(seed: u64, index: u64, size: u64) -> Bytes {
     Bytes::from(out)
 }
 
-fn verify(body: &[u8], seed: u64, index: u64, size: u64) -> Result<(), String> {
-    if body.len() as u64 != size {
-        return Err(format!("object {index}: {} bytes, expected {size}", body.len()));
-    }
-    let b = block(seed, index);
-    for (i, chunk) in body.chunks(BLOCK).enumerate() {
-        if chunk != &b[..chunk.len()] {
-            return Err(format!("object {index}: wrong bytes in block {i}"));
-        }
-    }
-    Ok(())
-}
-
 struct Shared {
     args: Args,
     size: u64,
@@ -181,23 +168,35 @@ impl Shared {
                 Ok(self.size)
             }
             Workload::Get => {
-                let body = if a.anonymous {
-                    let r = self
-                        .client
-                        .get_anonymous(&self.client.url(&a.bucket, Some(&key)))
-                        .await
-                        .map_err(e)?;
-                    if !r.status.is_success() {
-                        return Err(format!("{key}: HTTP {}", r.status));
-                    }
-                    r.body
-                } else {
-                    self.client.get_object(&a.bucket, &key).await.map_err(e)?
-                };
-                if !a.no_verify {
-                    verify(&body, a.seed, idx % self.payloads.len() as u64, self.size)?;
+                // Verify while streaming: 64 readers of 1 GiB objects must not hold 64 GiB.
+                let expected = block(a.seed, idx % self.payloads.len() as u64);
+                let mut offset = 0usize;
+                let verify = !a.no_verify;
+                let url = self.client.url(&a.bucket, Some(&key));
+                let (status, n) = self
+                    .client
+                    .get_streaming(&url, a.anonymous, |chunk| {
+                        let mut rest = chunk;
+                        while !rest.is_empty() {
+                            let pos = offset % BLOCK;
+                            let n = rest.len().min(BLOCK - pos);
+                            if verify && rest[..n] != expected[pos..pos + n] {
+                                anyhow::bail!("wrong bytes at offset {offset}");
+                            }
+                            rest = &rest[n..];
+                            offset += n;
+                        }
+                        Ok(())
+                    })
+                    .await
+                    .map_err(e)?;
+                if !status.is_success() {
+                    return Err(format!("{key}: HTTP {status}"));
                 }
-                Ok(body.len() as u64)
+                if n != self.size {
+                    return Err(format!("{key}: {n} bytes, expected {}", self.size));
+                }
+                Ok(n)
             }
             Workload::Head => match self.client.head_object(&a.bucket, &key).await.map_err(e)? {
                 Some(_) => Ok(0),
@@ -226,6 +225,15 @@ impl Shared {
     }
 }
 
+/// Creates the bucket unless it exists. Peers without owners (s3s-fs) answer BucketAlreadyExists
+/// where Penstock answers BucketAlreadyOwnedByYou; for a benchmark both mean "ready".
+async fn ensure_bucket(client: &Client, bucket: &str) -> anyhow::Result<()> {
+    match client.create_bucket(bucket).await {
+        Err(e) if e.to_string().contains("BucketAlreadyExists") => Ok(()),
+        r => r,
+    }
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -245,7 +253,7 @@ async fn main() -> anyhow::Result<()> {
     let payloads: Vec<Bytes> = (0..distinct).map(|i| object(args.seed, i, size)).collect();
 
     if args.populate {
-        client.create_bucket(&args.bucket).await?;
+        ensure_bucket(&client, &args.bucket).await?;
         for i in 0..args.count {
             let key = format!("{}-{i:08}", args.prefix);
             client
@@ -253,7 +261,7 @@ async fn main() -> anyhow::Result<()> {
                 .await?;
         }
     } else if args.workload == Workload::Put && !args.anonymous {
-        client.create_bucket(&args.bucket).await?;
+        ensure_bucket(&client, &args.bucket).await?;
     }
 
     let workload = args.workload;

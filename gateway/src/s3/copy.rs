@@ -14,6 +14,19 @@ use super::{caller, BucketCtx, Gateway};
 /// Bytes per block when copying between files.
 const COPY_BLOCK: usize = 1 << 20;
 
+/// The `x-amz-copy-source-if-*` conditions of a CopyObject or UploadPartCopy input.
+macro_rules! copy_conditions {
+    ($i:expr) => {
+        $crate::s3::object::Conditions {
+            if_match: $i.copy_source_if_match.as_ref(),
+            if_none_match: $i.copy_source_if_none_match.as_ref(),
+            if_modified_since: $i.copy_source_if_modified_since.as_ref(),
+            if_unmodified_since: $i.copy_source_if_unmodified_since.as_ref(),
+        }
+    };
+}
+pub(crate) use copy_conditions;
+
 /// A resolved, authorized copy source.
 pub(crate) struct Source {
     pub bucket: BucketCtx,
@@ -68,18 +81,7 @@ impl Gateway {
         let path = parse_key(&req.input.key)?;
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let i = &req.input;
-        let src = self
-            .copy_source(
-                &req,
-                &i.copy_source,
-                Conditions {
-                    if_match: i.copy_source_if_match.as_ref(),
-                    if_none_match: i.copy_source_if_none_match.as_ref(),
-                    if_modified_since: i.copy_source_if_modified_since.as_ref(),
-                    if_unmodified_since: i.copy_source_if_unmodified_since.as_ref(),
-                },
-            )
-            .await?;
+        let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let replace_meta = directive(i.metadata_directive.as_ref().map(|d| d.as_str()))?;
         let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;
         let same = src.bucket.rec.folder_id == b.rec.folder_id && src.key == i.key;

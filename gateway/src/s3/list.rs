@@ -252,6 +252,29 @@ impl Gateway {
         })
     }
 
+    /// A listing that resumes after a key (ListObjects, ListObjectVersions). A marker that ends
+    /// with the delimiter names a common prefix returned earlier: its whole group is skipped.
+    async fn list_after_key(
+        &self,
+        b: &BucketCtx,
+        prefix: &str,
+        delimiter: Option<&str>,
+        marker: &str,
+        max: usize,
+    ) -> S3Result<Page> {
+        let skip_group = delimiter.is_some_and(|d| !marker.is_empty() && marker.ends_with(d));
+        let q = Query {
+            prefix,
+            delimiter,
+            marker: Marker {
+                after: marker.to_owned(),
+                skip_group,
+            },
+            max,
+        };
+        self.list_page(b, &q).await
+    }
+
     /// ListObjectsV2.
     pub(crate) async fn list_objects_v2(
         &self,
@@ -321,23 +344,8 @@ impl Gateway {
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let marker_s = i.marker.clone().unwrap_or_default();
-        // A v1 marker that is a common prefix (ends with the delimiter) skips its whole group.
-        let skip_group = delimiter
-            .as_deref()
-            .is_some_and(|d| !marker_s.is_empty() && marker_s.ends_with(d));
         let page = self
-            .list_page(
-                &b,
-                &Query {
-                    prefix: &prefix,
-                    delimiter: delimiter.as_deref(),
-                    marker: Marker {
-                        after: marker_s.clone(),
-                        skip_group,
-                    },
-                    max,
-                },
-            )
+            .list_after_key(&b, &prefix, delimiter.as_deref(), &marker_s, max)
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
         let own = owner_of(&b.rec);
@@ -377,22 +385,8 @@ impl Gateway {
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let key_marker = i.key_marker.clone().unwrap_or_default();
-        let skip_group = delimiter
-            .as_deref()
-            .is_some_and(|d| !key_marker.is_empty() && key_marker.ends_with(d));
         let page = self
-            .list_page(
-                &b,
-                &Query {
-                    prefix: &prefix,
-                    delimiter: delimiter.as_deref(),
-                    marker: Marker {
-                        after: key_marker.clone(),
-                        skip_group,
-                    },
-                    max,
-                },
-            )
+            .list_after_key(&b, &prefix, delimiter.as_deref(), &key_marker, max)
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
         let own = owner_of(&b.rec);

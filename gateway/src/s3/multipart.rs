@@ -7,9 +7,9 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadRecord};
 
 use super::checksum::{combine_crcs, composite, multipart_etag, Algo, BodyHasher, Claims};
-use super::copy::copy_range;
+use super::copy::{copy_conditions, copy_range};
 use super::error::backend_err;
-use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms, Conditions};
+use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::{ingest, WriteConditions};
 use super::{caller, owner_of, BucketCtx, Gateway};
 
@@ -134,18 +134,7 @@ impl Gateway {
         parse_key(&i.key)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
-        let src = self
-            .copy_source(
-                &req,
-                &i.copy_source,
-                Conditions {
-                    if_match: i.copy_source_if_match.as_ref(),
-                    if_none_match: i.copy_source_if_none_match.as_ref(),
-                    if_modified_since: i.copy_source_if_modified_since.as_ref(),
-                    if_unmodified_since: i.copy_source_if_unmodified_since.as_ref(),
-                },
-            )
-            .await?;
+        let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let size = src.st.size;
         let (start, len) = match &i.copy_source_range {
             None => (0, size),
