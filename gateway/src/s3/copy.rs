@@ -8,7 +8,7 @@ use penstock_metadata::{ObjectRecord, Perm};
 
 use super::checksum::{Algo, BodyHasher, ALL_ALGOS};
 use super::error::backend_err;
-use super::object::{attr_input, etag, fingerprint, last_modified, parse_key, parse_tagging_header, Conditions};
+use super::object::{attr_input, etag, last_modified, new_record, parse_key, parse_tagging_header, Conditions};
 use super::{caller, BucketCtx, Gateway};
 
 /// Bytes per block when copying between files.
@@ -79,6 +79,12 @@ impl Gateway {
         mut req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let path = parse_key(&req.input.key)?;
+        if path.is_dir() {
+            return Err(s3_error!(
+                InvalidRequest,
+                "A directory marker cannot be the target of a copy"
+            ));
+        }
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let i = &req.input;
         let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
@@ -123,20 +129,7 @@ impl Gateway {
             }
             let d = hasher.finish();
             let st = staging.seal(self.durable).await.map_err(backend_err)?;
-            let rec = ObjectRecord {
-                etag: hex::encode(d.md5),
-                fingerprint: fingerprint(&st),
-                attrs,
-                checksums: d.checksums,
-                tags,
-                parts: Vec::new(),
-            };
-            if path.is_dir() {
-                return Err(s3_error!(
-                    InvalidRequest,
-                    "A directory marker cannot be the target of a copy"
-                ));
-            }
+            let rec = new_record(d, &st, attrs, tags);
             self.commit(&b, &path, staging, &rec, None, 0).await?;
             rec
         };

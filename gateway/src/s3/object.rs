@@ -50,6 +50,24 @@ pub(crate) fn effective_record(key: &str, st: &Stat, stored: Option<ObjectRecord
     }
 }
 
+/// The record of a newly written single-part object: MD5 ETag and checksums from its digests,
+/// fingerprint from its sealed file.
+pub(crate) fn new_record(
+    d: super::checksum::Digests,
+    st: &Stat,
+    attrs: ObjectAttrs,
+    tags: Vec<(String, String)>,
+) -> ObjectRecord {
+    ObjectRecord {
+        etag: hex::encode(d.md5),
+        fingerprint: fingerprint(st),
+        attrs,
+        checksums: d.checksums,
+        tags,
+        parts: Vec::new(),
+    }
+}
+
 /// A strong ETag value as s3s serializes it.
 pub(crate) fn etag(v: &str) -> ETag {
     ETag::Strong(v.to_owned())

@@ -10,7 +10,7 @@ use penstock_metadata::{ObjectAttrs, ObjectRecord};
 
 use super::checksum::{BodyHasher, Claims};
 use super::error::backend_err;
-use super::object::{attr_input, effective_record, etag, fingerprint, parse_key, parse_tagging_header};
+use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
 use super::{caller, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
 
@@ -52,14 +52,7 @@ impl Gateway {
         claims.verify(&digests, trailers.as_ref())?;
 
         let st = staging.seal(self.durable).await.map_err(backend_err)?;
-        let rec = ObjectRecord {
-            etag: hex::encode(digests.md5),
-            fingerprint: fingerprint(&st),
-            attrs,
-            checksums: digests.checksums,
-            tags,
-            parts: Vec::new(),
-        };
+        let rec = new_record(digests, &st, attrs, tags);
         self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
 
         let c = &rec.checksums;
