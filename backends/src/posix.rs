@@ -81,11 +81,6 @@ impl PosixVolume {
         });
         self
     }
-
-    /// The directory of the volume.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
 }
 
 #[async_trait]
@@ -587,22 +582,6 @@ impl StagingFile for PosixStaging {
         self.buf.extend_from_slice(&data);
         if self.buf.len() >= WRITE_BLOCK {
             self.flush().await?;
-        }
-        Ok(())
-    }
-
-    async fn write_from(&mut self, src: &dyn ReadHandle, offset: u64, len: u64) -> Result<()> {
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(WRITE_BLOCK as u64) as usize;
-            let chunk = src.read_at(offset + done, n).await?;
-            if chunk.is_empty() {
-                return Err(
-                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "source shrank while copying").into(),
-                );
-            }
-            done += chunk.len() as u64;
-            self.write(chunk).await?;
         }
         Ok(())
     }

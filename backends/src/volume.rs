@@ -29,14 +29,6 @@ pub struct Stat {
     pub mtime_ns: i128,
 }
 
-impl Stat {
-    /// Modification time as a `SystemTime`.
-    pub fn modified(&self) -> SystemTime {
-        let ns = self.mtime_ns.max(0) as u128;
-        SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns as u64)
-    }
-}
-
 /// One entry of a directory listing.
 #[derive(Debug, Clone)]
 pub struct DirEntry {
@@ -121,8 +113,6 @@ pub trait ReadHandle: Send + Sync {
 pub trait StagingFile: Send {
     /// Appends bytes.
     async fn write(&mut self, data: Bytes) -> Result<()>;
-    /// Appends `len` bytes of `src` starting at `offset`.
-    async fn write_from(&mut self, src: &dyn ReadHandle, offset: u64, len: u64) -> Result<()>;
     /// Bytes written so far.
     fn len(&self) -> u64;
     /// Whether nothing has been written.

@@ -141,18 +141,6 @@ impl Client {
         Ok((status, n))
     }
 
-    /// Sends an unsigned GET (for plain HTTP servers such as nginx in benchmarks).
-    pub async fn get_anonymous(&self, url: &str) -> anyhow::Result<Reply> {
-        let req = Request::get(url).body(Full::new(Bytes::new()))?;
-        let resp = self.http.request(req).await?;
-        let (parts, body) = resp.into_parts();
-        Ok(Reply {
-            status: parts.status,
-            headers: parts.headers,
-            body: body.collect().await?.to_bytes(),
-        })
-    }
-
     fn sign(&self, req: &mut Request<Full<Bytes>>) -> anyhow::Result<()> {
         let mut settings = SigningSettings::default();
         settings.percent_encoding_mode = PercentEncodingMode::Single;
