@@ -45,6 +45,8 @@ pub enum TokenError {
     EmptyWindow,
     #[error("token window wraps around the address space")]
     WindowOverflow,
+    #[error("software token: {0}")]
+    Software(&'static str),
 }
 
 /// A window of the client's registered memory: `[addr, addr + len)`.
