@@ -4,6 +4,8 @@
 //! It exists so benchmarks measure the gateway rather than a heavyweight SDK, and so the RDMA
 //! token protocol can add its signed header where SDKs cannot.
 
+pub mod rdma;
+
 use std::time::SystemTime;
 
 use anyhow::{bail, Context};
@@ -139,6 +141,27 @@ impl Client {
             }
         }
         Ok((status, n))
+    }
+
+    /// The headers of a signed request, for callers that write HTTP themselves (such as a PUT
+    /// that declares a length it never sends, as LMCache's connector does).
+    pub fn signed_headers(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<Vec<(String, String)>> {
+        let mut req = Request::builder().method(method).uri(url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut req = req.body(Full::new(Bytes::new()))?;
+        self.sign(&mut req)?;
+        Ok(req
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect())
     }
 
     fn sign(&self, req: &mut Request<Full<Bytes>>) -> anyhow::Result<()> {

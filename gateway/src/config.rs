@@ -39,6 +39,59 @@ pub struct Config {
     /// Domains under which `<bucket>.<domain>` Host headers address a bucket (virtual-hosted
     /// style). Any other Host means path style.
     pub virtual_host_domains: Vec<String>,
+    /// The `x-amz-rdma-token` data path.
+    pub rdma: RdmaConfig,
+}
+
+/// How to answer a token the gateway cannot serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DeclineMode {
+    /// A 501 `RDMANotSupported` error (MinIO AIStor's convention; the only one safe for
+    /// clients that look at the HTTP status alone, such as LMCache).
+    #[default]
+    Strict,
+    /// GET: the object in the body with `x-amz-rdma-reply: 501`; PUT: the 501 error, so the
+    /// client resends with a body (NVIDIA's aws-c-s3 fork, NooBaa).
+    Fallback,
+}
+
+/// The `[rdma]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RdmaConfig {
+    /// Answer to tokens that cannot be served.
+    pub decline: DeclineMode,
+    /// Serve software transport (`swt1:`) tokens.
+    pub software: bool,
+    /// Let software tokens name any host. Off by default: a token may only point the gateway
+    /// back at the address the request came from, so clients cannot make it connect elsewhere.
+    pub software_any_host: bool,
+    /// Serve DC tokens with the verbs transport (builds with the `verbs` feature only).
+    pub verbs: bool,
+    /// RDMA device for the verbs transport (default: the first one found).
+    pub verbs_device: Option<String>,
+    /// Port number on the device.
+    pub verbs_port: u8,
+    /// GID index of the port (RoCE v2 over IPv4 is commonly 3).
+    pub verbs_gid_index: u8,
+    /// The DC access key shared with clients (cuObject's default 0xffeeddcc).
+    pub dc_key: u64,
+}
+
+impl Default for RdmaConfig {
+    fn default() -> Self {
+        Self {
+            decline: DeclineMode::Strict,
+            software: true,
+            software_any_host: false,
+            verbs: true,
+            verbs_device: None,
+            verbs_port: 1,
+            verbs_gid_index: 3,
+            dc_key: 0xffee_ddcc,
+        }
+    }
 }
 
 impl Default for Config {
@@ -56,6 +109,7 @@ impl Default for Config {
             admin_token: None,
             log_format: crate::telemetry::LogFormat::Text,
             virtual_host_domains: vec!["localhost".to_owned()],
+            rdma: RdmaConfig::default(),
         }
     }
 }

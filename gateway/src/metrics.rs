@@ -86,6 +86,11 @@ struct BackendLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabel {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScopeLabel {
     scope: String,
 }
@@ -113,6 +118,8 @@ pub struct Metrics {
     quota_usage: Family<ScopeLabel, Gauge<u64, AtomicU64>>,
     quota_limit: Family<ScopeLabel, Gauge<u64, AtomicU64>>,
     rocksdb: Family<PropertyLabel, Gauge<u64, AtomicU64>>,
+    rdma_declines: Family<TokenLabel, Counter>,
+    rdma_errors: Family<TokenLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -177,6 +184,18 @@ impl Metrics {
             "Selected RocksDB properties of the metadata store",
             rocksdb.clone(),
         );
+        let rdma_declines = Family::<TokenLabel, Counter>::default();
+        registry.register(
+            "rdma_declines",
+            "Requests with an x-amz-rdma-token this gateway could not serve, by token kind",
+            rdma_declines.clone(),
+        );
+        let rdma_errors = Family::<TokenLabel, Counter>::default();
+        registry.register(
+            "rdma_transfer_errors",
+            "Token transfers that failed midway, by token kind",
+            rdma_errors.clone(),
+        );
         Self {
             registry,
             requests,
@@ -189,7 +208,23 @@ impl Metrics {
             quota_usage,
             quota_limit,
             rocksdb,
+            rdma_declines,
+            rdma_errors,
         }
+    }
+
+    /// Counts a declined token of kind `kind` (`dc`, `software`).
+    pub fn rdma_decline(&self, kind: &str) {
+        self.rdma_declines
+            .get_or_create(&TokenLabel { kind: kind.to_owned() })
+            .inc();
+    }
+
+    /// Counts a failed token transfer.
+    pub fn rdma_error(&self, kind: &str) {
+        self.rdma_errors
+            .get_or_create(&TokenLabel { kind: kind.to_owned() })
+            .inc();
     }
 
     /// Counts one finished request.

@@ -38,13 +38,40 @@ pub struct InfoSlot(pub Arc<Mutex<RequestInfo>>);
 pub struct Observed {
     inner: S3Service,
     metrics: Arc<Metrics>,
+    peer: Option<std::net::SocketAddr>,
 }
 
 impl Observed {
     /// Wraps `inner`.
     pub fn new(inner: S3Service, metrics: Arc<Metrics>) -> Self {
-        Self { inner, metrics }
+        Self {
+            inner,
+            metrics,
+            peer: None,
+        }
     }
+
+    /// The service for one connection from `peer`.
+    pub fn with_peer(&self, peer: std::net::SocketAddr) -> Self {
+        Self {
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
+}
+
+/// A PUT with an RDMA token whose declared body never comes (LMCache's cuObject connector sends
+/// `Content-Length: <size>` and no bytes): s3s must not wait for it, and the connection, whose
+/// byte stream no longer lines up with HTTP framing, is closed after the response.
+fn unsent_body(req: &Request<Incoming>) -> bool {
+    req.method() == http::Method::PUT
+        && crate::s3::rdma_has_token(req.headers())
+        && req
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
 }
 
 /// A request id in the style of S3's: 16 upper-case hex digits.
@@ -73,6 +100,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         let id = request_id();
         let slot = InfoSlot::default();
         req.extensions_mut().insert(slot.clone());
+        if let Some(p) = self.peer {
+            req.extensions_mut().insert(crate::s3::PeerAddr(p));
+        }
+        let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         let span = tracing::info_span!(
             "request",
             request_id = %id,
@@ -88,7 +119,12 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             async move {
                 metrics.in_flight().inc();
                 let start = Instant::now();
-                let result = hyper::service::Service::call(&inner, req).await;
+                let req = if close {
+                    req.map(|_| Body::empty())
+                } else {
+                    req.map(Body::from)
+                };
+                let result = inner.call(req).await;
                 metrics.in_flight().dec();
                 let mut resp = result?;
                 let elapsed = start.elapsed();
@@ -107,6 +143,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 }
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     resp.headers_mut().insert("x-amz-request-id", v);
+                }
+                if close {
+                    resp.headers_mut()
+                        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
                 }
 
                 let info = slot.0.lock().map(|i| i.clone()).unwrap_or_default();

@@ -53,7 +53,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service.with_peer(peer));
                 let conn = graceful.watch(conn.into_owned());
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {

@@ -111,12 +111,17 @@ fn hex_u64(s: &str, field: &'static str) -> Result<u64, TokenError> {
 impl SwToken {
     /// Parses a token that starts with [`PREFIX`].
     pub fn parse(s: &str) -> Result<Self, TokenError> {
-        let body = s.trim().strip_prefix(PREFIX).ok_or(TokenError::Software("missing swt1: prefix"))?;
+        let body = s
+            .trim()
+            .strip_prefix(PREFIX)
+            .ok_or(TokenError::Software("missing swt1: prefix"))?;
         let mut it = body.rsplitn(6, ':');
         let (Some(len), Some(offset), Some(key), Some(region), Some(port), Some(host)) =
             (it.next(), it.next(), it.next(), it.next(), it.next(), it.next())
         else {
-            return Err(TokenError::Software("expected swt1:<ip>:<port>:<region>:<key>:<offset>:<len>"));
+            return Err(TokenError::Software(
+                "expected swt1:<ip>:<port>:<region>:<key>:<offset>:<len>",
+            ));
         };
         let ip: IpAddr = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
             Some(v6) => v6.parse().map_err(|_| TokenError::Software("bad IPv6 address"))?,
@@ -516,7 +521,14 @@ impl SoftwareInitiator {
 
     /// One operation; a pooled connection that turns out dead is replaced once (operations are
     /// idempotent: the same bytes to or from the same place).
-    async fn op(&self, t: &SwToken, op: u8, offset: u64, len: u64, data: Option<&Bytes>) -> Result<Bytes, TransferError> {
+    async fn op(
+        &self,
+        t: &SwToken,
+        op: u8,
+        offset: u64,
+        len: u64,
+        data: Option<&Bytes>,
+    ) -> Result<Bytes, TransferError> {
         let ep = t.endpoint;
         if let Some(s) = self.take_idle(ep) {
             if let Ok(r) = self.op_on(s, t, op, offset, len, data).await {
@@ -633,7 +645,8 @@ mod tests {
 
     #[test]
     fn token_rejects_bad_input() {
-        let good = "swt1:10.0.0.2:9:0000000000000001:000102030405060708090a0b0c0d0e0f:0000000000000000:0000000000000010";
+        let good =
+            "swt1:10.0.0.2:9:0000000000000001:000102030405060708090a0b0c0d0e0f:0000000000000000:0000000000000010";
         for bad in [
             good.replace("swt1", "swt2"),
             good.replace("10.0.0.2", "example.com"),
@@ -677,7 +690,10 @@ mod tests {
         // target itself.
         let mut forged = r.token(0, 10).unwrap();
         forged.key[0] ^= 1;
-        let e = init.write(&Token::Software(forged), 0, Bytes::from_static(b"x")).await.unwrap_err();
+        let e = init
+            .write(&Token::Software(forged), 0, Bytes::from_static(b"x"))
+            .await
+            .unwrap_err();
         assert!(matches!(e, TransferError::Refused(_)), "{e}");
         let mut beyond = r.token(0, 10).unwrap();
         beyond.len = 2000;

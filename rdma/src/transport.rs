@@ -174,7 +174,9 @@ mod tests {
 
         let chunks: Vec<Result<Bytes, io::Error>> =
             data.chunks(1 << 20).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
-        let n = push(t.clone(), tok.clone(), futures::stream::iter(chunks)).await.unwrap();
+        let n = push(t.clone(), tok.clone(), futures::stream::iter(chunks))
+            .await
+            .unwrap();
         assert_eq!(n, len as u64);
         assert_eq!(region.to_vec(100, len), data);
         assert_eq!(region.to_vec(0, 100), vec![0; 100]);

@@ -8,14 +8,16 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 use sync_wrapper::SyncStream;
 
-use penstock_backends::{EntryKind, ReadHandle, Stat};
+use penstock_backends::{BackendError, EntryKind, ReadHandle, Stat};
 use penstock_metadata::ObjectRecord;
+use penstock_rdma::transport::PushError;
 
 use super::checksum::ALL_ALGOS;
 use super::error::backend_err;
 use super::object::{effective_record, etag, last_modified, metadata_out, parse_http_date, parse_key, Conditions};
-use super::{caller, BucketCtx, Gateway};
-use crate::metrics::{DataPath, Direction, Metrics};
+use super::rdma::{reply_headers, transfer_failed, window_too_small, Admission, Admitted};
+use super::{caller, peer, BucketCtx, Gateway};
+use crate::metrics::{DataPath, Direction};
 
 /// Bytes per read from the backend while streaming a response.
 const READ_BLOCK: usize = 1 << 20;
@@ -121,18 +123,57 @@ impl Gateway {
     pub(crate) async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let i = &req.input;
         let who = caller(&req)?;
+        let admission = self.rdma.admit(&req.headers, peer(&req), &self.metrics, false)?;
         let plan = self.plan_read(read_request!(i, &who)).await?;
-        let body = plan
-            .handle
-            .clone()
-            .map(|h| body_stream(h, plan.start, plan.len, self.metrics.clone()));
-        let mut out = GetObjectOutput {
-            body,
-            ..Default::default()
-        };
+        let mut out = GetObjectOutput::default();
         object_headers!(out, i, plan);
         out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
-        Ok(S3Response::new(out))
+        let status = if plan.content_range.is_some() { 206 } else { 200 };
+        match admission {
+            Admission::Serve(a) => {
+                let moved = self.push_to_window(&a, &plan).await?;
+                out.content_length = Some(0);
+                let mut resp = S3Response::new(out);
+                reply_headers(&mut resp.headers, status, Some(moved));
+                Ok(resp)
+            }
+            other => {
+                out.body = plan.handle.clone().map(|h| {
+                    let m = self.metrics.clone();
+                    let s = read_blocks(h, plan.start, plan.len, READ_BLOCK).inspect(move |r| {
+                        if let Ok(b) = r {
+                            m.payload(DataPath::Http, Direction::Out, b.len() as u64);
+                        }
+                    });
+                    StreamingBlob::wrap(SyncStream::new(s))
+                });
+                let mut resp = S3Response::new(out);
+                if matches!(other, Admission::Fallback) {
+                    reply_headers(&mut resp.headers, 501, None);
+                }
+                Ok(resp)
+            }
+        }
+    }
+
+    /// Writes the planned bytes into the token's window, reading the file ahead of the transfer.
+    async fn push_to_window(&self, a: &Admitted, plan: &ReadPlan) -> S3Result<u64> {
+        let window = a.token.window().len;
+        if plan.len > window {
+            return Err(window_too_small(plan.len, window));
+        }
+        let Some(h) = plan.handle.clone() else {
+            return Ok(0);
+        };
+        let source = read_blocks(h, plan.start, plan.len, penstock_rdma::transport::CHUNK);
+        let moved = penstock_rdma::transport::push(a.transport.clone(), a.token.clone(), source)
+            .await
+            .map_err(|e| match e {
+                PushError::Source(e) => backend_err(e),
+                PushError::Transfer(e) => transfer_failed(&e, &self.metrics, a.token.kind()),
+            })?;
+        self.metrics.payload(a.data_path(), Direction::Out, moved);
+        Ok(moved)
     }
 
     /// HeadObject.
@@ -305,21 +346,19 @@ impl ObjectHeaders {
     }
 }
 
-/// The response body: `len` bytes from `start`, read in blocks with one block of read-ahead.
-fn body_stream(h: Arc<dyn ReadHandle>, start: u64, len: u64, metrics: Arc<Metrics>) -> StreamingBlob {
+/// `len` bytes from `start`, read in blocks of `block` bytes with one block of read-ahead.
+fn read_blocks(
+    h: Arc<dyn ReadHandle>,
+    start: u64,
+    len: u64,
+    block: usize,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, BackendError>> + Send {
     let end = start + len;
-    let offsets = (start..end).step_by(READ_BLOCK);
-    let s = futures::stream::iter(offsets)
+    futures::stream::iter((start..end).step_by(block))
         .map(move |off| {
             let h = h.clone();
-            let n = (end - off).min(READ_BLOCK as u64) as usize;
+            let n = (end - off).min(block as u64) as usize;
             async move { h.read_at(off, n).await }
         })
         .buffered(2)
-        .inspect(move |r| {
-            if let Ok(b) = r {
-                metrics.payload(DataPath::Http, Direction::Out, b.len() as u64);
-            }
-        });
-    StreamingBlob::wrap(SyncStream::new(s))
 }

@@ -16,6 +16,7 @@ mod multipart;
 mod object;
 mod put;
 mod quota;
+mod rdma;
 mod tagging;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
+pub use rdma::{has_token as rdma_has_token, PeerAddr};
 
 pub(crate) use error::{internal, meta_err};
 
@@ -52,6 +54,7 @@ pub struct Gateway {
     region: String,
     locks: locks::KeyLocks,
     quota_locks: locks::KeyLocks,
+    rdma: rdma::RdmaPath,
 }
 
 /// A resolved bucket: its record and its opened folder.
@@ -86,6 +89,7 @@ impl Gateway {
             region: cfg.region.clone(),
             locks: locks::KeyLocks::new(),
             quota_locks: locks::KeyLocks::new(),
+            rdma: rdma::RdmaPath::new(&cfg.rdma),
         })
     }
 
@@ -180,6 +184,11 @@ pub(crate) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
         .get::<Caller>()
         .cloned()
         .ok_or_else(|| s3s::s3_error!(AccessDenied, "request is not authenticated"))
+}
+
+/// The client's address, when the listener recorded it.
+pub(crate) fn peer<T>(req: &S3Request<T>) -> Option<PeerAddr> {
+    req.extensions.get::<PeerAddr>().copied()
 }
 
 /// Builds the hyper service: s3s with our auth, access control and operations.

@@ -10,8 +10,9 @@ use super::checksum::{combine_crcs, composite, multipart_etag, Algo, BodyHasher,
 use super::copy::{copy_conditions, copy_range};
 use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
-use super::put::{ingest, WriteConditions};
-use super::{caller, owner_of, BucketCtx, Gateway};
+use super::put::WriteConditions;
+use super::rdma::{reply_headers, Admission};
+use super::{caller, owner_of, peer, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
 const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
@@ -87,6 +88,7 @@ impl Gateway {
         mut req: S3Request<UploadPartInput>,
     ) -> S3Result<S3Response<UploadPartOutput>> {
         let who = caller(&req)?;
+        let from = peer(&req);
         let input = &mut req.input;
         check_part_number(input.part_number)?;
         parse_key(&input.key)?;
@@ -98,22 +100,28 @@ impl Gateway {
             .map(|a| a.as_str().to_owned())
             .or_else(|| up.checksum_algorithm.clone());
         let claims = Claims::from_headers(&req.headers, requested.as_deref())?;
+        let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
 
         let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&claims.algos());
-        ingest(input.body.take(), staging.as_mut(), &mut hasher, input.content_length).await?;
-        self.metrics.payload(
-            crate::metrics::DataPath::Http,
-            crate::metrics::Direction::In,
-            staging.len(),
-        );
+        let path_kind = self
+            .fill_staging(
+                &admission,
+                input.body.take(),
+                staging.as_mut(),
+                &mut hasher,
+                input.content_length,
+            )
+            .await?;
+        let moved = staging.len();
+        self.metrics.payload(path_kind, crate::metrics::Direction::In, moved);
         let d = hasher.finish();
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&d, trailers.as_ref())?;
 
         let part = self.store_part(&b, &up, input.part_number as u32, staging, d).await?;
         let c = &part.checksums;
-        Ok(S3Response::new(UploadPartOutput {
+        let mut resp = S3Response::new(UploadPartOutput {
             e_tag: Some(etag(&part.md5_hex)),
             checksum_crc32: c.crc32.clone(),
             checksum_crc32c: c.crc32c.clone(),
@@ -121,7 +129,11 @@ impl Gateway {
             checksum_sha1: c.sha1.clone(),
             checksum_sha256: c.sha256.clone(),
             ..Default::default()
-        }))
+        });
+        if matches!(admission, Admission::Serve(_)) {
+            reply_headers(&mut resp.headers, 200, Some(moved));
+        }
+        Ok(resp)
     }
 
     /// UploadPartCopy: a part copied from (a range of) an existing object.

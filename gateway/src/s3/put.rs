@@ -11,8 +11,12 @@ use penstock_metadata::{ObjectAttrs, ObjectRecord};
 use super::checksum::{BodyHasher, Claims};
 use super::error::backend_err;
 use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
-use super::{caller, BucketCtx, Gateway};
+use super::rdma::{reply_headers, transfer_failed, Admission};
+use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
+
+/// Largest payload of one PutObject or UploadPart.
+const MAX_SINGLE_PAYLOAD: u64 = 5 << 30;
 
 /// What must hold about the current object for a conditional write to proceed.
 pub(crate) struct WriteConditions {
@@ -24,6 +28,7 @@ impl Gateway {
     /// PutObject: a file (or, for keys ending in `/`, a directory marker) at the key's path.
     pub(crate) async fn put_object(&self, mut req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
         let who = caller(&req)?;
+        let from = peer(&req);
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
@@ -34,17 +39,27 @@ impl Gateway {
             if_none_match: input.if_none_match.take(),
         };
         let claims = Claims::from_headers(&req.headers, input.checksum_algorithm.as_ref().map(|a| a.as_str()))?;
+        let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
         let body = input.body.take();
 
         if path.is_dir() {
+            if matches!(admission, Admission::Serve(_)) {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "A key ending in '/' is a directory marker, which has no payload for an RDMA token"
+                ));
+            }
             return self.put_dir_marker(&b, &path, body, attrs, &claims, &req).await;
         }
 
-        // Stream the body into a staging file inside the folder, hashing as it goes.
+        // Stream the payload into a staging file inside the folder, hashing as it goes.
         let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&claims.algos());
-        ingest(body, staging.as_mut(), &mut hasher, input.content_length).await?;
-        self.metrics.payload(DataPath::Http, Direction::In, staging.len());
+        let path_kind = self
+            .fill_staging(&admission, body, staging.as_mut(), &mut hasher, input.content_length)
+            .await?;
+        let moved = staging.len();
+        self.metrics.payload(path_kind, Direction::In, moved);
 
         // Nothing becomes visible unless every checksum, including trailers, matched.
         let digests = hasher.finish();
@@ -67,7 +82,49 @@ impl Gateway {
             size: Some(st.size as i64),
             ..Default::default()
         };
-        Ok(S3Response::new(output))
+        let mut resp = S3Response::new(output);
+        if matches!(admission, Admission::Serve(_)) {
+            reply_headers(&mut resp.headers, 200, Some(moved));
+        }
+        Ok(resp)
+    }
+
+    /// Fills `staging` with the request's payload: the body, or the token's window read through
+    /// the transport (the window's size is the payload's size). Returns how the bytes came.
+    pub(crate) async fn fill_staging(
+        &self,
+        admission: &Admission,
+        body: Option<StreamingBlob>,
+        staging: &mut dyn StagingFile,
+        hasher: &mut BodyHasher,
+        declared_len: Option<i64>,
+    ) -> S3Result<DataPath> {
+        let Admission::Serve(a) = admission else {
+            ingest(body, staging, hasher, declared_len).await?;
+            return Ok(DataPath::Http);
+        };
+        // Declared-but-unsent bodies (LMCache's form) were replaced by an empty one upstream.
+        drop(body);
+        let len = a.token.window().len;
+        if len > MAX_SINGLE_PAYLOAD {
+            return Err(s3_error!(
+                EntityTooLarge,
+                "The RDMA token's window of {len} bytes exceeds the 5 GiB limit of one PUT or part"
+            ));
+        }
+        let chunks = penstock_rdma::transport::pull(
+            a.transport.clone(),
+            a.token.clone(),
+            len,
+            penstock_rdma::transport::CHUNK,
+        );
+        let mut chunks = std::pin::pin!(chunks);
+        while let Some(c) = chunks.next().await {
+            let c = c.map_err(|e| transfer_failed(&e, &self.metrics, a.token.kind()))?;
+            hasher.update(&c);
+            staging.write(c).await.map_err(backend_err)?;
+        }
+        Ok(a.data_path())
     }
 
     async fn put_dir_marker(
@@ -206,7 +263,7 @@ impl Gateway {
 
 /// Streams a request body into `staging`, hashing every byte. Memory stays bounded by the
 /// staging file's write block.
-pub(crate) async fn ingest(
+async fn ingest(
     body: Option<StreamingBlob>,
     staging: &mut dyn StagingFile,
     hasher: &mut BodyHasher,
