@@ -5,7 +5,7 @@
 # Idempotent: skips what is already present.
 set -euo pipefail
 what=${1:-test}
-apt_pkgs=(build-essential clang libclang-dev pkg-config)
+apt_pkgs=(build-essential clang libclang-dev pkg-config libibverbs-dev librdmacm-dev)
 if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx)
 fi
