@@ -4,6 +4,8 @@
 //! It exists so benchmarks measure the gateway rather than a heavyweight SDK, and so the RDMA
 //! token protocol can add its signed header where SDKs cannot.
 
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod rdma;
 
 use std::time::SystemTime;

@@ -70,6 +70,14 @@ struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// GET and PUT through the x-amz-rdma-token protocol over the software transport: payloads
+    /// move between the gateway and a registered client buffer (one window per worker).
+    #[arg(long)]
+    token: bool,
+    /// Without --token: plain HTTP GETs copy each body into the same kind of registered client
+    /// buffer, for a like-for-like comparison with --token.
+    #[arg(long)]
+    buffer: bool,
 }
 
 #[derive(Serialize)]
@@ -87,6 +95,7 @@ struct Report {
     p99_ms: f64,
     max_ms: f64,
     first_error: Option<String>,
+    transport: &'static str,
 }
 
 fn parse_size(s: &str) -> anyhow::Result<u64> {
@@ -130,6 +139,8 @@ struct Shared {
     errors: AtomicU64,
     first_error: std::sync::Mutex<Option<String>>,
     payloads: Vec<Bytes>,
+    /// The registered client buffer (`--token`, `--buffer`): `concurrency` windows of `size`.
+    region: Option<penstock_client::rdma::Region>,
 }
 
 impl Shared {
@@ -156,11 +167,85 @@ impl Shared {
         }
     }
 
-    async fn op(&self, n: u64, w: Workload) -> Result<u64, String> {
+    /// Checks that `data` is object `idx`.
+    fn verify(&self, idx: u64, data: &[u8]) -> Result<(), String> {
+        let expected = block(self.args.seed, idx % self.payloads.len() as u64);
+        for (i, c) in data.chunks(BLOCK).enumerate() {
+            if c != &expected[..c.len()] {
+                return Err(format!("wrong bytes in block {i}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// GET or PUT against the worker's window of the registered buffer.
+    async fn buffer_op(
+        &self,
+        region: &penstock_client::rdma::Region,
+        idx: u64,
+        slot: usize,
+        w: Workload,
+    ) -> Result<u64, String> {
+        let a = &self.args;
+        let key = self.key(idx);
+        let e = |e: anyhow::Error| format!("{key}: {e:#}");
+        let base = slot * self.size as usize;
+        let token = region
+            .token(base as u64, self.size)
+            .ok_or("window outside the buffer")?;
+        match w {
+            Workload::Put if a.token => {
+                region.write(base, &self.payloads[idx as usize % self.payloads.len()]);
+                let r = self.client.put_from(&a.bucket, &key, &token, &[]).await.map_err(e)?;
+                Ok(r.bytes)
+            }
+            _ if a.token => {
+                let r = self.client.get_into(&a.bucket, &key, &token, None).await.map_err(e)?;
+                if r.bytes != self.size {
+                    return Err(format!("{key}: {} bytes, expected {}", r.bytes, self.size));
+                }
+                if !a.no_verify {
+                    self.verify(idx, &region.to_vec(base, self.size as usize))?;
+                }
+                Ok(r.bytes)
+            }
+            _ => {
+                let url = self.client.url(&a.bucket, Some(&key));
+                let mut off = base;
+                let end = base + self.size as usize;
+                let (status, n) = self
+                    .client
+                    .get_streaming(&url, a.anonymous, |chunk| {
+                        if off + chunk.len() > end {
+                            anyhow::bail!("body longer than the object");
+                        }
+                        region.write(off, chunk);
+                        off += chunk.len();
+                        Ok(())
+                    })
+                    .await
+                    .map_err(e)?;
+                if !status.is_success() || n != self.size {
+                    return Err(format!("{key}: HTTP {status}, {n} bytes"));
+                }
+                if !a.no_verify {
+                    self.verify(idx, &region.to_vec(base, self.size as usize))?;
+                }
+                Ok(n)
+            }
+        }
+    }
+
+    async fn op(&self, n: u64, w: Workload, slot: usize) -> Result<u64, String> {
         let a = &self.args;
         let idx = n % a.count;
         let key = self.key(idx);
         let e = |e: anyhow::Error| format!("{key}: {e:#}");
+        if let (Some(region), Workload::Get | Workload::Put) = (&self.region, w) {
+            if a.token || w == Workload::Get {
+                return self.buffer_op(region, idx, slot, w).await;
+            }
+        }
         match w {
             Workload::Put => {
                 let body = self.payloads[idx as usize % self.payloads.len()].clone();
@@ -219,7 +304,7 @@ impl Shared {
                     7 | 8 => Workload::Put,
                     _ => Workload::Head,
                 };
-                Box::pin(self.op(n, w)).await
+                Box::pin(self.op(n, w, slot)).await
             }
         }
     }
@@ -266,6 +351,21 @@ async fn main() -> anyhow::Result<()> {
 
     let workload = args.workload;
     let concurrency = args.concurrency;
+    // The target must outlive the run; its registration is the client buffer.
+    let mut _target = None;
+    let region = if args.token || args.buffer {
+        let t = penstock_client::rdma::SoftwareTarget::bind("127.0.0.1:0".parse()?).await?;
+        let r = t.register(concurrency * size as usize);
+        _target = Some(t);
+        Some(r)
+    } else {
+        None
+    };
+    let transport = match (args.token, args.buffer) {
+        (true, _) => "token-software",
+        (false, true) => "http-into-buffer",
+        _ => "http",
+    };
     let shared = Arc::new(Shared {
         deadline: args.duration.map(|d| Instant::now() + Duration::from_secs_f64(d)),
         size,
@@ -276,16 +376,17 @@ async fn main() -> anyhow::Result<()> {
         first_error: Default::default(),
         payloads,
         args,
+        region,
     });
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..concurrency {
+    for slot in 0..concurrency {
         let s = shared.clone();
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             while let Some(n) = s.take() {
                 let t = Instant::now();
-                match s.op(n, workload).await {
+                match s.op(n, workload, slot).await {
                     Ok(b) => {
                         s.bytes.fetch_add(b, Ordering::Relaxed);
                         lat.push(t.elapsed().as_micros() as u64);
@@ -318,13 +419,15 @@ async fn main() -> anyhow::Result<()> {
         p99_ms: percentile(&lat, 0.99),
         max_ms: lat.last().map_or(0.0, |m| *m as f64 / 1000.0),
         first_error: shared.first_error.lock().unwrap().clone(),
+        transport,
     };
     if shared.args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "{:<7} {:>10} {:>6} {:>4} | {:>8} ops {:>10.1} ops/s {:>9.1} MiB/s | p50 {:>8.2} ms p99 {:>8.2} ms max {:>8.2} ms | errors {}",
+            "{:<7} {:<16} {:>10} {:>6} {:>4} | {:>8} ops {:>10.1} ops/s {:>9.1} MiB/s | p50 {:>8.2} ms p99 {:>8.2} ms max {:>8.2} ms | errors {}",
             format!("{:?}", report.workload).to_lowercase(),
+            report.transport,
             size,
             report.objects,
             report.concurrency,

@@ -1,0 +1,95 @@
+//! GPU memory as a token target (cargo feature `cuda`).
+//!
+//! With the software transport the gateway cannot reach device memory, so the payload lands in a
+//! pinned host buffer registered with the [`SoftwareTarget`] and is copied to the device with one
+//! asynchronous copy. cudarc loads libcuda at run time, so this builds without a CUDA toolkit;
+//! on a host without a driver or GPU, [`DeviceBuffer::new`] returns an error.
+
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
+
+use crate::rdma::{Region, SoftwareTarget};
+use crate::Client;
+
+/// Device memory filled from objects through the token protocol.
+pub struct DeviceBuffer {
+    // Dropped first: dropping the registration waits for transfers into the pinned buffer.
+    region: Region,
+    pinned: PinnedHostSlice<u8>,
+    device: CudaSlice<u8>,
+    stream: Arc<CudaStream>,
+}
+
+/// Whether a CUDA driver can be loaded on this host.
+pub fn cuda_available() -> bool {
+    // SAFETY: only probes for the shared library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+impl DeviceBuffer {
+    /// `len` bytes on GPU `ordinal`, with a pinned staging buffer of the same size registered
+    /// with `target`.
+    pub fn new(target: &SoftwareTarget, ordinal: usize, len: usize) -> anyhow::Result<Self> {
+        if !cuda_available() {
+            bail!("no CUDA driver (libcuda) on this host: GPU memory targets need an NVIDIA GPU");
+        }
+        let ctx = CudaContext::new(ordinal).with_context(|| format!("opening CUDA device {ordinal}"))?;
+        let stream = ctx.default_stream();
+        // SAFETY: the buffer is written by transfers before it is read.
+        let mut pinned = unsafe { ctx.alloc_pinned_with_flags::<u8>(len, 0) }.context("allocating pinned memory")?;
+        let ptr = pinned.as_mut_ptr().context("pinned buffer")?;
+        // SAFETY: the pinned buffer outlives `region` (field order) and no Rust reference into it
+        // is held while transfers run.
+        let region = unsafe { target.register_external(ptr, len) };
+        let device = stream.alloc_zeros::<u8>(len).context("allocating device memory")?;
+        Ok(Self {
+            region,
+            pinned,
+            device,
+            stream,
+        })
+    }
+
+    /// Size of the buffer.
+    pub fn len(&self) -> usize {
+        self.region.len()
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.region.is_empty()
+    }
+
+    /// Fetches an object (or an HTTP `range` of it) into device memory from offset 0; returns
+    /// the bytes moved.
+    pub async fn get_object(
+        &mut self,
+        client: &Client,
+        bucket: &str,
+        key: &str,
+        range: Option<&str>,
+    ) -> anyhow::Result<u64> {
+        let token = self.region.token(0, self.len() as u64).context("empty buffer")?;
+        let r = client.get_into(bucket, key, &token, range).await?;
+        let n = r.bytes as usize;
+        let host = &self.pinned.as_slice().context("pinned buffer")?[..n];
+        let mut dst = self.device.slice_mut(0..n);
+        self.stream.memcpy_htod(host, &mut dst).context("copy to device")?;
+        self.stream.synchronize().context("synchronize")?;
+        Ok(n as u64)
+    }
+
+    /// Copies `[0, n)` of device memory back to the host (for verification).
+    pub fn device_bytes(&self, n: usize) -> anyhow::Result<Vec<u8>> {
+        self.stream
+            .clone_dtoh(&self.device.slice(0..n))
+            .context("copy from device")
+    }
+
+    /// The device memory.
+    pub fn device(&self) -> &CudaSlice<u8> {
+        &self.device
+    }
+}
