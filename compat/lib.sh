@@ -16,10 +16,21 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 PORT=$(free_port)
 ADMIN_PORT=$(free_port)
 export ENDPOINT="http://127.0.0.1:$PORT"
+: >"$WORK/penstock.toml"
+# COMPAT_TLS=1: a self-signed certificate for localhost and *.localhost; clients trust $CA_FILE.
+if [ -n "${COMPAT_TLS:-}" ]; then
+  export CA_FILE="$WORK/cert.pem"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,DNS:*.localhost,IP:127.0.0.1" \
+    -keyout "$WORK/key.pem" -out "$CA_FILE" 2>/dev/null
+  printf 'tls_cert = "%s"\ntls_key = "%s"\n' "$CA_FILE" "$WORK/key.pem" >>"$WORK/penstock.toml"
+  export ENDPOINT="https://localhost:$PORT"
+fi
+[ -n "${COMPAT_CONFIG:-}" ] && printf '%s\n' "$COMPAT_CONFIG" >>"$WORK/penstock.toml"
 
 PENSTOCK_ACCESS_KEY=$AWS_ACCESS_KEY_ID PENSTOCK_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-  "$PENSTOCK_BIN" serve --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-  >"$WORK/gateway.log" 2>&1 &
+  "$PENSTOCK_BIN" serve --config "$WORK/penstock.toml" --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" \
+  --admin-listen "127.0.0.1:$ADMIN_PORT" >"$WORK/gateway.log" 2>&1 &
 GW_PID=$!
 
 cleanup() {

@@ -93,3 +93,18 @@ impl DeviceBuffer {
         &self.device
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn without_a_driver_the_buffer_is_an_error_not_a_panic() {
+        let target = SoftwareTarget::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let r = DeviceBuffer::new(&target, 0, 1 << 20);
+        if !cuda_available() {
+            let e = r.err().expect("no driver, no buffer").to_string();
+            assert!(e.contains("no CUDA driver"), "{e}");
+        }
+    }
+}

@@ -41,6 +41,10 @@ pub struct Config {
     pub virtual_host_domains: Vec<String>,
     /// The `x-amz-rdma-token` data path.
     pub rdma: RdmaConfig,
+    /// PEM certificate chain: with `tls_key`, the S3 listener speaks TLS (HTTP/2 by ALPN).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
 }
 
 /// How to answer a token the gateway cannot serve.
@@ -110,6 +114,8 @@ impl Default for Config {
             log_format: crate::telemetry::LogFormat::Text,
             virtual_host_domains: vec!["localhost".to_owned()],
             rdma: RdmaConfig::default(),
+            tls_cert: None,
+            tls_key: None,
         }
     }
 }
@@ -184,6 +190,14 @@ impl Config {
         }
         if self.region.is_empty() {
             anyhow::bail!("region: must not be empty");
+        }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => anyhow::bail!("tls_key: required when tls_cert is set"),
+            (None, Some(_)) => anyhow::bail!("tls_cert: required when tls_key is set"),
+            (Some(c), Some(k)) => {
+                crate::tls::acceptor(c, k)?;
+            }
+            (None, None) => {}
         }
         Ok(())
     }

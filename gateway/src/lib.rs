@@ -15,3 +15,4 @@ pub mod s3;
 pub mod secrets;
 pub mod server;
 pub mod telemetry;
+pub mod tls;

@@ -108,6 +108,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             "request",
             request_id = %id,
             method = %req.method(),
+            version = ?req.version(),
             operation = field::Empty,
             bucket = field::Empty,
             key = field::Empty,

@@ -29,14 +29,27 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("admin_listen {}: {e}", cfg.admin_listen))?;
     let admin = tokio::spawn(crate::admin::serve(gateway.clone(), admin_listener, admin_token));
 
+    let tls = match (&cfg.tls_cert, &cfg.tls_key) {
+        (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
+        _ => None,
+    };
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
     info!(%addr, data_dir = %cfg.data_dir.display(), "penstock listening");
-    print_banner(&banner, &addr.to_string());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    print_banner(&banner, &format!("{scheme}://{addr}"));
 
     let mut builder = ConnBuilder::new(TokioExecutor::new());
     builder.http1().keep_alive(true).half_close(false);
-    builder.http2().max_concurrent_streams(256);
+    // HTTP/2 clients (awscrt) put dozens of multi-MiB uploads on one connection: the 64 KiB
+    // default windows throttle them to a trickle, so let windows grow with the bandwidth-delay
+    // product.
+    builder
+        .http2()
+        .max_concurrent_streams(256)
+        .adaptive_window(true)
+        .initial_stream_window_size(1 << 20)
+        .initial_connection_window_size(16 << 20);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown_signal());
 
@@ -53,13 +66,36 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service.with_peer(peer));
-                let conn = graceful.watch(conn.into_owned());
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(%peer, error = %e, "connection ended with error");
+                let svc = service.with_peer(peer);
+                match &tls {
+                    None => {
+                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                        let conn = graceful.watch(conn.into_owned());
+                        tokio::spawn(async move {
+                            if let Err(e) = conn.await {
+                                tracing::debug!(%peer, error = %e, "connection ended with error");
+                            }
+                        });
                     }
-                });
+                    Some(acceptor) => {
+                        // The handshake runs in the connection's task so a slow client cannot
+                        // stall the accept loop.
+                        let (acceptor, builder) = (acceptor.clone(), builder.clone());
+                        let watcher = graceful.watcher();
+                        tokio::spawn(async move {
+                            let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
+                            let stream = match hs {
+                                Ok(Ok(s)) => s,
+                                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+                            };
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                                tracing::debug!(%peer, error = %e, "connection ended with error");
+                            }
+                        });
+                    }
+                }
             }
             () = &mut shutdown => break,
         }
@@ -88,17 +124,17 @@ async fn shutdown_signal() {
 fn print_banner(b: &Bootstrap, addr: &str) {
     match b {
         Bootstrap::Generated { access_key, secret_key } => {
-            println!("Penstock is ready on http://{addr}");
+            println!("Penstock is ready on {addr}");
             println!("Generated admin credentials (shown once):");
             println!("  access key: {access_key}");
             println!("  secret key: {secret_key}");
             println!(
-                "  AWS_ACCESS_KEY_ID={access_key} AWS_SECRET_ACCESS_KEY='{secret_key}' aws --endpoint-url http://{addr} s3 ls"
+                "  AWS_ACCESS_KEY_ID={access_key} AWS_SECRET_ACCESS_KEY='{secret_key}' aws --endpoint-url {addr} s3 ls"
             );
         }
         Bootstrap::FromEnv { access_key } => {
-            println!("Penstock is ready on http://{addr} (admin access key {access_key} from PENSTOCK_ACCESS_KEY)");
+            println!("Penstock is ready on {addr} (admin access key {access_key} from PENSTOCK_ACCESS_KEY)");
         }
-        Bootstrap::Existing => println!("Penstock is ready on http://{addr}"),
+        Bootstrap::Existing => println!("Penstock is ready on {addr}"),
     }
 }
