@@ -7,7 +7,7 @@ set -euo pipefail
 what=${1:-test}
 apt_pkgs=(build-essential clang libclang-dev pkg-config libibverbs-dev librdmacm-dev)
 if [ "$what" = test ]; then
-  apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx)
+  apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
 fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
