@@ -94,12 +94,7 @@ impl Client {
         headers: &[(&str, &str)],
         body: Bytes,
     ) -> anyhow::Result<Reply> {
-        let mut req = Request::builder().method(method).uri(url);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let mut req = req.body(Full::new(body))?;
-        self.sign(&mut req)?;
+        let req = self.signed_request(method, url, headers, body)?;
         let resp = self
             .http
             .request(req)
@@ -153,17 +148,28 @@ impl Client {
         url: &str,
         headers: &[(&str, &str)],
     ) -> anyhow::Result<Vec<(String, String)>> {
-        let mut req = Request::builder().method(method).uri(url);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let mut req = req.body(Full::new(Bytes::new()))?;
-        self.sign(&mut req)?;
+        let req = self.signed_request(method, url, headers, Bytes::new())?;
         Ok(req
             .headers()
             .iter()
             .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
             .collect())
+    }
+
+    fn signed_request(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> anyhow::Result<Request<Full<Bytes>>> {
+        let mut req = Request::builder().method(method).uri(url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut req = req.body(Full::new(body))?;
+        self.sign(&mut req)?;
+        Ok(req)
     }
 
     fn sign(&self, req: &mut Request<Full<Bytes>>) -> anyhow::Result<()> {
