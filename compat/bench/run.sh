@@ -6,26 +6,7 @@
 #
 #   compat/bench/run.sh            full run (release build; several minutes; needs ~8 GiB disk)
 #   compat/bench/run.sh --smoke    tiny sizes, one round, debug build (CI: keeps the script alive)
-set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-mode=full
-rounds=3
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --smoke) mode=smoke; rounds=1 ;;
-    --rounds) rounds=$2; shift ;;
-    *) echo "unknown argument $1" >&2; exit 2 ;;
-  esac
-  shift
-done
-cache=${PENSTOCK_CACHE:-$HOME/.cache/penstock}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target}
-eval "$(scripts/rocksdb-prebuilt.sh)"
-if [ "$mode" = smoke ]; then profile=debug; cargo build --locked -p penstock -p penstock-client >&2
-else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
-PENSTOCK="$CARGO_TARGET_DIR/$profile/penstock"
-BENCH="$CARGO_TARGET_DIR/$profile/penstock-bench"
+source "$(dirname "$0")/common.sh"
 S3SFS="$cache/s3s-fs/bin/s3s-fs"
 if [ ! -x "$S3SFS" ]; then
   echo "installing s3s-fs 0.14.1 into $cache/s3s-fs (once per machine)" >&2

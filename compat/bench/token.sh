@@ -5,25 +5,7 @@
 #
 #   compat/bench/token.sh            full run (release build)
 #   compat/bench/token.sh --smoke    tiny sizes, one round, debug build (CI)
-set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-mode=full; rounds=3
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --smoke) mode=smoke; rounds=1 ;;
-    --rounds) rounds=$2; shift ;;
-    *) echo "unknown argument $1" >&2; exit 2 ;;
-  esac
-  shift
-done
-cache=${PENSTOCK_CACHE:-$HOME/.cache/penstock}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target}
-eval "$(scripts/rocksdb-prebuilt.sh)"
-if [ "$mode" = smoke ]; then profile=debug; cargo build --locked -p penstock -p penstock-client >&2
-else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
-PENSTOCK="$CARGO_TARGET_DIR/$profile/penstock"
-BENCH="$CARGO_TARGET_DIR/$profile/penstock-bench"
+source "$(dirname "$0")/common.sh"
 
 export AWS_ACCESS_KEY_ID=PKBENCH0000000000001 AWS_SECRET_ACCESS_KEY=bench-secret-0123456789abcdefghijklmnop
 W=$(mktemp -d /tmp/penstock-token-bench.XXXXXX)

@@ -1,0 +1,23 @@
+# Shared by the benchmark scripts: parses --smoke / --rounds N, then builds Penstock and
+# penstock-bench (debug for smoke runs, release otherwise) in the per-machine target dir.
+# Sets root, mode, rounds, cache, PENSTOCK, BENCH; the caller's directory becomes the repo root.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+mode=full
+rounds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) mode=smoke; rounds=1 ;;
+    --rounds) rounds=$2; shift ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+cache=${PENSTOCK_CACHE:-$HOME/.cache/penstock}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target}
+eval "$(scripts/rocksdb-prebuilt.sh)"
+if [ "$mode" = smoke ]; then profile=debug; cargo build --locked -p penstock -p penstock-client >&2
+else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
+PENSTOCK="$CARGO_TARGET_DIR/$profile/penstock"
+BENCH="$CARGO_TARGET_DIR/$profile/penstock-bench"
