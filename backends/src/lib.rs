@@ -6,10 +6,12 @@
 //!
 //! [`Volume`] and [`Folder`] are the seam between the gateway and the storage: the gateway speaks S3
 //! semantics, a backend moves bytes and keeps every path inside its folder. [`posix`] implements them
-//! over any mounted file system with `openat2(RESOLVE_BENEATH)` containment.
+//! over any mounted file system with `openat2(RESOLVE_BENEATH)` containment; [`nfs`] speaks NFS
+//! from user space to an export, with the same layout and containment.
 
 pub mod error;
 pub mod key;
+pub mod nfs;
 pub mod posix;
 pub mod vfolder;
 pub mod volume;

@@ -1,9 +1,14 @@
 //! Backend conformance: every `Volume` implementation must pass these checks. Each check takes a
-//! fresh volume; the POSIX backend runs them here, other backends add a constructor below.
+//! fresh volume whose root directory is also visible on local disk (to plant foreign files and
+//! symlinks the way a compute session would); POSIX and NFS (a real NFS-Ganesha exporting a temp
+//! directory, over NFSv3 and NFSv4.1) run them all.
 
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use penstock_backends::nfs::{NfsOptions, NfsVolume};
 use penstock_backends::posix::PosixVolume;
 use penstock_backends::{BackendError, EntryKind, Folder, FolderLocation, ObjectPath, QuotaScope, Volume};
 use uuid::Uuid;
@@ -153,32 +158,81 @@ async fn multipart_parts(v: Arc<dyn Volume>) {
     );
 }
 
-async fn run_all(make: impl Fn() -> Arc<dyn Volume>) {
-    folder_lifecycle(make()).await;
-    write_read_stat_remove(make()).await;
-    conflicts(make()).await;
-    sorted_listing_and_hidden_staging(make()).await;
-    multipart_parts(make()).await;
+/// Recursively lists the folder in S3 key order from `read_dir` alone, as ListObjects walks it.
+async fn walk(f: &Arc<dyn Folder>, dir: Vec<String>, out: &mut Vec<String>) {
+    for e in f.read_dir(&dir).await.unwrap() {
+        let mut path = dir.clone();
+        path.push(e.name.clone());
+        match e.stat.kind {
+            EntryKind::File => out.push(path.join("/")),
+            EntryKind::Dir => Box::pin(walk(f, path, out)).await,
+        }
+    }
 }
 
-#[tokio::test]
-async fn posix_conformance() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    run_all(|| Arc::new(PosixVolume::open("v", &root).unwrap()) as Arc<dyn Volume>).await;
-}
-
-/// POSIX-specific: symlinks that lead out of the folder are never followed.
-#[tokio::test]
-async fn posix_symlink_containment() {
-    let dir = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("secret"), b"top secret").unwrap();
-    let v: Arc<dyn Volume> = Arc::new(PosixVolume::open("v", dir.path()).unwrap());
+async fn sorted_walk_and_resumption(v: Arc<dyn Volume>) {
     let l = loc();
     v.create_folder(&l).await.unwrap();
     let f = v.open_folder(&l).await.unwrap();
-    let fdir = dir.path().join(l.relative_path());
+    let mut keys: Vec<String> = Vec::new();
+    for a in ["a", "a-b", "a.b", "b", "zz"] {
+        for b in ["1", "1-1", "1.d/x", "1.d/y/z", "2", "10"] {
+            keys.push(format!("{a}/{b}"));
+        }
+        keys.push(format!("{a}0"));
+    }
+    for k in &keys {
+        write(&f, k, k.as_bytes()).await.unwrap();
+    }
+    let mut got = Vec::new();
+    walk(&f, Vec::new(), &mut got).await;
+    keys.sort();
+    assert_eq!(
+        got, keys,
+        "a depth-first walk of sorted directories yields S3 key order"
+    );
+    // Resuming after any key yields exactly the keys that sort after it.
+    for (i, marker) in keys.iter().enumerate().step_by(7) {
+        let rest: Vec<&String> = got.iter().filter(|k| k.as_str() > marker.as_str()).collect();
+        assert_eq!(rest, keys[i + 1..].iter().collect::<Vec<_>>());
+    }
+    for k in &keys {
+        assert_eq!(read(&f, k).await.unwrap(), k.as_bytes());
+    }
+}
+
+/// Files that another client puts straight into the folder are objects like any other.
+async fn foreign_files(v: Arc<dyn Volume>, root: &Path) {
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let fdir = root.join(l.relative_path());
+    std::fs::create_dir_all(fdir.join("from/session")).unwrap();
+    std::fs::write(fdir.join("from/session/out.txt"), b"written by a session").unwrap();
+    std::fs::write(fdir.join("top"), vec![7u8; 100_000]).unwrap();
+    assert_eq!(names(&f, &[]).await, ["from/", "top"]);
+    assert_eq!(read(&f, "from/session/out.txt").await.unwrap(), b"written by a session");
+    let st = f.stat(&p("top")).await.unwrap().unwrap();
+    assert_eq!(st.size, 100_000);
+    // Changed behind our back: the new bytes and a new fingerprint.
+    std::fs::write(fdir.join("top"), b"changed").unwrap();
+    assert_eq!(read(&f, "top").await.unwrap(), b"changed");
+    let st2 = f.stat(&p("top")).await.unwrap().unwrap();
+    assert_ne!(st, st2);
+    assert_eq!(f.usage().await.unwrap(), 20 + 7);
+    assert!(!f.is_empty().await.unwrap());
+    std::fs::remove_file(fdir.join("top")).unwrap();
+    assert!(f.open_read(&p("top")).await.unwrap().is_none());
+}
+
+/// Symlinks: ones that stay inside the folder work, ones that lead out are never followed.
+async fn symlink_containment(v: Arc<dyn Volume>, root: &Path) {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"top secret").unwrap();
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let fdir = root.join(l.relative_path());
     std::os::unix::fs::symlink(outside.path(), fdir.join("out")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret"), fdir.join("secret-link")).unwrap();
     std::os::unix::fs::symlink("../../../../..", fdir.join("up")).unwrap();
@@ -200,4 +254,80 @@ async fn posix_symlink_containment() {
     assert!(outside.path().join("secret").exists());
     assert_eq!(read(&f, "in-link").await.unwrap(), b"r");
     assert_eq!(names(&f, &[]).await, ["in-link", "real"]);
+    // A sibling folder on the same volume is outside too, however the link is spelled.
+    let other = loc();
+    v.create_folder(&other).await.unwrap();
+    let g = v.open_folder(&other).await.unwrap();
+    write(&g, "theirs", b"other tenant").await.unwrap();
+    let rel = Path::new("../../../..").join(other.relative_path()).join("theirs");
+    std::os::unix::fs::symlink(&rel, fdir.join("sideways")).unwrap();
+    assert!(f.open_read(&p("sideways")).await.is_err() || f.open_read(&p("sideways")).await.unwrap().is_none());
+    std::fs::create_dir(fdir.join("d")).unwrap();
+    std::os::unix::fs::symlink("../real", fdir.join("d/up-in")).unwrap();
+    assert_eq!(
+        read(&f, "d/up-in").await.unwrap(),
+        b"r",
+        "a link may climb while it stays inside"
+    );
+    std::os::unix::fs::symlink("loop", fdir.join("loop")).unwrap();
+    assert!(f.open_read(&p("loop")).await.is_err());
+}
+
+/// A backend under test: fresh volumes whose root is also a local directory.
+trait Fixture {
+    fn volume(&self) -> impl Future<Output = (Arc<dyn Volume>, PathBuf)>;
+}
+
+async fn run_all(fx: &impl Fixture) {
+    folder_lifecycle(fx.volume().await.0).await;
+    write_read_stat_remove(fx.volume().await.0).await;
+    conflicts(fx.volume().await.0).await;
+    sorted_listing_and_hidden_staging(fx.volume().await.0).await;
+    multipart_parts(fx.volume().await.0).await;
+    sorted_walk_and_resumption(fx.volume().await.0).await;
+    let (v, root) = fx.volume().await;
+    foreign_files(v, &root).await;
+    let (v, root) = fx.volume().await;
+    symlink_containment(v, &root).await;
+}
+
+struct Posix(tempfile::TempDir);
+
+impl Fixture for Posix {
+    async fn volume(&self) -> (Arc<dyn Volume>, PathBuf) {
+        let root = self.0.path().join(format!("{:x}", rand::random::<u64>()));
+        (Arc::new(PosixVolume::open("v", &root).unwrap()), root)
+    }
+}
+
+struct Nfs {
+    server: penstock_tests::ganesha::Ganesha,
+    version: &'static str,
+}
+
+impl Fixture for Nfs {
+    async fn volume(&self) -> (Arc<dyn Volume>, PathBuf) {
+        let sub = format!("vol-{:x}", rand::random::<u64>());
+        let mut opts = NfsOptions::new(&self.server.url(self.version));
+        opts.path = format!("volumes/{sub}");
+        let v = NfsVolume::connect("v", opts).await.unwrap();
+        (Arc::new(v), self.server.export.join("volumes").join(sub))
+    }
+}
+
+#[tokio::test]
+async fn posix_conformance() {
+    run_all(&Posix(tempfile::tempdir().unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nfs3_conformance() {
+    let server = penstock_tests::ganesha::Ganesha::start();
+    run_all(&Nfs { server, version: "3" }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nfs41_conformance() {
+    let server = penstock_tests::ganesha::Ganesha::start();
+    run_all(&Nfs { server, version: "4.1" }).await;
 }

@@ -1,6 +1,8 @@
 //! Harness for end-to-end tests: starts the real `penstock` binary on a free loopback port with a
 //! fresh data directory, and stops it on drop.
 
+pub mod ganesha;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
