@@ -317,7 +317,13 @@ struct Shared {
     root: tokio::sync::OnceCell<Bytes>,
     path: Vec<String>,
     observer: Option<Arc<dyn IoObserver>>,
+    /// Folder directory handles by relative path: opening a folder then costs one GETATTR (to
+    /// check the handle still names a directory) instead of a LOOKUP per path level.
+    folders: Mutex<std::collections::HashMap<String, Bytes>>,
 }
+
+/// Cached folder handles before the cache is emptied and refilled.
+const FOLDER_CACHE: usize = 16_384;
 
 impl Shared {
     /// Times `fut` as storage operation `op` for the observer, inside a tracing span.
@@ -515,6 +521,7 @@ impl NfsVolume {
             root: tokio::sync::OnceCell::new(),
             path,
             observer: None,
+            folders: Mutex::new(std::collections::HashMap::new()),
         });
         let v = Self {
             name: name.to_owned(),
@@ -565,10 +572,32 @@ impl NfsVolume {
     }
 
     async fn folder_dir(&self, loc: &FolderLocation) -> Result<Bytes> {
-        let root = self.shared.root().await?;
         let segs = location_segments(loc);
+        let key = segs.join("/");
+        let cached = self.shared.folders.lock().expect("folder cache").get(&key).cloned();
+        if let Some(fh) = cached {
+            match self.shared.getattr(&fh).await {
+                Ok(a) if a.type_ == NF_DIR => return Ok(fh),
+                // Removed (stale) or replaced: look it up again.
+                Ok(_) => {}
+                Err(f) if f.is(status::STALE) || f.is(status::NOENT) => {}
+                Err(f) => return Err(f.into()),
+            }
+            self.shared.folders.lock().expect("folder cache").remove(&key);
+        }
+        let fh = self.lookup_folder(&segs).await?;
+        let mut cache = self.shared.folders.lock().expect("folder cache");
+        if cache.len() >= FOLDER_CACHE {
+            cache.clear();
+        }
+        cache.insert(key, fh.clone());
+        Ok(fh)
+    }
+
+    async fn lookup_folder(&self, segs: &[String]) -> Result<Bytes> {
+        let root = self.shared.root().await?;
         let mut dir = root;
-        for seg in &segs {
+        for seg in segs {
             dir = match self.shared.lookup(&dir, seg).await {
                 Ok((fh, a)) if a.type_ == NF_DIR => fh,
                 Ok(_) => return Err(BackendError::FolderNotFound(segs.join("/"))),
@@ -631,6 +660,7 @@ impl Volume for NfsVolume {
 
     async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>> {
         let dir = self.shared.timed("open_folder", self.folder_dir(loc)).await?;
+
         Ok(Arc::new(NfsFolder {
             root: dir,
             shared: self.shared.clone(),
@@ -641,6 +671,10 @@ impl Volume for NfsVolume {
         let s = &self.shared;
         s.timed("delete_folder", async {
             let dir = self.folder_dir(loc).await?;
+            s.folders
+                .lock()
+                .expect("folder cache")
+                .remove(&location_segments(loc).join("/"));
             let folder = NfsFolder {
                 root: dir.clone(),
                 shared: s.clone(),

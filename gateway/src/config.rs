@@ -131,6 +131,60 @@ pub enum VolumeConfig {
         /// Root directory of the volume.
         path: PathBuf,
     },
+    /// A directory on an NFS export, spoken to from user space (no kernel mount).
+    Nfs(NfsVolumeConfig),
+}
+
+/// An NFS volume (`backend = "nfs"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NfsVolumeConfig {
+    /// Volume name.
+    pub name: String,
+    /// `nfs://server[:port]/export?version=3|4.1|4.2&nfsport=N&mountport=N&uid=N&gid=N`.
+    pub url: String,
+    /// Directory inside the export that holds the folders; created if missing.
+    #[serde(default)]
+    pub path: String,
+    /// TCP connections (mounts) to the server.
+    #[serde(default = "default_nfs_connections")]
+    pub connections: usize,
+    /// Largest READ/WRITE payload per RPC in bytes (the server's limits cap it further).
+    #[serde(default = "default_nfs_io_size")]
+    pub io_size: usize,
+    /// RPCs in flight per object being read or written.
+    #[serde(default = "default_nfs_depth")]
+    pub depth: usize,
+    /// Seconds idempotent calls are retried while the server is unreachable before the request
+    /// fails with 503.
+    #[serde(default = "default_nfs_retry_secs")]
+    pub retry_secs: f64,
+}
+
+fn default_nfs_connections() -> usize {
+    4
+}
+fn default_nfs_io_size() -> usize {
+    1 << 20
+}
+fn default_nfs_depth() -> usize {
+    8
+}
+fn default_nfs_retry_secs() -> f64 {
+    3.0
+}
+
+impl NfsVolumeConfig {
+    /// The backend's options.
+    pub fn options(&self) -> penstock_backends::nfs::NfsOptions {
+        let mut o = penstock_backends::nfs::NfsOptions::new(&self.url);
+        o.path = self.path.clone();
+        o.connections = self.connections;
+        o.io_size = self.io_size;
+        o.depth = self.depth;
+        o.retry_budget = std::time::Duration::from_secs_f64(self.retry_secs);
+        o
+    }
 }
 
 impl VolumeConfig {
@@ -138,6 +192,7 @@ impl VolumeConfig {
     pub fn name(&self) -> &str {
         match self {
             VolumeConfig::Posix { name, .. } => name,
+            VolumeConfig::Nfs(n) => &n.name,
         }
     }
 }
@@ -177,6 +232,20 @@ impl Config {
             }
             if !names.insert(name) {
                 anyhow::bail!("volumes: duplicate volume name {name:?}");
+            }
+            if let VolumeConfig::Nfs(n) = v {
+                if !n.url.starts_with("nfs://") {
+                    anyhow::bail!("volumes: {name}: url must be nfs://server/export?... (got {:?})", n.url);
+                }
+                if n.connections == 0 || n.depth == 0 || n.io_size < 4096 {
+                    anyhow::bail!("volumes: {name}: connections and depth must be >= 1, io_size >= 4096");
+                }
+                if !(n.retry_secs >= 0.0 && n.retry_secs <= 3600.0) {
+                    anyhow::bail!("volumes: {name}: retry_secs must be between 0 and 3600");
+                }
+                if n.path.split('/').any(|s| s == "..") {
+                    anyhow::bail!("volumes: {name}: path must not contain '..'");
+                }
             }
         }
         if !names.contains(self.default_volume.as_str()) {
@@ -227,5 +296,29 @@ mod tests {
         assert!(toml::from_str::<Config>(typo).is_err());
         let bad: Config = toml::from_str("default_volume = \"nope\"").unwrap();
         assert!(bad.validate().unwrap_err().to_string().contains("default_volume"));
+    }
+
+    #[test]
+    fn parses_nfs_volumes() {
+        let c: Config = toml::from_str(
+            "default_volume = \"n\"\n[[volumes]]\nname = \"n\"\nbackend = \"nfs\"\nurl = \"nfs://10.0.0.5/export?version=3\"\npath = \"penstock\"\nconnections = 2\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let VolumeConfig::Nfs(n) = &c.volumes[0] else {
+            panic!("nfs volume")
+        };
+        let o = n.options();
+        assert_eq!(
+            (o.connections, o.depth, o.io_size, o.path.as_str()),
+            (2, 8, 1 << 20, "penstock")
+        );
+        let typo = "[[volumes]]\nname = \"n\"\nbackend = \"nfs\"\nurl = \"nfs://h/e\"\nconections = 2\n";
+        assert!(toml::from_str::<Config>(typo).is_err());
+        let bad: Config = toml::from_str(
+            "default_volume = \"n\"\n[[volumes]]\nname = \"n\"\nbackend = \"nfs\"\nurl = \"http://h/e\"\n",
+        )
+        .unwrap();
+        assert!(bad.validate().unwrap_err().to_string().contains("nfs://"));
     }
 }

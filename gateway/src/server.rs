@@ -17,7 +17,7 @@ use crate::s3::Gateway;
 /// Opens the stores, binds the listener and serves until a shutdown signal.
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
-    let gateway = Arc::new(Gateway::open(&cfg)?);
+    let gateway = Arc::new(Gateway::open(&cfg).await?);
     let banner = ensure_admin(&gateway.store, &gateway.master)?;
     // Staging files older than this process belong to writes a crash interrupted.
     let sweeper = gateway.clone();

@@ -158,21 +158,7 @@ impl Gateway {
 
     /// Finds the directory of a bucket's folder on the default volume (`<scope>/<aa>/<bb>/<rest>`).
     pub fn folder_dir(&self, marker_file: &str) -> PathBuf {
-        fn walk(p: &Path, depth: usize, name: &str) -> Option<PathBuf> {
-            if depth == 4 {
-                return p.join(name).exists().then(|| p.to_path_buf());
-            }
-            for e in std::fs::read_dir(p).ok()? {
-                let e = e.ok()?;
-                if e.file_type().ok()?.is_dir() {
-                    if let Some(f) = walk(&e.path(), depth + 1, name) {
-                        return Some(f);
-                    }
-                }
-            }
-            None
-        }
-        walk(&self.volume_dir(), 0, marker_file).expect("folder holding the marker file")
+        find_folder(&self.volume_dir(), marker_file)
     }
 
     /// Sends SIGTERM and waits for the process to exit.
@@ -207,4 +193,23 @@ impl Drop for Gateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Finds the folder (`<scope>/<aa>/<bb>/<rest>` below `volume_root`) that holds `marker_file`.
+pub fn find_folder(volume_root: &Path, marker_file: &str) -> PathBuf {
+    fn walk(p: &Path, depth: usize, name: &str) -> Option<PathBuf> {
+        if depth == 4 {
+            return p.join(name).exists().then(|| p.to_path_buf());
+        }
+        for e in std::fs::read_dir(p).ok()? {
+            let e = e.ok()?;
+            if e.file_type().ok()?.is_dir() {
+                if let Some(f) = walk(&e.path(), depth + 1, name) {
+                    return Some(f);
+                }
+            }
+        }
+        None
+    }
+    walk(volume_root, 0, marker_file).expect("folder holding the marker file")
 }

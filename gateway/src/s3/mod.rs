@@ -26,6 +26,7 @@ use s3s::dto::*;
 use s3s::service::S3ServiceBuilder;
 use s3s::{S3Request, S3Response, S3Result, S3};
 
+use penstock_backends::nfs::NfsVolume;
 use penstock_backends::posix::PosixVolume;
 use penstock_backends::{Folder, FolderLocation, Volume};
 use penstock_metadata::{BucketRecord, MetaError, Store, StoreOptions};
@@ -65,7 +66,7 @@ pub(crate) struct BucketCtx {
 
 impl Gateway {
     /// Opens the metadata store and the configured volumes.
-    pub fn open(cfg: &Config) -> anyhow::Result<Self> {
+    pub async fn open(cfg: &Config) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&cfg.data_dir)?;
         let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
         let metrics = Arc::new(Metrics::new());
@@ -75,6 +76,12 @@ impl Gateway {
                 VolumeConfig::Posix { name, path } => {
                     Arc::new(PosixVolume::open(name, path)?.with_observer(metrics.clone()))
                 }
+                VolumeConfig::Nfs(n) => Arc::new(
+                    NfsVolume::connect(&n.name, n.options())
+                        .await
+                        .map_err(|e| anyhow::anyhow!("volume {}: {e}", n.name))?
+                        .with_observer(metrics.clone()),
+                ),
             };
             volumes.insert(v.name().to_owned(), vol);
         }
