@@ -8,6 +8,8 @@ what=${1:-test}
 apt_pkgs=(build-essential clang libclang-dev pkg-config libibverbs-dev librdmacm-dev)
 if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
+  # NFS backend tests: a real NFS server, its portmapper, and libnfs's nfs-cp as a second client.
+  apt_pkgs+=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)
 fi
 missing=()
 for p in "${apt_pkgs[@]}"; do

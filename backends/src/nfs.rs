@@ -775,13 +775,9 @@ fn to_stat(a: &Attr) -> Option<Stat> {
     })
 }
 
-/// The outcome of resolving a path inside a folder.
-enum Resolved {
-    /// The object: its handle and attributes.
-    Found { fh: Bytes, attr: Attr },
-    /// Nothing there (a component is missing or is not a directory).
-    Absent,
-}
+/// The outcome of resolving a path inside a folder: the object's handle and attributes, or
+/// `None` when nothing is there (a component is missing or is not a directory).
+type Resolved = Option<(Bytes, Attr)>;
 
 /// A folder on an NFS volume, addressed by its directory's file handle.
 pub struct NfsFolder {
@@ -815,9 +811,7 @@ impl NfsFolder {
             let dir = stack.last().expect("non-empty").clone();
             let (fh, attr) = match s.lookup(&dir, &seg).await {
                 Ok(x) => x,
-                Err(f) if f.is(status::NOENT) || f.is(status::NOTDIR) || f.is(status::NAMETOOLONG) => {
-                    return Ok(Resolved::Absent)
-                }
+                Err(f) if f.is(status::NOENT) || f.is(status::NOTDIR) || f.is(status::NAMETOOLONG) => return Ok(None),
                 Err(f) => return Err(f.into()),
             };
             let is_last = todo.is_empty();
@@ -842,7 +836,7 @@ impl NfsFolder {
                     }
                     // An empty target resolves to nothing.
                     if target.is_empty() {
-                        return Ok(Resolved::Absent);
+                        return Ok(None);
                     }
                 }
                 NF_DIR => {
@@ -851,7 +845,7 @@ impl NfsFolder {
                 }
                 _ if is_last => last = Some((fh, attr)),
                 // A file (or device) where a directory is needed.
-                _ => return Ok(Resolved::Absent),
+                _ => return Ok(None),
             }
         }
         let (fh, attr) = match last {
@@ -862,7 +856,7 @@ impl NfsFolder {
                 (top, attr)
             }
         };
-        Ok(Resolved::Found { fh, attr })
+        Ok(Some((fh, attr)))
     }
 
     /// Handle of the directory `segs` (following symlinks inside the folder), `None` if absent or
@@ -872,7 +866,7 @@ impl NfsFolder {
             return Ok(Some(self.root.clone()));
         }
         match self.resolve(segs, true).await? {
-            Resolved::Found { fh, attr, .. } if attr.type_ == NF_DIR => Ok(Some(fh)),
+            Some((fh, attr)) if attr.type_ == NF_DIR => Ok(Some(fh)),
             _ => Ok(None),
         }
     }
@@ -889,9 +883,9 @@ impl NfsFolder {
             dir = match s.lookup(&dir, seg).await {
                 Ok((fh, a)) if a.type_ == NF_DIR => fh,
                 Ok((_, a)) if a.type_ == NF_LNK => match self.resolve(&segs[..=i], true).await? {
-                    Resolved::Found { fh, attr, .. } if attr.type_ == NF_DIR => fh,
-                    Resolved::Found { .. } => return Err(BackendError::ParentIsFile),
-                    Resolved::Absent => return Err(BackendError::ParentIsFile),
+                    Some((fh, attr)) if attr.type_ == NF_DIR => fh,
+                    Some(_) => return Err(BackendError::ParentIsFile),
+                    None => return Err(BackendError::ParentIsFile),
                 },
                 Ok(_) => return Err(BackendError::ParentIsFile),
                 Err(f) if f.is(status::NOENT) => match s.mkdir(&dir, seg, true).await {
@@ -997,8 +991,8 @@ impl Folder for NfsFolder {
         self.shared
             .timed("stat", async {
                 match self.resolve(path.segments(), true).await? {
-                    Resolved::Found { attr, .. } => Ok(to_stat(&attr)),
-                    Resolved::Absent => Ok(None),
+                    Some((_, attr)) => Ok(to_stat(&attr)),
+                    None => Ok(None),
                 }
             })
             .await
@@ -1011,7 +1005,7 @@ impl Folder for NfsFolder {
                     return Ok(None);
                 }
                 match self.resolve(path.segments(), true).await? {
-                    Resolved::Found { fh, attr, .. } if attr.type_ == NF_REG => {
+                    Some((fh, attr)) if attr.type_ == NF_REG => {
                         let stat = to_stat(&attr).expect("regular file");
                         Ok(Some(Box::new(NfsReader {
                             shared: self.shared.clone(),
@@ -1075,7 +1069,7 @@ impl Folder for NfsFolder {
                 match self.shared.mkdir(&dir, leaf, true).await {
                     Ok(_) => Ok(()),
                     Err(f) if f.is(status::EXIST) => match self.resolve(segs, true).await? {
-                        Resolved::Found { attr, .. } if attr.type_ == NF_DIR => Ok(()),
+                        Some((_, attr)) if attr.type_ == NF_DIR => Ok(()),
                         _ => Err(BackendError::IsFile),
                     },
                     Err(f) if f.is(status::NOTDIR) => Err(BackendError::ParentIsFile),
@@ -1146,7 +1140,7 @@ impl Folder for NfsFolder {
                             let mut full = dir.to_vec();
                             full.push(name.to_owned());
                             match self.resolve(&full, true).await {
-                                Ok(Resolved::Found { attr, .. }) => to_stat(&attr),
+                                Ok(Some((_, attr))) => to_stat(&attr),
                                 _ => None,
                             }
                         }

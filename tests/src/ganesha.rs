@@ -42,6 +42,10 @@ fn ensure_rpcbind() {
         return;
     }
     let bin = find("rpcbind").expect("rpcbind not installed: run scripts/install-deps.sh (apt-get install rpcbind)");
+    #[allow(
+        clippy::zombie_processes,
+        reason = "rpcbind outlives the test: it is shared by every server"
+    )]
     Command::new(bin)
         .args(["-f", "-w"])
         .stdin(Stdio::null())
