@@ -104,28 +104,5 @@ round=0 case=get-1g-x64 bench penstock "http://127.0.0.1:$P_PORT" --bucket get-1
 
 rss() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 nginx_rss=0; for p in $(pgrep -f "nginx.*$W/nginx.conf" || true); do nginx_rss=$((nginx_rss + $(rss "$p"))); done
-python3 - "$results" "$(rss $P_PID)" "$(rss $S_PID)" "$nginx_rss" "$mode" <<'PY'
-import json, statistics, sys
-path, p_rss, s_rss, n_rss, mode = sys.argv[1:6]
-rows = [json.loads(l) for l in open(path)]
-cases = []
-for r in rows:
-    if r["case"] not in cases:
-        cases.append(r["case"])
-def med(case, server, field):
-    v = [r[field] for r in rows if r["case"] == case and r["server"] == server]
-    return statistics.median(v) if v else None
-print(f"mode: {mode}; medians over rounds; throughput MiB/s, ops/s, p99 ms")
-print(f"{'case':<12} {'server':<9} {'MiB/s':>9} {'ops/s':>9} {'p99 ms':>8}   ratio penstock/peer (MiB/s, ops/s)")
-for case in cases:
-    p = (med(case, "penstock", "mib_per_sec"), med(case, "penstock", "ops_per_sec"))
-    for server in ("penstock", "s3s-fs", "nginx"):
-        m, o, l = (med(case, server, f) for f in ("mib_per_sec", "ops_per_sec", "p99_ms"))
-        if m is None:
-            continue
-        ratio = ""
-        if server != "penstock" and m and o:
-            ratio = f"{p[0] / m:6.2f}x {p[1] / o:6.2f}x"
-        print(f"{case:<12} {server:<9} {m:9.1f} {o:9.1f} {l:8.2f}   {ratio}")
-print(f"peak RSS (KiB): penstock {p_rss}, s3s-fs {s_rss}, nginx (all processes) {n_rss}")
-PY
+python3 "$root/compat/bench/summary.py" "$results" "$mode" penstock,s3s-fs,nginx \
+  "peak RSS (KiB): penstock $(rss $P_PID), s3s-fs $(rss $S_PID), nginx (all processes) $nginx_rss"
