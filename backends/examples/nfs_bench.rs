@@ -91,7 +91,7 @@ async fn main() {
         mounts.push(Arc::from(nfs_rs::parse_url_and_mount(&a.url).await.expect("mount")));
     }
     let dir = dir_handle(&*mounts[0], &a.dir).await;
-    let data = Bytes::from((0..a.size).map(|i| (i * 2654435761 >> 13) as u8).collect::<Vec<u8>>());
+    let data = Bytes::from((0..a.size).map(|i| ((i * 2654435761) >> 13) as u8).collect::<Vec<u8>>());
     let next = Arc::new(AtomicU64::new(0));
     let bytes = Arc::new(AtomicU64::new(0));
     let start = Instant::now();

@@ -198,6 +198,9 @@ struct Pool {
     /// When the last mount attempt failed: callers within a short window fail fast instead of each
     /// waiting for its own connect timeout while the server is down.
     last_failure: Mutex<Option<(Instant, String)>>,
+    /// The smallest READ/WRITE payload limit of any mount made so far (servers publish theirs at
+    /// mount time; one restarted with other limits lowers it).
+    io_cap: AtomicUsize,
 }
 
 /// How long a failed mount attempt answers for later callers.
@@ -218,6 +221,7 @@ impl Pool {
             next: AtomicUsize::new(0),
             retry_budget,
             last_failure: Mutex::new(None),
+            io_cap: AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -246,6 +250,8 @@ impl Pool {
         };
         match made {
             Ok(m) => {
+                let cap = m.get_max_read_size().min(m.get_max_write_size()) as usize;
+                self.io_cap.fetch_min(cap.max(4096), Ordering::Relaxed);
                 *slot.mount.write().expect("slot lock") = Some(m.clone());
                 *self.last_failure.lock().expect("failure lock") = None;
                 tracing::debug!(url = %self.url, slot = i, "NFS mount made");
@@ -337,6 +343,11 @@ impl Shared {
             o.observe(&self.volume, op, start.elapsed());
         }
         r
+    }
+
+    /// Payload bytes per READ/WRITE RPC: the configured size within the server's limits.
+    fn chunk(&self) -> usize {
+        self.io_size.min(self.pool.io_cap.load(Ordering::Relaxed))
     }
 
     async fn root(&self) -> Result<Bytes> {
@@ -457,7 +468,7 @@ impl Shared {
     /// Reads `len` bytes at `offset` of `fh` with up to `depth` RPCs in flight; shorter only at
     /// the end of the file.
     async fn read(&self, fh: &Bytes, offset: u64, len: usize) -> Result<Bytes> {
-        let chunk = self.io_size;
+        let chunk = self.chunk();
         let mut out = BytesMut::with_capacity(len);
         let mut pos = 0usize;
         while pos < len {
@@ -530,13 +541,8 @@ impl NfsVolume {
         match v.shared.root().await {
             Ok(_) => {
                 let m = v.shared.pool.mount(0).await?;
-                let io = v
-                    .shared
-                    .io_size
-                    .min(m.get_max_read_size() as usize)
-                    .min(m.get_max_write_size() as usize);
-                tracing::info!(volume = name, url = %opts.url, version = ?m.version(), rpc_bytes = io, "NFS volume mounted");
-                Ok(v.with_io_size(io))
+                tracing::info!(volume = name, url = %opts.url, version = ?m.version(), rpc_bytes = v.shared.chunk(), "NFS volume mounted");
+                Ok(v)
             }
             Err(BackendError::Unavailable(m)) => {
                 tracing::warn!(volume = name, url = %opts.url, error = %m, "NFS server unreachable; will retry on use");
@@ -544,18 +550,6 @@ impl NfsVolume {
             }
             Err(e) => Err(e),
         }
-    }
-
-    fn with_io_size(self, io: usize) -> Self {
-        let Self { name, shared } = self;
-        let shared = match Arc::try_unwrap(shared) {
-            Ok(mut s) => {
-                s.io_size = io.max(4096);
-                Arc::new(s)
-            }
-            Err(s) => s,
-        };
-        Self { name, shared }
     }
 
     /// Reports the duration of every storage operation to `observer`.
@@ -1034,7 +1028,7 @@ impl Folder for NfsFolder {
                 let mut staging = self.new_staging().await?;
                 // NFSv3 has no server-side copy: bytes pass through the gateway, several RPCs in
                 // flight each way.
-                let block = s.io_size * s.depth;
+                let block = s.chunk() * s.depth;
                 for &part in parts {
                     let (fh, attr) = match s.lookup(&dir, &part.to_string()).await {
                         Ok((fh, a)) if a.type_ == NF_REG => (fh, a),
@@ -1267,7 +1261,7 @@ impl NfsStaging {
     }
 
     async fn write_inner(&mut self, data: Bytes) -> Result<()> {
-        let chunk = self.shared.io_size;
+        let chunk = self.shared.chunk();
         self.len += data.len() as u64;
         if self.buf.is_empty() {
             // Whole RPCs straight from the caller's buffer, no copy.
