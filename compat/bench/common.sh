@@ -1,4 +1,4 @@
-# Shared by the benchmark scripts: parses --smoke / --rounds N, then builds Penstock and
+# Shared by the benchmark scripts: parses --smoke / --rounds N / --only CASE, then builds Penstock and
 # penstock-bench (debug for smoke runs, release otherwise) in the per-machine target dir.
 # Sets root, mode, rounds, cache, PENSTOCK, BENCH; the caller's directory becomes the repo root.
 set -euo pipefail
@@ -6,10 +6,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 mode=full
 rounds=3
+only=  # --only CASE: run just that case (run.sh, nfs.sh)
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) mode=smoke; rounds=1 ;;
     --rounds) rounds=$2; shift ;;
+    --only) only=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift

@@ -36,6 +36,11 @@ if [ "$mode" = smoke ]; then
 else
   cases=("put-16m|PUT|16M|32|8" "get-16m|GET|16M|32|8" "get-1g|GET|1G|2|2")
 fi
+if [ -n "$only" ]; then
+  kept=(); for c in "${cases[@]}"; do [ "${c%%|*}" = "$only" ] && kept+=("$c"); done
+  [ ${#kept[@]} -gt 0 ] || { echo "no case named $only" >&2; exit 2; }
+  cases=("${kept[@]}")
+fi
 results="${BENCH_RESULTS:-$cache/bench-nfs-results.jsonl}"
 : >"$results"
 record() { echo "{\"server\":\"$1\",\"round\":$round,\"case\":\"$case\",$(echo "$2" | cut -c2-)" >>"$results"; }

@@ -68,6 +68,11 @@ if [ "$mode" = smoke ]; then
 else
   cases=("get-16m|GET|16M|32|8" "put-16m|PUT|16M|32|8" "get-1g|GET|1G|2|2" "small-put|PUT|4K|2000|16" "small-get|GET|4K|2000|16")
 fi
+if [ -n "$only" ]; then
+  kept=(); for c in "${cases[@]}"; do [ "${c%%|*}" = "$only" ] && kept+=("$c"); done
+  [ ${#kept[@]} -gt 0 ] || { echo "no case named $only" >&2; exit 2; }
+  cases=("${kept[@]}")
+fi
 
 # Populate the GET sets once per server; nginx serves Penstock's folder of the same bucket.
 for c in "${cases[@]}"; do
@@ -100,7 +105,7 @@ done
 
 # 64 concurrent GETs of the largest objects: the gateway's memory must stay bounded.
 if [ "$mode" = full ]; then many=(--size 1G --count 2 --concurrency 64 --duration 15); else many=(--size 256K --count 2 --concurrency 64); fi
-round=0 case=get-1g-x64 bench penstock "http://127.0.0.1:$P_PORT" --bucket get-1g --workload get "${many[@]}"
+[ -z "$only" ] || [ "$only" = get-1g ] && round=0 case=get-1g-x64 bench penstock "http://127.0.0.1:$P_PORT" --bucket get-1g --workload get "${many[@]}"
 
 rss() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 nginx_rss=0; for p in $(pgrep -f "nginx.*$W/nginx.conf" || true); do nginx_rss=$((nginx_rss + $(rss "$p"))); done

@@ -310,6 +310,18 @@ impl Store {
         self.put(CF_QUOTAS, q.scope.as_bytes(), q)
     }
 
+    /// Stores a quota scope's limit and usage; with `sync` unset the write is not synced on its
+    /// own but by the next synced write (one write-ahead log for the whole store).
+    pub fn put_quota_opt(&self, q: &Quota, sync: bool) -> Result<()> {
+        let mut w = self.wopts();
+        if !sync {
+            w.set_sync(false);
+        }
+        self.db
+            .put_cf_opt(self.cf(CF_QUOTAS), q.scope.as_bytes(), encode(q), &w)?;
+        Ok(())
+    }
+
     /// All quota scopes.
     pub fn quotas(&self) -> Result<Vec<Quota>> {
         self.all(CF_QUOTAS)

@@ -159,7 +159,8 @@ fn bad_config_fails_start_up_with_a_precise_message() {
         ("listen = \"not an address\"\n", "listen"),
         ("lissten = \"127.0.0.1:1\"\n", "lissten"),
         ("default_volume = \"nope\"\n", "default_volume"),
-        ("[[volumes]]\nname = \"v\"\nbackend = \"nfs\"\npath = \"/x\"\n", "nfs"),
+        ("[[volumes]]\nname = \"v\"\nbackend = \"ceph\"\npath = \"/x\"\n", "ceph"),
+        ("[[volumes]]\nname = \"v\"\nbackend = \"nfs\"\npath = \"/x\"\n", "url"),
         ("master_key = \"c2hvcnQ=\"\n", "master key"),
     ];
     for (i, (toml, needle)) in cases.iter().enumerate() {

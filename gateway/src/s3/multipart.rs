@@ -203,7 +203,8 @@ impl Gateway {
         let _guard = self.locks.lock(b.rec.folder_id, &format!("\0part/{id}/{n}")).await;
         let previous = self.meta(move |s| s.part(&id, n)).await?.map_or(0, |p| p.size);
         let delta = st.size as i64 - previous as i64;
-        self.charge(&b.rec.quota_scope, delta).await?;
+        // Made durable by the part record's synced write below.
+        self.charge_deferred(&b.rec.quota_scope, delta).await?;
         let stored = async {
             staging
                 .publish_part(&up.upload_id, n, self.durable)

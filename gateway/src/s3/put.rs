@@ -204,7 +204,8 @@ impl Gateway {
             _ => 0,
         };
         let delta = rec.fingerprint.size as i64 - old as i64 - released as i64;
-        self.charge(&b.rec.quota_scope, delta).await?;
+        // Made durable by the record's synced write right below.
+        self.charge_deferred(&b.rec.quota_scope, delta).await?;
         let (k, r) = (key.clone(), rec.clone());
         let published = async {
             self.meta(move |s| s.put_object(folder, &k, &r)).await?;

@@ -59,35 +59,57 @@ impl Gateway {
         Ok(q)
     }
 
-    /// Adds `delta` bytes to the scope's usage, refusing growth beyond its limit.
+    /// Adds `delta` bytes to the scope's usage, refusing growth beyond its limit. The change is
+    /// durable when this returns.
     pub(crate) async fn charge(&self, scope: &str, delta: i64) -> S3Result<()> {
+        self.charge_with(scope, delta, true).await
+    }
+
+    /// Like [`Gateway::charge`], but the usage change is not synced on its own: the caller's next
+    /// synced metadata write (the object or part record) makes it durable, as RocksDB syncs the
+    /// whole write-ahead log up to that write. The scope's lock is then held for a memtable
+    /// insert instead of an fsync, so concurrent writers of a scope no longer queue behind each
+    /// other's syncs and their record writes share group commits. If the process dies before
+    /// that record write, the write was not acknowledged and its charge is lost with it.
+    pub(crate) async fn charge_deferred(&self, scope: &str, delta: i64) -> S3Result<()> {
+        self.charge_with(scope, delta, false).await
+    }
+
+    async fn charge_with(&self, scope: &str, delta: i64, sync: bool) -> S3Result<()> {
         if delta == 0 {
             return Ok(());
         }
         let _guard = self.quota_locks.lock(uuid::Uuid::nil(), scope).await;
         let s = scope.to_owned();
-        let mut q = self.meta(move |st| st.quota(&s)).await?.unwrap_or_else(|| Quota {
-            scope: scope.to_owned(),
-            limit_bytes: None,
-            usage_bytes: 0,
-        });
-        let new = (q.usage_bytes as i64).saturating_add(delta).max(0) as u64;
-        if delta > 0 {
-            if let Some(limit) = q.limit_bytes {
-                if new > limit {
-                    let mut e = S3Error::with_message(
-                        S3ErrorCode::Custom("QuotaExceeded".into()),
-                        format!(
-                            "The write needs {delta} more bytes but quota scope {scope} has {} of {limit} bytes left",
-                            limit.saturating_sub(q.usage_bytes)
-                        ),
-                    );
-                    e.set_status_code(http::StatusCode::FORBIDDEN);
-                    return Err(e);
+        // One metadata round trip: read, check and write under the scope's lock.
+        let refused = self
+            .meta(move |st| {
+                let mut q = st.quota(&s)?.unwrap_or_else(|| Quota {
+                    scope: s.clone(),
+                    limit_bytes: None,
+                    usage_bytes: 0,
+                });
+                let new = (q.usage_bytes as i64).saturating_add(delta).max(0) as u64;
+                if delta > 0 {
+                    if let Some(limit) = q.limit_bytes {
+                        if new > limit {
+                            return Ok(Some((limit.saturating_sub(q.usage_bytes), limit)));
+                        }
+                    }
                 }
-            }
+                q.usage_bytes = new;
+                st.put_quota_opt(&q, sync)?;
+                Ok(None)
+            })
+            .await?;
+        if let Some((left, limit)) = refused {
+            let mut e = S3Error::with_message(
+                S3ErrorCode::Custom("QuotaExceeded".into()),
+                format!("The write needs {delta} more bytes but quota scope {scope} has {left} of {limit} bytes left"),
+            );
+            e.set_status_code(http::StatusCode::FORBIDDEN);
+            return Err(e);
         }
-        q.usage_bytes = new;
-        self.meta(move |st| st.put_quota(&q)).await
+        Ok(())
     }
 }
