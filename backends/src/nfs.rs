@@ -1357,21 +1357,11 @@ async fn write_fully(s: &Shared, fh: Bytes, mut off: u64, mut data: Bytes) -> Re
         if n == 0 {
             return Err(BackendError::Io(std::io::Error::other("NFS server accepted no bytes")));
         }
-        data.advance_by(n);
+        bytes::Buf::advance(&mut data, n);
         off += n as u64;
         acks.push(ack);
     }
     Ok(acks)
-}
-
-trait AdvanceBy {
-    fn advance_by(&mut self, n: usize);
-}
-
-impl AdvanceBy for Bytes {
-    fn advance_by(&mut self, n: usize) {
-        let _ = self.split_to(n);
-    }
 }
 
 #[async_trait]

@@ -213,3 +213,17 @@ pub fn find_folder(volume_root: &Path, marker_file: &str) -> PathBuf {
     }
     walk(volume_root, 0, marker_file).expect("folder holding the marker file")
 }
+
+/// Deterministic pseudo-random bytes (xorshift64 seeded by `seed`): test payloads that are cheap to
+/// regenerate for comparison and differ between seeds.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

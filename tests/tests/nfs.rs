@@ -8,7 +8,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use md5::{Digest, Md5};
 use penstock_tests::ganesha::Ganesha;
-use penstock_tests::{find_folder, Gateway};
+use penstock_tests::{find_folder, pattern as payload, Gateway};
 
 /// A gateway whose default volume is the server's export (subdirectory `penstock`).
 fn gateway_on(server: &Ganesha, version: &str) -> Gateway {
@@ -16,18 +16,6 @@ fn gateway_on(server: &Ganesha, version: &str) -> Gateway {
         "default_volume = \"nfs\"\nfsync = true\n[[volumes]]\nname = \"nfs\"\nbackend = \"nfs\"\nurl = \"{}\"\npath = \"penstock\"\nretry_secs = 1.0\n",
         server.url(version)
     ))
-}
-
-fn payload(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 async fn get(c: &aws_sdk_s3::Client, b: &str, k: &str) -> Vec<u8> {

@@ -7,21 +7,9 @@ use std::time::Duration;
 use http::Method;
 use penstock_client::rdma::{SoftwareTarget, REPLY_HEADER};
 use penstock_client::Client;
-use penstock_tests::{Gateway, ACCESS_KEY, SECRET_KEY};
+use penstock_tests::{pattern, Gateway, ACCESS_KEY, SECRET_KEY};
 
 const DC: &str = "00007f3a2c000000:00100000:0001a2b3:0000:00c0de:1:00000000000000000000ffffc0a80a07";
-
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 async fn setup(gw: &Gateway) -> (Client, SoftwareTarget) {
     let c = Client::new(&gw.endpoint, ACCESS_KEY, SECRET_KEY);
