@@ -55,3 +55,16 @@ done
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "  - $*"; }
+
+# With an `aws_` function (aws cli with --endpoint-url): makes bucket $1, uploads 100 MiB of random
+# bytes from $WORK/big.bin to data/big.bin (multipart), checks ls and the multipart ETag.
+aws_mb_and_big_upload() {
+  local b=$1
+  step mb; aws_ s3 mb "s3://$b" >/dev/null
+  head -c $((100 * 1024 * 1024)) /dev/urandom >"$WORK/big.bin"
+  step "cp 100 MiB"; aws_ s3 cp "$WORK/big.bin" "s3://$b/data/big.bin" --only-show-errors
+  aws_ s3 ls "s3://$b/data/" | grep -q " 104857600 big.bin" || fail "ls does not show the 100 MiB object"
+  local etag
+  etag=$(aws_ s3api head-object --bucket "$b" --key data/big.bin --query ETag --output text)
+  case "$etag" in *-*) ;; *) fail "expected a multipart ETag, got $etag" ;; esac
+}

@@ -16,12 +16,7 @@ AWS=$(command -v aws)
 aws_() { "$AWS" --endpoint-url "$ENDPOINT" "$@"; }
 
 B=nfs-$RANDOM
-step mb; aws_ s3 mb "s3://$B" >/dev/null
-head -c $((100 * 1024 * 1024)) /dev/urandom >"$WORK/big.bin"
-step "cp 100 MiB"; aws_ s3 cp "$WORK/big.bin" "s3://$B/data/big.bin" --only-show-errors
-aws_ s3 ls "s3://$B/data/" | grep -q " 104857600 big.bin" || fail "ls does not show the 100 MiB object"
-etag=$(aws_ s3api head-object --bucket "$B" --key data/big.bin --query ETag --output text)
-case "$etag" in *-*) ;; *) fail "expected a multipart ETag, got $etag" ;; esac
+aws_mb_and_big_upload "$B"
 step "the object is a plain file in the export"
 onfs=$(find "$NFS_EXPORT/penstock" -path '*/data/big.bin' -type f)
 [ -n "$onfs" ] || fail "big.bin not found in the export"
