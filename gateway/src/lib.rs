@@ -9,6 +9,7 @@ pub mod admin_cli;
 pub mod auth;
 pub mod bootstrap;
 pub mod config;
+mod md5pool;
 pub mod metrics;
 pub mod observe;
 pub mod s3;

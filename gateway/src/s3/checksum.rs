@@ -3,9 +3,12 @@
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
+use bytes::Bytes;
 use http::HeaderMap;
 use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
 use s3s::{s3_error, S3Result};
+
+use crate::md5pool::Md5Stream;
 
 use penstock_metadata::Checksums;
 
@@ -129,7 +132,7 @@ impl State {
 
 /// Computes MD5 (for the ETag) and the chosen checksums in one pass.
 pub(crate) struct BodyHasher {
-    md5: Md5,
+    md5: Md5Stream,
     states: Vec<(Algo, State)>,
 }
 
@@ -142,19 +145,19 @@ pub(crate) struct Digests {
 impl BodyHasher {
     pub(crate) fn new(algos: &[Algo]) -> Self {
         Self {
-            md5: Md5::new(),
+            md5: Md5Stream::default(),
             states: algos.iter().map(|&a| (a, State::new(a))).collect(),
         }
     }
 
-    pub(crate) fn update(&mut self, data: &[u8]) {
-        self.md5.update(data);
+    pub(crate) async fn update(&mut self, data: &Bytes) {
         for (_, s) in &mut self.states {
             s.update(data);
         }
+        self.md5.update(data.clone()).await;
     }
 
-    pub(crate) fn finish(self) -> Digests {
+    pub(crate) async fn finish(self) -> Digests {
         let mut checksums = Checksums::default();
         for (a, s) in self.states {
             a.set(&mut checksums, Some(B64.encode(s.finish())));
@@ -163,7 +166,7 @@ impl BodyHasher {
             checksums.checksum_type = Some("FULL_OBJECT".to_owned());
         }
         Digests {
-            md5: self.md5.finalize(),
+            md5: self.md5.finish().await,
             checksums,
         }
     }
@@ -368,13 +371,13 @@ mod tests {
         assert!(combine_crcs(Algo::Sha256, &[]).is_none());
     }
 
-    #[test]
-    fn known_checksum_values() {
+    #[tokio::test]
+    async fn known_checksum_values() {
         // Reference values for "hello world" published in AWS documentation and test suites.
         let mut h = BodyHasher::new(&[Algo::Crc32, Algo::Crc32c, Algo::Sha256]);
-        h.update(b"hello ");
-        h.update(b"world");
-        let d = h.finish();
+        h.update(&Bytes::from_static(b"hello ")).await;
+        h.update(&Bytes::from_static(b"world")).await;
+        let d = h.finish().await;
         assert_eq!(hex::encode(d.md5), "5eb63bbbe01eeed093cb22bb8f5acdc3");
         assert_eq!(d.checksums.crc32.as_deref(), Some("DUoRhQ=="));
         assert_eq!(d.checksums.crc32c.as_deref(), Some("yZRlqg=="));
@@ -384,25 +387,25 @@ mod tests {
         );
     }
 
-    #[test]
-    fn claims_are_verified() {
+    #[tokio::test]
+    async fn claims_are_verified() {
         let mut headers = HeaderMap::new();
         headers.insert("x-amz-checksum-crc32", "DUoRhQ==".parse().unwrap());
         let claims = Claims::from_headers(&headers, None).unwrap();
         assert_eq!(claims.algos(), [Algo::Crc32]);
         let mut h = BodyHasher::new(&claims.algos());
-        h.update(b"hello world");
-        assert!(claims.verify(&h.finish(), None).is_ok());
+        h.update(&Bytes::from_static(b"hello world")).await;
+        assert!(claims.verify(&h.finish().await, None).is_ok());
         let mut h = BodyHasher::new(&claims.algos());
-        h.update(b"hello world!");
-        assert!(claims.verify(&h.finish(), None).is_err());
+        h.update(&Bytes::from_static(b"hello world!")).await;
+        assert!(claims.verify(&h.finish().await, None).is_err());
 
         let mut headers = HeaderMap::new();
         headers.insert("x-amz-trailer", "x-amz-checksum-crc64nvme".parse().unwrap());
         let claims = Claims::from_headers(&headers, None).unwrap();
         let mut h = BodyHasher::new(&claims.algos());
-        h.update(b"x");
-        let d = h.finish();
+        h.update(&Bytes::from_static(b"x")).await;
+        let d = h.finish().await;
         let mut trailers = HeaderMap::new();
         trailers.insert(
             "x-amz-checksum-crc64nvme",

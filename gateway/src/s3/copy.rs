@@ -127,7 +127,7 @@ impl Gateway {
             if let Some(h) = &src.handle {
                 copy_range(h.as_ref(), 0, src.st.size, staging.as_mut(), &mut hasher).await?;
             }
-            let d = hasher.finish();
+            let d = hasher.finish().await;
             let st = staging.seal(self.durable).await.map_err(backend_err)?;
             let rec = new_record(d, &st, attrs, tags);
             self.commit(&b, &path, staging, &rec, None, 0).await?;
@@ -199,7 +199,7 @@ pub(crate) async fn copy_range(
             return Err(s3_error!(InternalError, "The source object shrank during the copy"));
         }
         done += block.len() as u64;
-        hasher.update(&block);
+        hasher.update(&block).await;
         dst.write(block).await.map_err(backend_err)?;
     }
     Ok(())

@@ -115,7 +115,7 @@ impl Gateway {
             .await?;
         let moved = staging.len();
         self.metrics.payload(path_kind, crate::metrics::Direction::In, moved);
-        let d = hasher.finish();
+        let d = hasher.finish().await;
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&d, trailers.as_ref())?;
 
@@ -164,7 +164,7 @@ impl Gateway {
         if let Some(h) = &src.handle {
             copy_range(h.as_ref(), start, len, staging.as_mut(), &mut hasher).await?;
         }
-        let d = hasher.finish();
+        let d = hasher.finish().await;
         let part = self.store_part(&b, &up, i.part_number as u32, staging, d).await?;
         let c = &part.checksums;
         Ok(S3Response::new(UploadPartCopyOutput {

@@ -62,7 +62,7 @@ impl Gateway {
         self.metrics.payload(path_kind, Direction::In, moved);
 
         // Nothing becomes visible unless every checksum, including trailers, matched.
-        let digests = hasher.finish();
+        let digests = hasher.finish().await;
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&digests, trailers.as_ref())?;
 
@@ -121,7 +121,7 @@ impl Gateway {
         let mut chunks = std::pin::pin!(chunks);
         while let Some(c) = chunks.next().await {
             let c = c.map_err(|e| transfer_failed(&e, &self.metrics, a.token.kind()))?;
-            hasher.update(&c);
+            hasher.update(&c).await;
             staging.write(c).await.map_err(backend_err)?;
         }
         Ok(a.data_path())
@@ -136,7 +136,7 @@ impl Gateway {
         claims: &Claims,
         req: &S3Request<PutObjectInput>,
     ) -> S3Result<S3Response<PutObjectOutput>> {
-        let mut hasher = BodyHasher::new(&claims.algos());
+        let hasher = BodyHasher::new(&claims.algos());
         if let Some(mut body) = body {
             while let Some(chunk) = body.next().await {
                 if !chunk.map_err(body_err)?.is_empty() {
@@ -147,8 +147,7 @@ impl Gateway {
                 }
             }
         }
-        hasher.update(&[]);
-        let digests = hasher.finish();
+        let digests = hasher.finish().await;
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&digests, trailers.as_ref())?;
         let key = path.key();
@@ -275,7 +274,7 @@ async fn ingest(
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(body_err)?;
             total += chunk.len() as u64;
-            hasher.update(&chunk);
+            hasher.update(&chunk).await;
             staging.write(chunk).await.map_err(backend_err)?;
         }
     }

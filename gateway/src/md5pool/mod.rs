@@ -1,0 +1,509 @@
+//! MD5 for ETags, hashed for many uploads at once.
+//!
+//! MD5 is one serial chain over 64-byte blocks, so one body never hashes faster than one core's
+//! latency-bound rate (about 650 MB/s here), and it was two thirds of the gateway's CPU on large
+//! PUTs. Independent bodies can share a SIMD register instead: each 32-bit lane of an AVX2
+//! register carries another upload's chain, so eight uploads hash in about the time of one.
+//! Uploads hand their bytes to a hashing thread in batches ([`Md5Stream`]); the thread packs
+//! whichever uploads have bytes waiting into lanes. Small bodies, the tail of a body, and
+//! machines without AVX2 hash inline on the caller's thread.
+
+mod kernel;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+/// Bytes an upload collects before handing them to the hashing thread: large enough that the
+/// hand-off costs nothing measurable, small enough to keep every upload's lane busy.
+const BATCH: usize = 256 << 10;
+
+/// Most blocks one kernel call absorbs per lane before the thread looks for new work.
+const MAX_RUN: usize = 1024;
+
+/// How long a hashing thread holds back, after a lane frees, for batches of uploads that are
+/// running but have none queued. Lanes are only cheap when they are full: eight uploads arriving
+/// one after the other, each hashed alone, would cost as much as hashing them inline. An upload
+/// collects its next batch meanwhile (milliseconds at any rate a core sustains), so the wait
+/// delays no upload that has anything to send.
+const GATHER_WAIT: Duration = Duration::from_micros(500);
+
+/// The state of one MD5 computation: chaining value, bytes absorbed, and the partial block.
+pub(crate) struct Chain {
+    h: [u32; 4],
+    len: u64,
+    tail: [u8; 64],
+    tail_len: usize,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self {
+            h: kernel::INIT,
+            len: 0,
+            tail: [0; 64],
+            tail_len: 0,
+        }
+    }
+}
+
+impl Chain {
+    /// Absorbs `data` on the calling thread.
+    pub(crate) fn update(&mut self, mut data: &[u8]) {
+        self.len += data.len() as u64;
+        if self.tail_len > 0 {
+            let n = (64 - self.tail_len).min(data.len());
+            self.tail[self.tail_len..self.tail_len + n].copy_from_slice(&data[..n]);
+            self.tail_len += n;
+            data = &data[n..];
+            if self.tail_len < 64 {
+                return;
+            }
+            let block = self.tail;
+            kernel::compress(&mut self.h, &block);
+            self.tail_len = 0;
+        }
+        let whole = data.len() / 64 * 64;
+        kernel::compress(&mut self.h, &data[..whole]);
+        let rest = &data[whole..];
+        self.tail[..rest.len()].copy_from_slice(rest);
+        self.tail_len = rest.len();
+    }
+
+    /// Pads and returns the digest.
+    pub(crate) fn finish(mut self) -> [u8; 16] {
+        let bits = self.len.wrapping_mul(8);
+        let mut pad = [0u8; 128];
+        pad[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
+        pad[self.tail_len] = 0x80;
+        let total = if self.tail_len < 56 { 64 } else { 128 };
+        pad[total - 8..total].copy_from_slice(&bits.to_le_bytes());
+        kernel::compress(&mut self.h, &pad[..total]);
+        let mut out = [0u8; 16];
+        for (o, w) in out.chunks_exact_mut(4).zip(self.h) {
+            o.copy_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+}
+
+/// MD5 of one body fed in order, hashed by the shared hashing thread where that pays off.
+pub(crate) struct Md5Stream {
+    pool: Option<&'static Shared>,
+    /// `None` while a batch is with the hashing thread.
+    chain: Option<Box<Chain>>,
+    inflight: Option<oneshot::Receiver<Box<Chain>>>,
+    pending: Vec<Bytes>,
+    pending_len: usize,
+    /// Counted in the pool's running uploads (from the first batch on).
+    counted: bool,
+}
+
+impl Drop for Md5Stream {
+    fn drop(&mut self) {
+        if let (true, Some(pool)) = (self.counted, self.pool) {
+            pool.live.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for Md5Stream {
+    fn default() -> Self {
+        Self {
+            pool: pool(),
+            chain: Some(Box::default()),
+            inflight: None,
+            pending: Vec::new(),
+            pending_len: 0,
+            counted: false,
+        }
+    }
+}
+
+impl Md5Stream {
+    /// Appends `data`. Waits only when the previous batch is still being hashed, which bounds
+    /// what one upload holds to two batches.
+    pub(crate) async fn update(&mut self, data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        let Some(pool) = self.pool else {
+            self.chain.as_mut().expect("chain is home without a pool").update(&data);
+            return;
+        };
+        self.pending_len += data.len();
+        self.pending.push(data);
+        if self.pending_len < BATCH {
+            return;
+        }
+        let chain = self.take_back().await;
+        if !self.counted {
+            self.counted = true;
+            pool.live.fetch_add(1, Ordering::Relaxed);
+        }
+        let (done, rx) = oneshot::channel();
+        pool.submit(Job {
+            chain,
+            data: std::mem::take(&mut self.pending),
+            done,
+        });
+        self.pending_len = 0;
+        self.inflight = Some(rx);
+    }
+
+    /// The digest of everything appended. The last partial batch hashes inline: it is smaller
+    /// than a hand-off is worth.
+    pub(crate) async fn finish(mut self) -> [u8; 16] {
+        let mut chain = self.take_back().await;
+        for b in &self.pending {
+            chain.update(b);
+        }
+        chain.finish()
+    }
+
+    async fn take_back(&mut self) -> Box<Chain> {
+        match self.inflight.take() {
+            Some(rx) => rx.await.expect("the MD5 thread returns every chain it is given"),
+            None => self.chain.take().expect("chain is home when no batch is out"),
+        }
+    }
+}
+
+/// A batch: the chain to continue and the bytes to absorb, in order.
+struct Job {
+    chain: Box<Chain>,
+    data: Vec<Bytes>,
+    done: oneshot::Sender<Box<Chain>>,
+}
+
+struct Shared {
+    queue: Mutex<VecDeque<Job>>,
+    ready: Condvar,
+    /// Uploads that have handed over a batch and are not finished.
+    live: AtomicUsize,
+    kernel: Kernel,
+}
+
+/// A multi-lane compression function: chaining values, one block pointer per lane, block count.
+type Kernel = unsafe fn(&mut [[u32; 4]; LANES], &[*const u8; LANES], usize);
+
+impl Shared {
+    fn submit(&self, job: Job) {
+        self.queue.lock().expect("md5 queue").push_back(job);
+        self.ready.notify_one();
+    }
+}
+
+/// The hashing threads, started on first use; `None` without AVX2 (everything hashes inline).
+fn pool() -> Option<&'static Shared> {
+    static POOL: OnceLock<Option<&'static Shared>> = OnceLock::new();
+    *POOL.get_or_init(|| {
+        let kernel = simd_kernel()?;
+        let shared: &'static Shared = Box::leak(Box::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            live: AtomicUsize::new(0),
+            kernel,
+        }));
+        // One thread hashes several GB/s; beyond four cores, add one per four so the hashing
+        // threads never become the limit where scalar hashing per core would not have been.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for i in 0..cores.div_ceil(4) {
+            let spawned = std::thread::Builder::new()
+                .name(format!("md5-{i}"))
+                .spawn(move || work(shared));
+            if spawned.is_err() && i == 0 {
+                return None;
+            }
+        }
+        Some(shared)
+    })
+}
+
+/// The best multi-lane kernel this CPU runs, if any.
+fn simd_kernel() -> Option<Kernel> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("avx512f") && has!("avx512vl") {
+            return Some(kernel::avx2::compress_vl);
+        }
+        if has!("avx2") {
+            return Some(kernel::avx2::compress);
+        }
+    }
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+use kernel::avx2::LANES;
+#[cfg(not(target_arch = "x86_64"))]
+const LANES: usize = 1;
+
+/// What idle lanes read: zeros, as many as one kernel call takes. Their results are dropped.
+static IDLE: [u8; 64 * MAX_RUN] = [0; 64 * MAX_RUN];
+
+/// A job being absorbed by one lane.
+struct Lane {
+    job: Job,
+    /// Position in `job.data`: chunk index and offset.
+    idx: usize,
+    off: usize,
+    /// The last run handed out was the chain's own buffered block, not bytes of `job.data`.
+    tail_run: bool,
+}
+
+impl Lane {
+    fn new(mut job: Job) -> Self {
+        job.chain.len += job.data.iter().map(|b| b.len() as u64).sum::<u64>();
+        Self {
+            job,
+            idx: 0,
+            off: 0,
+            tail_run: false,
+        }
+    }
+
+    /// The next whole blocks of this lane, contiguous in memory: pointer and block count. Bytes
+    /// that straddle chunks go through the chain's block buffer. `None` when only a partial
+    /// block is left (it stays buffered in the chain).
+    fn next_run(&mut self) -> Option<(*const u8, usize)> {
+        let chain = &mut self.job.chain;
+        loop {
+            if chain.tail_len == 64 {
+                self.tail_run = true;
+                return Some((chain.tail.as_ptr(), 1));
+            }
+            let chunk = &self.job.data.get(self.idx)?[self.off..];
+            if chunk.is_empty() {
+                self.idx += 1;
+                self.off = 0;
+                continue;
+            }
+            if chain.tail_len > 0 || chunk.len() < 64 {
+                let n = (64 - chain.tail_len).min(chunk.len());
+                chain.tail[chain.tail_len..chain.tail_len + n].copy_from_slice(&chunk[..n]);
+                chain.tail_len += n;
+                self.off += n;
+                continue;
+            }
+            self.tail_run = false;
+            return Some((chunk.as_ptr(), chunk.len() / 64));
+        }
+    }
+
+    /// Moves past `blocks` blocks of the run last handed out.
+    fn advance(&mut self, blocks: usize) {
+        if self.tail_run {
+            self.job.chain.tail_len = 0;
+            self.tail_run = false;
+        } else {
+            self.off += blocks * 64;
+        }
+    }
+
+    fn complete(self) {
+        // A dropped receiver means the upload was abandoned; its chain goes with it.
+        let _ = self.job.done.send(self.job.chain);
+    }
+}
+
+/// A hashing thread: keeps up to [`LANES`] jobs in lanes and absorbs them side by side.
+fn work(shared: &'static Shared) {
+    let mut lanes: Vec<Option<Lane>> = (0..LANES).map(|_| None).collect();
+    // Set when a lane frees (or the thread was idle): the next fill may wait for stragglers.
+    let mut may_gather = true;
+    loop {
+        {
+            let mut queue = shared.queue.lock().expect("md5 queue");
+            let mut deadline = None;
+            loop {
+                for slot in lanes.iter_mut().filter(|s| s.is_none()) {
+                    match queue.pop_front() {
+                        Some(job) => *slot = Some(Lane::new(job)),
+                        None => break,
+                    }
+                }
+                let occupied = lanes.iter().filter(|l| l.is_some()).count();
+                if occupied == 0 {
+                    queue = shared.ready.wait(queue).expect("md5 queue");
+                    may_gather = true;
+                    continue;
+                }
+                if !may_gather || occupied >= shared.live.load(Ordering::Relaxed).min(LANES) {
+                    break;
+                }
+                let now = Instant::now();
+                let until = *deadline.get_or_insert(now + GATHER_WAIT);
+                if now >= until {
+                    break;
+                }
+                queue = shared.ready.wait_timeout(queue, until - now).expect("md5 queue").0;
+            }
+            may_gather = false;
+        }
+        let mut ptrs = [IDLE.as_ptr(); LANES];
+        let mut run = MAX_RUN;
+        let mut active = Vec::with_capacity(LANES);
+        for (i, slot) in lanes.iter_mut().enumerate() {
+            let Some(lane) = slot else { continue };
+            match lane.next_run() {
+                Some((p, n)) => {
+                    ptrs[i] = p;
+                    run = run.min(n);
+                    active.push(i);
+                }
+                None => {
+                    slot.take().expect("lane is occupied").complete();
+                    may_gather = true;
+                }
+            }
+        }
+        match active.as_slice() {
+            [] => {}
+            // Alone, a lane hashes faster on the scalar path.
+            &[i] => {
+                let lane = lanes[i].as_mut().expect("active lane");
+                // SAFETY: `next_run` handed out `run` or more whole blocks behind the pointer,
+                // inside a chunk or chain the lane owns.
+                let blocks = unsafe { std::slice::from_raw_parts(ptrs[i], run * 64) };
+                kernel::compress(&mut lane.job.chain.h, blocks);
+                lane.advance(run);
+            }
+            _ => {
+                simd_round(shared.kernel, &mut lanes, &active, &ptrs, run);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn simd_round(kernel: Kernel, lanes: &mut [Option<Lane>], active: &[usize], ptrs: &[*const u8; LANES], run: usize) {
+    let mut state = [[0u32; 4]; LANES];
+    for &i in active {
+        state[i] = lanes[i].as_ref().expect("active lane").job.chain.h;
+    }
+    // SAFETY: `kernel` came from `simd_kernel`, which checked its CPU features; active lanes
+    // point at `run` or more whole blocks they own, idle lanes at `IDLE` (`MAX_RUN >= run`).
+    unsafe { kernel(&mut state, ptrs, run) };
+    #[cfg(test)]
+    tests::SHARED_BLOCKS.fetch_add((run * active.len()) as u64, std::sync::atomic::Ordering::Relaxed);
+    for &i in active {
+        let lane = lanes[i].as_mut().expect("active lane");
+        lane.job.chain.h = state[i];
+        lane.advance(run);
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn simd_round(_: Kernel, _: &mut [Option<Lane>], _: &[usize], _: &[*const u8; LANES], _: usize) {
+    unreachable!("no hashing thread runs without SIMD lanes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use md5::Digest as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Blocks absorbed in shared (multi-lane) kernel calls.
+    pub(super) static SHARED_BLOCKS: AtomicU64 = AtomicU64::new(0);
+
+    fn reference(data: &[u8]) -> [u8; 16] {
+        md5::Md5::digest(data).into()
+    }
+
+    fn data(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn inline_chain_matches_reference_at_every_boundary() {
+        for len in (0..200).chain([1000, 4095, 4096, 65537]) {
+            let d = data(len, len as u64);
+            let mut c = Chain::default();
+            // Split at an awkward place so the block buffer is exercised.
+            let cut = len / 3;
+            c.update(&d[..cut]);
+            c.update(&d[cut..]);
+            assert_eq!(c.finish(), reference(&d), "len {len}");
+        }
+        assert_eq!(
+            hex::encode(Chain::default().finish()),
+            "d41d8cd98f00b204e9800998ecf8427e"
+        );
+    }
+
+    /// Streams of odd chunk sizes, many at once so the hashing thread packs them into shared
+    /// lanes, joining and leaving mid-way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_streams_match_reference() {
+        assert_eq!(pool().is_some(), simd_kernel().is_some());
+        let mut tasks = Vec::new();
+        for s in 0..24u64 {
+            tasks.push(tokio::spawn(async move {
+                let len = [0, 1, 63, 64, 65, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 17, 5 << 20][s as usize % 10]
+                    + s as usize * 131;
+                let d = data(len, s);
+                let mut h = Md5Stream::default();
+                let mut off = 0;
+                let mut step = 1 + (s as usize * 7919) % 70_000;
+                while off < len {
+                    let n = step.min(len - off);
+                    h.update(Bytes::copy_from_slice(&d[off..off + n])).await;
+                    off += n;
+                    step = 1 + (step * 31 + 17) % 90_000;
+                }
+                assert_eq!(h.finish().await, reference(&d), "stream {s}, {len} bytes");
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        if simd_kernel().is_some() {
+            assert!(
+                SHARED_BLOCKS.load(Ordering::Relaxed) > 0,
+                "no two streams ever shared the kernel"
+            );
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn eight_lane_kernels_match_scalar() {
+        use std::arch::is_x86_feature_detected as has;
+        let bufs: Vec<Vec<u8>> = (0..LANES as u64).map(|l| data(64 * 5, l)).collect();
+        let ptrs: [*const u8; LANES] = std::array::from_fn(|l| bufs[l].as_ptr());
+        let state: [[u32; 4]; LANES] = std::array::from_fn(|l| [l as u32, 1, 2, 3]);
+        let mut expect = state;
+        for (l, e) in expect.iter_mut().enumerate() {
+            kernel::compress(e, &bufs[l]);
+        }
+        let mut kernels: Vec<Kernel> = Vec::new();
+        if has!("avx2") {
+            kernels.push(kernel::avx2::compress);
+        }
+        if has!("avx2") && has!("avx512f") && has!("avx512vl") {
+            kernels.push(kernel::avx2::compress_vl);
+        }
+        eprintln!("{} multi-lane kernel(s) run on this CPU", kernels.len());
+        for k in kernels {
+            let mut s = state;
+            // SAFETY: features checked above; each buffer holds 5 blocks.
+            unsafe { k(&mut s, &ptrs, 5) };
+            assert_eq!(s, expect);
+        }
+    }
+}
