@@ -14,6 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache_root=${PENSTOCK_CACHE:-$HOME/.cache/penstock}
 ver=$(cd "$root" && cargo metadata --format-version 1 --locked 2>/dev/null |
   python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="librocksdb-sys"))')
+[ -n "$ver" ] || { echo "cannot read the locked librocksdb-sys version: does 'cargo metadata --locked' fail (Cargo.lock out of date)?" >&2; exit 1; }
 dir="$cache_root/librocksdb-sys-$ver"
 if [ ! -f "$dir/librocksdb.a" ]; then
   echo "building RocksDB $ver once into $dir (15-20 minutes on 2 cores)" >&2
