@@ -24,7 +24,7 @@ use rustix::io::Errno;
 use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 use crate::{BackendError, FolderLocation, ObjectPath, Result, STAGING_DIR};
 
-/// Staging writes are batched into blocks of this size before each blocking write.
+/// Staging writes are gathered into blocks of this size before each blocking (vectored) write.
 const WRITE_BLOCK: usize = 1 << 20;
 
 /// A volume rooted at a local directory.
@@ -484,7 +484,11 @@ struct PosixStaging {
     tmp_dir: Arc<OwnedFd>,
     name: String,
     file: Option<Arc<File>>,
-    buf: BytesMut,
+    /// Received chunks not yet handed to a write, and their total length.
+    pending: Vec<Bytes>,
+    pending_len: usize,
+    /// The block being written in the background while the next one is received.
+    inflight: Option<tokio::task::JoinHandle<Result<()>>>,
     len: u64,
     published: bool,
 }
@@ -504,7 +508,9 @@ impl PosixStaging {
             tmp_dir: Arc::new(tmp_dir),
             name,
             file: Some(Arc::new(File::from(fd))),
-            buf: BytesMut::new(),
+            pending: Vec::new(),
+            pending_len: 0,
+            inflight: None,
             len: 0,
             published: false,
             io,
@@ -515,21 +521,28 @@ impl PosixStaging {
         self.file.clone().expect("staging file is open until published")
     }
 
-    async fn write_block(&self, data: Bytes) -> Result<()> {
-        let file = self.file();
-        self.io
-            .run("write", move || {
-                (&*file).write_all(&data)?;
-                Ok(())
-            })
-            .await
+    /// Waits for the block being written, if any, and reports its failure.
+    async fn settle(&mut self) -> Result<()> {
+        match self.inflight.take() {
+            Some(h) => h.await.map_err(|e| BackendError::Io(std::io::Error::other(e)))?,
+            None => Ok(()),
+        }
     }
 
+    /// Hands the pending chunks to a background write (after the previous one finished, so
+    /// blocks land in order) and returns without waiting for it: receiving the next block
+    /// overlaps writing this one, and chunks go to the kernel as they came, without a copy.
     async fn flush(&mut self) -> Result<()> {
-        if !self.buf.is_empty() {
-            let block = self.buf.split().freeze();
-            self.write_block(block).await?;
+        self.settle().await?;
+        if self.pending.is_empty() {
+            return Ok(());
         }
+        let chunks = std::mem::take(&mut self.pending);
+        self.pending_len = 0;
+        let (file, io) = (self.file(), self.io.clone());
+        self.inflight = Some(tokio::spawn(async move {
+            io.run("write", move || write_all_vectored(&file, &chunks)).await
+        }));
         Ok(())
     }
 
@@ -576,11 +589,9 @@ impl PosixStaging {
 impl StagingFile for PosixStaging {
     async fn write(&mut self, data: Bytes) -> Result<()> {
         self.len += data.len() as u64;
-        if self.buf.is_empty() && data.len() >= WRITE_BLOCK {
-            return self.write_block(data).await;
-        }
-        self.buf.extend_from_slice(&data);
-        if self.buf.len() >= WRITE_BLOCK {
+        self.pending_len += data.len();
+        self.pending.push(data);
+        if self.pending_len >= WRITE_BLOCK {
             self.flush().await?;
         }
         Ok(())
@@ -592,6 +603,7 @@ impl StagingFile for PosixStaging {
 
     async fn seal(&mut self, durable: bool) -> Result<Stat> {
         self.flush().await?;
+        self.settle().await?;
         let file = self.file();
         self.io
             .run("seal", move || {
@@ -621,6 +633,25 @@ impl Drop for PosixStaging {
             let _ = rustix::fs::unlinkat(&*self.tmp_dir, self.name.as_str(), AtFlags::empty());
         }
     }
+}
+
+/// Writes every byte of `chunks` at the file's position, as few `writev` calls as it takes.
+fn write_all_vectored(mut file: &File, chunks: &[Bytes]) -> Result<()> {
+    let mut slices: Vec<std::io::IoSlice<'_>> = chunks
+        .iter()
+        .filter(|c| !c.is_empty())
+        .map(|c| std::io::IoSlice::new(c))
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match file.write_vectored(rest) {
+            Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Upload ids name directories; only the characters the gateway generates are accepted.
