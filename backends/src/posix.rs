@@ -11,13 +11,12 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
@@ -461,18 +460,19 @@ impl ReadHandle for PosixReader {
         let file = self.file.clone();
         self.io
             .run("read", move || {
-                let mut buf = BytesMut::zeroed(len);
-                let mut filled = 0;
-                while filled < len {
-                    match file.read_at(&mut buf[filled..], offset + filled as u64) {
+                // Read into uninitialized capacity: zeroing a block first would cost a pass over
+                // every byte served.
+                let mut buf = Vec::with_capacity(len);
+                while buf.len() < len {
+                    let at = offset + buf.len() as u64;
+                    match rustix::io::pread(&*file, rustix::buffer::spare_capacity(&mut buf), at) {
                         Ok(0) => break,
-                        Ok(n) => filled += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Ok(_) => {}
+                        Err(Errno::INTR) => {}
                         Err(e) => return Err(e.into()),
                     }
                 }
-                buf.truncate(filled);
-                Ok(buf.freeze())
+                Ok(Bytes::from(buf))
             })
             .await
     }
