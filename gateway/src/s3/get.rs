@@ -1,6 +1,7 @@
 //! GetObject and HeadObject: resolve the file and its effective record, evaluate preconditions,
 //! select the byte range (Range or partNumber), then stream with one block of read-ahead.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -19,8 +20,38 @@ use super::rdma::{reply_headers, transfer_failed, window_too_small, Admission, A
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
 
-/// Bytes per read from the backend while streaming a response.
+/// Largest read from the backend while streaming a response.
 const READ_BLOCK: usize = 1 << 20;
+
+/// Smallest streaming read block, however many responses stream at once.
+const MIN_READ_BLOCK: usize = 128 << 10;
+
+/// Read-ahead memory that all streaming responses share: each reads two blocks ahead, sized so
+/// the blocks of all streams together stay within this. Up to 16 streams get full 1 MiB blocks
+/// (fewest calls per byte); 64 streams get 256 KiB blocks instead of holding 128 MiB of
+/// read-ahead (plus the block hyper is writing to each socket).
+const READ_AHEAD_BUDGET: usize = 32 << 20;
+
+/// Responses streaming file blocks right now.
+static STREAMING: AtomicUsize = AtomicUsize::new(0);
+
+/// One response counted in [`STREAMING`] while it lives.
+struct Streaming;
+
+impl Streaming {
+    /// Counts a new stream and returns its read block size.
+    fn start() -> (Self, usize) {
+        let n = STREAMING.fetch_add(1, Ordering::Relaxed) + 1;
+        let block = (READ_AHEAD_BUDGET / (2 * n)).clamp(MIN_READ_BLOCK, READ_BLOCK) & !0xffff;
+        (Self, block)
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        STREAMING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// MD5 of the empty string: the ETag of directory markers.
 pub(crate) const EMPTY_MD5: &str = "d41d8cd98f00b204e9800998ecf8427e";
@@ -140,7 +171,9 @@ impl Gateway {
             other => {
                 out.body = plan.handle.clone().map(|h| {
                     let m = self.metrics.clone();
-                    let s = read_blocks(h, plan.start, plan.len, READ_BLOCK).inspect(move |r| {
+                    let (counted, block) = Streaming::start();
+                    let s = read_blocks(h, plan.start, plan.len, block).inspect(move |r| {
+                        let _ = &counted;
                         if let Ok(b) = r {
                             m.payload(DataPath::Http, Direction::Out, b.len() as u64);
                         }
