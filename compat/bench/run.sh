@@ -75,6 +75,7 @@ if [ -n "$only" ]; then
 fi
 
 # Populate the GET sets once per server; nginx serves Penstock's folder of the same bucket.
+declare -A folders
 for c in "${cases[@]}"; do
   IFS='|' read -r case op size count conc <<<"$c"
   [ "$op" = GET ] || continue
@@ -88,6 +89,7 @@ scope = b['quota_scope'].split(':')[1].replace('-', '')
 fid = b['folder_id'].replace('-', '')
 print(f'$W/penstock/volumes/local/{scope}/{fid[:2]}/{fid[2:4]}/{fid[4:]}')")
   ln -sfn "$folder" "$W/nginx-root/$case"
+  folders[$case]=$folder
 done
 
 run_on() { # server, then the case's bench arguments
@@ -108,6 +110,12 @@ for round in $(seq 1 "$rounds"); do
       s=${servers[$(( (i + round) % ${#servers[@]} ))]}
       # Earlier writes are flushed first: a case must not pay for the previous case's writeback.
       sync
+      # GETs are measured from the page cache for every server alike: this machine reclaims
+      # cold pages (DAMON), so whoever ran first after a PUT case used to read from disk.
+      if [ "$op" = GET ]; then
+        if [ "$s" = s3s-fs ]; then warm="$W/s3sfs/$case"; else warm=${folders[$case]}; fi
+        find "$warm" -type f -exec cat {} + >/dev/null
+      fi
       run_on "$s" --bucket "$case" --workload "$w" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}"
     done
   done
@@ -121,6 +129,7 @@ if [ "$mode" = full ]; then many=(--size 1G --count 2 --concurrency 64 --duratio
 x64_rss=
 if [ -z "$only" ] || [ "$only" = get-1g ]; then
   sync
+  find "${folders[get-1g]}" -type f -exec cat {} + >/dev/null
   echo 5 >"/proc/$P_PID/clear_refs"
   round=0 case=get-1g-x64 bench penstock "http://127.0.0.1:$P_PORT" --bucket get-1g --workload get "${many[@]}"
   x64_rss=", penstock during get-1g-x64 $(rss $P_PID)"
