@@ -114,6 +114,14 @@ impl Gateway {
             .map_err(meta_err)
     }
 
+    /// Runs a point read of tenancy records (keys, users, buckets) on the calling task. These
+    /// column families are small and hot, so RocksDB answers from memory in microseconds: less
+    /// than the trip to the blocking pool costs, and every request makes several of them.
+    /// Object records, scans and writes go through [`Gateway::meta`].
+    pub(crate) fn meta_read<T>(&self, f: impl FnOnce(&Store) -> Result<T, MetaError>) -> S3Result<T> {
+        f(&self.store).map_err(meta_err)
+    }
+
     pub(crate) fn volume(&self, name: &str) -> S3Result<&Arc<dyn Volume>> {
         self.volumes
             .get(name)
@@ -152,8 +160,7 @@ impl Gateway {
     pub(crate) async fn bucket(&self, who: &Caller, name: &str) -> S3Result<BucketCtx> {
         let (domain, owned) = (who.user.domain.clone(), name.to_owned());
         let rec = self
-            .meta(move |s| s.bucket(&domain, &owned))
-            .await?
+            .meta_read(|s| s.bucket(&domain, &owned))?
             .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
         let folder = self
             .volume(&rec.volume)?
