@@ -348,14 +348,16 @@ fn work(shared: &'static Shared) {
         }
         let mut ptrs = [IDLE.as_ptr(); LANES];
         let mut run = MAX_RUN;
-        let mut active = Vec::with_capacity(LANES);
+        // Indices of lanes with a run this round (no allocation on this per-run path).
+        let (mut active, mut n_active) = ([0usize; LANES], 0);
         for (i, slot) in lanes.iter_mut().enumerate() {
             let Some(lane) = slot else { continue };
             match lane.next_run() {
                 Some((p, n)) => {
                     ptrs[i] = p;
                     run = run.min(n);
-                    active.push(i);
+                    active[n_active] = i;
+                    n_active += 1;
                 }
                 None => {
                     slot.take().expect("lane is occupied").complete();
@@ -363,7 +365,8 @@ fn work(shared: &'static Shared) {
                 }
             }
         }
-        match active.as_slice() {
+        let active = &active[..n_active];
+        match active {
             [] => {}
             // Alone, a lane hashes faster on the scalar path.
             &[i] => {
@@ -375,7 +378,7 @@ fn work(shared: &'static Shared) {
                 lane.advance(run);
             }
             _ => {
-                simd_round(shared.kernel, &mut lanes, &active, &ptrs, run);
+                simd_round(shared.kernel, &mut lanes, active, &ptrs, run);
             }
         }
     }
