@@ -420,16 +420,13 @@ mod tests {
         md5::Md5::digest(data).into()
     }
 
+    /// Seeded random bytes (`penstock_tests::pattern` is out of reach: that crate depends on
+    /// this one).
     fn data(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        use rand::{RngCore as _, SeedableRng as _};
+        let mut v = vec![0; len];
+        rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut v);
+        v
     }
 
     #[test]
