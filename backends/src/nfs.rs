@@ -1013,7 +1013,7 @@ impl Folder for NfsFolder {
             .await
     }
 
-    async fn create_staging(&self) -> Result<Box<dyn StagingFile>> {
+    async fn create_staging(&self, _size_hint: Option<u64>) -> Result<Box<dyn StagingFile>> {
         let st = self.shared.timed("create_staging", self.new_staging()).await?;
         Ok(Box::new(st))
     }

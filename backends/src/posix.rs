@@ -26,11 +26,54 @@ use crate::{BackendError, FolderLocation, ObjectPath, Result, STAGING_DIR};
 /// Staging writes are gathered into blocks of this size before each blocking (vectored) write.
 const WRITE_BLOCK: usize = 1 << 20;
 
+/// Size of the aligned blocks that carry direct (page-cache bypassing) staging writes.
+const DIRECT_BLOCK: usize = 1 << 20;
+
+/// Alignment of direct writes' buffers, lengths and offsets: the largest logical block size of
+/// common devices, so one value serves every file system that accepts `O_DIRECT`.
+const DIRECT_ALIGN: usize = 4096;
+
+/// Payloads of at least this many bytes are staged with direct writes unless configured otherwise.
+pub const DEFAULT_DIRECT_WRITES_FROM: u64 = 8 << 20;
+
 /// A volume rooted at a local directory.
 pub struct PosixVolume {
     name: String,
     root: PathBuf,
     io: Arc<Io>,
+    direct_from: Option<u64>,
+    handles: FolderHandles,
+}
+
+/// How long an opened folder's directory handle is reused. Every request opens its bucket's
+/// folder, and the `open` costs a trip to the blocking pool; reusing the handle briefly removes
+/// that trip from almost all requests, while a folder directory replaced behind the gateway's
+/// back (not through it: deletes here drop the handle) is picked up within this time.
+const HANDLE_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Recently opened folder directory handles, by folder path.
+#[derive(Default)]
+struct FolderHandles(std::sync::Mutex<std::collections::HashMap<PathBuf, (Arc<OwnedFd>, std::time::Instant)>>);
+
+impl FolderHandles {
+    fn get(&self, dir: &Path) -> Option<Arc<OwnedFd>> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(dir)
+            .filter(|(_, at)| at.elapsed() < HANDLE_TTL)
+            .map(|(fd, _)| fd.clone())
+    }
+
+    fn put(&self, dir: PathBuf, fd: Arc<OwnedFd>) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 4096 {
+            map.retain(|_, (_, at)| at.elapsed() < HANDLE_TTL);
+        }
+        map.insert(dir, (fd, std::time::Instant::now()));
+    }
+
+    fn forget(&self, dir: &Path) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(dir);
+    }
 }
 
 /// Runs blocking file-system calls on tokio's blocking pool, inside a tracing span, reporting
@@ -38,6 +81,7 @@ pub struct PosixVolume {
 struct Io {
     volume: String,
     observer: Option<Arc<dyn IoObserver>>,
+    dir_syncs: DirSyncs,
 }
 
 impl Io {
@@ -58,6 +102,45 @@ impl Io {
     }
 }
 
+/// Group commit for directory fsyncs. Writers that publish into the same directory each need
+/// their rename durable, but one fsync that starts after several renames completed covers them
+/// all: a writer whose rename an fsync already covered returns without issuing its own.
+#[derive(Default)]
+struct DirSyncs(std::sync::Mutex<std::collections::HashMap<(u64, u64), Arc<DirSync>>>);
+
+#[derive(Default)]
+struct DirSync {
+    /// Changes (renames) completed in the directory so far.
+    changed: std::sync::atomic::AtomicU64,
+    /// Held while an fsync runs; holds how many changes the last successful fsync covered.
+    synced: std::sync::Mutex<u64>,
+}
+
+impl DirSyncs {
+    /// Makes every completed change in `dir` durable, including the caller's.
+    fn sync_after_change(&self, dir: &OwnedFd) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let st = rustix::fs::fstat(dir)?;
+        let ds = {
+            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if map.len() >= 1024 {
+                map.retain(|_, d| Arc::strong_count(d) > 1);
+            }
+            map.entry((st.st_dev, st.st_ino)).or_default().clone()
+        };
+        let mine = ds.changed.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut synced = ds.synced.lock().unwrap_or_else(|e| e.into_inner());
+        if *synced >= mine {
+            return Ok(());
+        }
+        // Every change counted by now completed before this fsync starts, so it covers them.
+        let upto = ds.changed.load(Ordering::SeqCst);
+        rustix::fs::fsync(dir)?;
+        *synced = upto;
+        Ok(())
+    }
+}
+
 impl PosixVolume {
     /// Opens (creating if needed) the volume rooted at `root`.
     pub fn open(name: &str, root: &Path) -> Result<Self> {
@@ -68,8 +151,20 @@ impl PosixVolume {
             io: Arc::new(Io {
                 volume: name.to_owned(),
                 observer: None,
+                dir_syncs: DirSyncs::default(),
             }),
+            direct_from: Some(DEFAULT_DIRECT_WRITES_FROM),
+            handles: FolderHandles::default(),
         })
+    }
+
+    /// Stages payloads whose declared size is at least `from` bytes with `O_DIRECT` writes
+    /// (`None`: never). Large uploads then skip the copy into the page cache and its later
+    /// writeback, and reach the disk while they arrive instead of all at the final fsync; the
+    /// cost is that a fresh object is read from disk, not memory, the first time.
+    pub fn with_direct_writes_from(mut self, from: Option<u64>) -> Self {
+        self.direct_from = from;
+        self
     }
 
     /// Reports the duration of every storage operation to `observer`.
@@ -77,6 +172,7 @@ impl PosixVolume {
         self.io = Arc::new(Io {
             volume: self.name.clone(),
             observer: Some(observer),
+            dir_syncs: DirSyncs::default(),
         });
         self
     }
@@ -90,6 +186,7 @@ impl Volume for PosixVolume {
 
     async fn create_folder(&self, loc: &FolderLocation) -> Result<()> {
         let dir = self.root.join(loc.relative_path());
+        self.handles.forget(&dir);
         self.io
             .run("create_folder", move || {
                 let parent = dir.parent().expect("folder paths have parents");
@@ -111,10 +208,19 @@ impl Volume for PosixVolume {
 
     async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>> {
         let dir = self.root.join(loc.relative_path());
-        let root = self.io.run("open_folder", move || open_dir_path(&dir)).await?;
+        let root = match self.handles.get(&dir) {
+            Some(fd) => fd,
+            None => {
+                let d = dir.clone();
+                let fd = Arc::new(self.io.run("open_folder", move || open_dir_path(&d)).await?);
+                self.handles.put(dir, fd.clone());
+                fd
+            }
+        };
         Ok(Arc::new(PosixFolder {
-            root: Arc::new(root),
+            root,
             io: self.io.clone(),
+            direct_from: self.direct_from,
         }))
     }
 
@@ -131,9 +237,13 @@ impl Volume for PosixVolume {
 
     async fn delete_folder(&self, loc: &FolderLocation) -> Result<()> {
         let dir = self.root.join(loc.relative_path());
+        self.handles.forget(&dir);
         let volume_root = self.root.clone();
-        self.io
+        let d = dir.clone();
+        let r = self
+            .io
             .run("delete_folder", move || {
+                let dir = d;
                 let root = open_dir_path(&dir)?;
                 if !dir_is_empty(&root)? {
                     return Err(BackendError::FolderNotEmpty);
@@ -156,7 +266,11 @@ impl Volume for PosixVolume {
                 }
                 Ok(())
             })
-            .await
+            .await;
+        // A request that opened the folder while it was being removed must not leave its
+        // handle behind.
+        self.handles.forget(&dir);
+        r
     }
 }
 
@@ -164,6 +278,7 @@ impl Volume for PosixVolume {
 pub struct PosixFolder {
     root: Arc<OwnedFd>,
     io: Arc<Io>,
+    direct_from: Option<u64>,
 }
 
 #[async_trait]
@@ -205,12 +320,13 @@ impl Folder for PosixFolder {
         }))
     }
 
-    async fn create_staging(&self) -> Result<Box<dyn StagingFile>> {
+    async fn create_staging(&self, size_hint: Option<u64>) -> Result<Box<dyn StagingFile>> {
         let root = self.root.clone();
         let io = self.io.clone();
+        let direct = matches!((size_hint, self.direct_from), (Some(n), Some(from)) if n >= from);
         let staging = self
             .io
-            .run("create_staging", move || PosixStaging::create(root, io))
+            .run("create_staging", move || PosixStaging::create(root, io, direct))
             .await?;
         Ok(Box::new(staging))
     }
@@ -224,7 +340,7 @@ impl Folder for PosixFolder {
         let staging = self
             .io
             .run("compose_parts", move || {
-                let mut staging = PosixStaging::create(root.clone(), io)?;
+                let mut staging = PosixStaging::create(root.clone(), io, false)?;
                 let file = staging.file.as_ref().expect("fresh staging file is open");
                 let mut out: &File = file;
                 for part in parts {
@@ -484,33 +600,96 @@ struct PosixStaging {
     tmp_dir: Arc<OwnedFd>,
     name: String,
     file: Option<Arc<File>>,
-    /// Received chunks not yet handed to a write, and their total length.
-    pending: Vec<Bytes>,
-    pending_len: usize,
-    /// The block being written in the background while the next one is received.
-    inflight: Option<tokio::task::JoinHandle<Result<()>>>,
+    sink: Sink,
+    /// The block being written in the background while the next one is received; a direct
+    /// write hands its block back for reuse.
+    inflight: Option<tokio::task::JoinHandle<Result<Option<AlignedBlock>>>>,
+    /// Bytes handed to writes so far: where the next direct block lands.
+    flushed: u64,
     len: u64,
     published: bool,
 }
 
+/// How a staging file's bytes travel to the file.
+enum Sink {
+    /// Through the page cache: received chunks are gathered and written with one `writev`,
+    /// without a copy.
+    Buffered { pending: Vec<Bytes>, pending_len: usize },
+    /// Around the page cache (`O_DIRECT`): bytes are copied into an aligned block that is written
+    /// whole; the unaligned tail goes through the page cache at seal.
+    Direct {
+        block: AlignedBlock,
+        spare: Option<AlignedBlock>,
+    },
+}
+
+/// A `DIRECT_BLOCK`-sized buffer starting at a `DIRECT_ALIGN` boundary.
+struct AlignedBlock {
+    raw: Box<[u8]>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBlock {
+    fn new() -> Self {
+        let raw = vec![0u8; DIRECT_BLOCK + DIRECT_ALIGN].into_boxed_slice();
+        let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        Self { raw, start, len: 0 }
+    }
+
+    /// Copies as much of `data` as fits; returns how much.
+    fn fill(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(DIRECT_BLOCK - self.len);
+        let at = self.start + self.len;
+        self.raw[at..at + n].copy_from_slice(&data[..n]);
+        self.len += n;
+        n
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == DIRECT_BLOCK
+    }
+
+    fn filled(&self) -> &[u8] {
+        &self.raw[self.start..self.start + self.len]
+    }
+}
+
 impl PosixStaging {
-    fn create(root: Arc<OwnedFd>, io: Arc<Io>) -> Result<Self> {
+    fn create(root: Arc<OwnedFd>, io: Arc<Io>, direct: bool) -> Result<Self> {
         let tmp_dir = ensure_dir(&root, &[STAGING_DIR, "tmp"])?;
         let name = format!("{:032x}", rand::random::<u128>());
-        let fd = rustix::fs::openat(
-            &tmp_dir,
-            name.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-            Mode::from_raw_mode(0o644),
-        )?;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let mode = Mode::from_raw_mode(0o644);
+        let (fd, direct) = if direct {
+            match rustix::fs::openat(&tmp_dir, name.as_str(), flags | OFlags::DIRECT, mode) {
+                Ok(fd) => (fd, true),
+                // File systems without O_DIRECT (tmpfs, some FUSE ones) refuse it at open.
+                Err(Errno::INVAL) => (rustix::fs::openat(&tmp_dir, name.as_str(), flags, mode)?, false),
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            (rustix::fs::openat(&tmp_dir, name.as_str(), flags, mode)?, false)
+        };
+        let sink = if direct {
+            Sink::Direct {
+                block: AlignedBlock::new(),
+                spare: None,
+            }
+        } else {
+            Sink::Buffered {
+                pending: Vec::new(),
+                pending_len: 0,
+            }
+        };
         Ok(Self {
             root,
             tmp_dir: Arc::new(tmp_dir),
             name,
             file: Some(Arc::new(File::from(fd))),
-            pending: Vec::new(),
-            pending_len: 0,
+            sink,
             inflight: None,
+            flushed: 0,
             len: 0,
             published: false,
             io,
@@ -523,26 +702,50 @@ impl PosixStaging {
 
     /// Waits for the block being written, if any, and reports its failure.
     async fn settle(&mut self) -> Result<()> {
-        match self.inflight.take() {
-            Some(h) => h.await.map_err(|e| BackendError::Io(std::io::Error::other(e)))?,
-            None => Ok(()),
+        let Some(h) = self.inflight.take() else { return Ok(()) };
+        let returned = h.await.map_err(|e| BackendError::Io(std::io::Error::other(e)))??;
+        if let (Sink::Direct { spare, .. }, Some(mut b)) = (&mut self.sink, returned) {
+            b.len = 0;
+            *spare = Some(b);
         }
+        Ok(())
     }
 
-    /// Hands the pending chunks to a background write (after the previous one finished, so
+    /// Hands the received bytes to a background write (after the previous one finished, so
     /// blocks land in order) and returns without waiting for it: receiving the next block
-    /// overlaps writing this one, and chunks go to the kernel as they came, without a copy.
+    /// overlaps writing this one.
     async fn flush(&mut self) -> Result<()> {
         self.settle().await?;
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let chunks = std::mem::take(&mut self.pending);
-        self.pending_len = 0;
-        let (file, io) = (self.file(), self.io.clone());
-        self.inflight = Some(tokio::spawn(async move {
-            io.run("write", move || write_all_vectored(&file, &chunks)).await
-        }));
+        let (file, io, at) = (self.file(), self.io.clone(), self.flushed);
+        let task = match &mut self.sink {
+            Sink::Buffered { pending, pending_len } => {
+                if pending.is_empty() {
+                    return Ok(());
+                }
+                let chunks = std::mem::take(pending);
+                self.flushed += *pending_len as u64;
+                *pending_len = 0;
+                tokio::spawn(async move {
+                    io.run("write", move || write_all_vectored(&file, &chunks).map(|()| None))
+                        .await
+                })
+            }
+            Sink::Direct { block, spare } => {
+                if block.len == 0 {
+                    return Ok(());
+                }
+                let next = spare.take().unwrap_or_else(AlignedBlock::new);
+                let full = std::mem::replace(block, next);
+                self.flushed += full.len as u64;
+                tokio::spawn(async move {
+                    io.run("write", move || {
+                        write_direct(&file, full.filled(), at).map(|()| Some(full))
+                    })
+                    .await
+                })
+            }
+        };
+        self.inflight = Some(task);
         Ok(())
     }
 
@@ -551,6 +754,7 @@ impl PosixStaging {
         let root = self.root.clone();
         let tmp_dir = self.tmp_dir.clone();
         let name = self.name.clone();
+        let io = self.io.clone();
         self.io
             .run("rename", move || {
                 let dir: Vec<&str> = dir.iter().map(String::as_str).collect();
@@ -568,7 +772,7 @@ impl PosixStaging {
                     match rustix::fs::renameat(&tmp_dir, name.as_str(), &parent, leaf.as_str()) {
                         Ok(()) => {
                             if durable {
-                                rustix::fs::fsync(&parent)?;
+                                io.dir_syncs.sync_after_change(&parent)?;
                             }
                             return Ok(());
                         }
@@ -589,10 +793,26 @@ impl PosixStaging {
 impl StagingFile for PosixStaging {
     async fn write(&mut self, data: Bytes) -> Result<()> {
         self.len += data.len() as u64;
-        self.pending_len += data.len();
-        self.pending.push(data);
-        if self.pending_len >= WRITE_BLOCK {
-            self.flush().await?;
+        match &mut self.sink {
+            Sink::Buffered { pending, pending_len } => {
+                *pending_len += data.len();
+                pending.push(data);
+                if *pending_len >= WRITE_BLOCK {
+                    self.flush().await?;
+                }
+            }
+            Sink::Direct { .. } => {
+                let mut rest = &data[..];
+                while !rest.is_empty() {
+                    let Sink::Direct { block, .. } = &mut self.sink else {
+                        unreachable!()
+                    };
+                    rest = &rest[block.fill(rest)..];
+                    if block.is_full() {
+                        self.flush().await?;
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -602,11 +822,31 @@ impl StagingFile for PosixStaging {
     }
 
     async fn seal(&mut self, durable: bool) -> Result<Stat> {
-        self.flush().await?;
+        // The last bytes are written by the same blocking call that syncs and stats: for a
+        // small object that is the only write, and one trip to the blocking pool fewer.
+        let done = Sink::Buffered {
+            pending: Vec::new(),
+            pending_len: 0,
+        };
+        let last = std::mem::replace(&mut self.sink, done);
         self.settle().await?;
-        let file = self.file();
+        let (file, at) = (self.file(), self.flushed);
+        self.flushed = self.len;
         self.io
             .run("seal", move || {
+                match last {
+                    Sink::Buffered { pending, .. } => write_all_vectored(&file, &pending)?,
+                    Sink::Direct { block, .. } => {
+                        // Whole aligned sectors still go direct; the last partial one cannot.
+                        let data = block.filled();
+                        let aligned = data.len() & !(DIRECT_ALIGN - 1);
+                        write_direct(&file, &data[..aligned], at)?;
+                        if aligned < data.len() {
+                            set_direct(&file, false)?;
+                            pwrite_all(&file, &data[aligned..], at + aligned as u64)?;
+                        }
+                    }
+                }
                 if durable {
                     file.sync_all()?;
                 }
@@ -648,6 +888,49 @@ fn write_all_vectored(mut file: &File, chunks: &[Bytes]) -> Result<()> {
             Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
             Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `data` at `at` on a file opened with `O_DIRECT`. A refusal of the direct write
+/// (`EINVAL`: the file system's alignment rules differ) switches the file to page-cache writes.
+fn write_direct(file: &File, data: &[u8], at: u64) -> Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    match pwrite_all(file, data, at) {
+        Err(BackendError::Io(e)) if e.raw_os_error() == Some(Errno::INVAL.raw_os_error()) => {
+            set_direct(file, false)?;
+            pwrite_all(file, data, at)
+        }
+        r => r,
+    }
+}
+
+fn set_direct(file: &File, on: bool) -> Result<()> {
+    let flags = rustix::fs::fcntl_getfl(file)?;
+    let want = if on {
+        flags | OFlags::DIRECT
+    } else {
+        flags - OFlags::DIRECT
+    };
+    if want != flags {
+        rustix::fs::fcntl_setfl(file, want)?;
+    }
+    Ok(())
+}
+
+fn pwrite_all(file: &File, mut data: &[u8], mut at: u64) -> Result<()> {
+    while !data.is_empty() {
+        match rustix::io::pwrite(file, data, at) {
+            Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
+            Ok(n) => {
+                data = &data[n..];
+                at += n as u64;
+            }
+            Err(Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -847,4 +1130,44 @@ fn remove_tree(parent: &OwnedFd, name: &str) -> Result<()> {
     }
     rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the file system takes `O_DIRECT`, large staging files keep it through whole blocks
+    /// (no silent fallback to the page cache) and still end with exactly the bytes written.
+    #[tokio::test]
+    async fn direct_staging_stays_direct() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = rustix::fs::open(
+            dir.path().join("probe"),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::DIRECT,
+            Mode::from_raw_mode(0o600),
+        );
+        let root = Arc::new(open_dir_path(dir.path()).unwrap());
+        let io = Arc::new(Io {
+            volume: "v".into(),
+            observer: None,
+            dir_syncs: DirSyncs::default(),
+        });
+        let mut s = PosixStaging::create(root, io, true).unwrap();
+        let direct = |s: &PosixStaging| rustix::fs::fcntl_getfl(&*s.file()).unwrap().contains(OFlags::DIRECT);
+        assert_eq!(
+            direct(&s),
+            probe.is_ok(),
+            "O_DIRECT at open iff the file system takes it"
+        );
+        let body: Vec<u8> = (0..DIRECT_BLOCK * 2 + 5000).map(|i| (i % 251) as u8).collect();
+        for c in body.chunks(65_537) {
+            s.write(Bytes::copy_from_slice(c)).await.unwrap();
+        }
+        s.settle().await.unwrap();
+        assert_eq!(direct(&s), probe.is_ok(), "whole blocks were written direct");
+        let st = s.seal(true).await.unwrap();
+        assert_eq!(st.size, body.len() as u64);
+        let got = std::fs::read(dir.path().join(STAGING_DIR).join("tmp").join(&s.name)).unwrap();
+        assert!(got == body);
+    }
 }

@@ -74,8 +74,9 @@ pub trait Folder: Send + Sync {
     async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>>;
     /// Opens a file for reading; directories and missing paths are `None`.
     async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>>;
-    /// Starts a new staging file inside the folder's hidden directory.
-    async fn create_staging(&self) -> Result<Box<dyn StagingFile>>;
+    /// Starts a new staging file inside the folder's hidden directory. `size_hint` is the
+    /// payload's declared size, when known, so a backend can choose how to write it.
+    async fn create_staging(&self, size_hint: Option<u64>) -> Result<Box<dyn StagingFile>>;
     /// Starts a staging file whose contents are the given parts of an upload, in order.
     async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>>;
     /// Creates the directory for a marker key (`a/b/`) and its parents.

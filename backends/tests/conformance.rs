@@ -25,7 +25,7 @@ fn p(k: &str) -> ObjectPath {
 }
 
 async fn write(f: &Arc<dyn Folder>, key: &str, data: &[u8]) -> Result<(), BackendError> {
-    let mut s = f.create_staging().await?;
+    let mut s = f.create_staging(Some(data.len() as u64)).await?;
     s.write(Bytes::copy_from_slice(data)).await?;
     s.seal(true).await?;
     s.publish(&p(key), true).await
@@ -110,19 +110,49 @@ async fn sorted_listing_and_hidden_staging(v: Arc<dyn Volume>) {
     assert_eq!(got, want);
     assert_eq!(got, ["%y", "@x", "a.txt", "a/", "a0", "b", "sp ace", "ü"]);
     // An unpublished staging file is invisible and removed when dropped.
-    let mut s = f.create_staging().await.unwrap();
+    let mut s = f.create_staging(None).await.unwrap();
     s.write(Bytes::from_static(b"partial")).await.unwrap();
     assert!(!names(&f, &[]).await.iter().any(|n| n.starts_with(".penstock")));
     drop(s);
     assert!(ObjectPath::parse(".penstock/tmp/x").is_err());
     // Leftovers of a crash are swept; files newer than the cutoff (in-flight writes) stay.
-    let mut inflight = f.create_staging().await.unwrap();
+    let mut inflight = f.create_staging(None).await.unwrap();
     inflight.write(Bytes::from_static(b"x")).await.unwrap();
     inflight.seal(false).await.unwrap();
     assert_eq!(f.sweep_staging(std::time::SystemTime::UNIX_EPOCH).await.unwrap(), 0);
     std::mem::forget(inflight);
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1);
     assert_eq!(f.sweep_staging(later).await.unwrap(), 1);
+}
+
+/// Payloads around the sizes where staging writes change shape (alignment, block boundaries),
+/// arriving in odd-sized chunks, with right, missing and wrong size hints, read back whole.
+async fn staged_sizes_roundtrip(v: Arc<dyn Volume>) {
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    const MIB: usize = 1 << 20;
+    let sizes = [0, 1, 4095, 4096, 4097, MIB - 1, MIB, MIB + 1, 3 * MIB + 12_345];
+    let mut pattern = vec![0u8; 3 * MIB + 12_345 + sizes.len()];
+    for (i, b) in pattern.iter_mut().enumerate() {
+        *b = (i.wrapping_mul(2_654_435_761) >> 13) as u8;
+    }
+    for (n, &size) in sizes.iter().enumerate() {
+        for (h, hint) in [Some(size as u64), None, Some(size as u64 * 2 + 1)]
+            .into_iter()
+            .enumerate()
+        {
+            let body = &pattern[n..n + size];
+            let mut s = f.create_staging(hint).await.unwrap();
+            for chunk in body.chunks(7_001) {
+                s.write(Bytes::copy_from_slice(chunk)).await.unwrap();
+            }
+            assert_eq!(s.seal(true).await.unwrap().size, size as u64);
+            let key = format!("s{size}-{h}");
+            s.publish(&p(&key), true).await.unwrap();
+            assert!(read(&f, &key).await.unwrap() == body, "{key} differs");
+        }
+    }
 }
 
 async fn multipart_parts(v: Arc<dyn Volume>) {
@@ -135,7 +165,7 @@ async fn multipart_parts(v: Arc<dyn Volume>) {
         (2, b"world".as_slice()),
         (3, b"!!".as_slice()),
     ] {
-        let mut s = f.create_staging().await.unwrap();
+        let mut s = f.create_staging(None).await.unwrap();
         s.write(Bytes::copy_from_slice(body)).await.unwrap();
         s.seal(false).await.unwrap();
         s.publish_part(&id, n, false).await.unwrap();
@@ -284,6 +314,7 @@ async fn run_all(fx: &impl Fixture) {
     conflicts(fx.volume().await.0).await;
     sorted_listing_and_hidden_staging(fx.volume().await.0).await;
     multipart_parts(fx.volume().await.0).await;
+    staged_sizes_roundtrip(fx.volume().await.0).await;
     sorted_walk_and_resumption(fx.volume().await.0).await;
     let (v, root) = fx.volume().await;
     foreign_files(v, &root).await;
@@ -291,12 +322,14 @@ async fn run_all(fx: &impl Fixture) {
     symlink_containment(v, &root).await;
 }
 
-struct Posix(tempfile::TempDir);
+/// A POSIX volume in a temp dir, staging with direct writes from `direct_from` bytes.
+struct Posix(tempfile::TempDir, Option<u64>);
 
 impl Fixture for Posix {
     async fn volume(&self) -> (Arc<dyn Volume>, PathBuf) {
         let root = self.0.path().join(format!("{:x}", rand::random::<u64>()));
-        (Arc::new(PosixVolume::open("v", &root).unwrap()), root)
+        let v = PosixVolume::open("v", &root).unwrap().with_direct_writes_from(self.1);
+        (Arc::new(v), root)
     }
 }
 
@@ -317,7 +350,12 @@ impl Fixture for Nfs {
 
 #[tokio::test]
 async fn posix_conformance() {
-    run_all(&Posix(tempfile::tempdir().unwrap())).await;
+    run_all(&Posix(tempfile::tempdir().unwrap(), None)).await;
+}
+
+#[tokio::test]
+async fn posix_direct_writes_conformance() {
+    run_all(&Posix(tempfile::tempdir().unwrap(), Some(0))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -130,6 +130,10 @@ pub enum VolumeConfig {
         name: String,
         /// Root directory of the volume.
         path: PathBuf,
+        /// Payloads declaring at least this many bytes are staged with direct I/O (`O_DIRECT`,
+        /// around the page cache); `0` turns direct writes off.
+        #[serde(default = "default_direct_writes_from")]
+        direct_writes_from: u64,
     },
     /// A directory on an NFS export, spoken to from user space (no kernel mount).
     Nfs(NfsVolumeConfig),
@@ -161,6 +165,9 @@ pub struct NfsVolumeConfig {
     pub retry_secs: f64,
 }
 
+fn default_direct_writes_from() -> u64 {
+    penstock_backends::posix::DEFAULT_DIRECT_WRITES_FROM
+}
 fn default_nfs_connections() -> usize {
     4
 }
@@ -211,6 +218,7 @@ impl Config {
             vec![VolumeConfig::Posix {
                 name: "local".to_owned(),
                 path: self.data_dir.join("volumes").join("local"),
+                direct_writes_from: default_direct_writes_from(),
             }]
         } else {
             self.volumes.clone()
@@ -291,6 +299,20 @@ mod tests {
         .unwrap();
         c.validate().unwrap();
         assert_eq!(c.listen.port(), 9100);
+        assert!(matches!(
+            c.volumes[0],
+            VolumeConfig::Posix { direct_writes_from: f, .. } if f == 8 << 20
+        ));
+        let off: Config =
+            toml::from_str("[[volumes]]\nname = \"v\"\nbackend = \"posix\"\npath = \"/x\"\ndirect_writes_from = 0\n")
+                .unwrap();
+        assert!(matches!(
+            off.volumes[0],
+            VolumeConfig::Posix {
+                direct_writes_from: 0,
+                ..
+            }
+        ));
         assert!(toml::from_str::<Config>("lissten = \"x\"").is_err());
         let typo = "[[volumes]]\nname = \"v\"\nbackend = \"posix\"\npth = \"/x\"\n";
         assert!(toml::from_str::<Config>(typo).is_err());

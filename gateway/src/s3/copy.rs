@@ -122,7 +122,7 @@ impl Gateway {
             rec
         } else {
             let algos = copy_algos(&src.rec, requested.as_deref())?;
-            let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+            let mut staging = b.folder.create_staging(Some(src.st.size)).await.map_err(backend_err)?;
             let mut hasher = BodyHasher::new(&algos);
             if let Some(h) = &src.handle {
                 copy_range(h.as_ref(), 0, src.st.size, staging.as_mut(), &mut hasher).await?;

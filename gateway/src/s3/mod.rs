@@ -73,9 +73,15 @@ impl Gateway {
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
             let vol: Arc<dyn Volume> = match &v {
-                VolumeConfig::Posix { name, path } => {
-                    Arc::new(PosixVolume::open(name, path)?.with_observer(metrics.clone()))
-                }
+                VolumeConfig::Posix {
+                    name,
+                    path,
+                    direct_writes_from,
+                } => Arc::new(
+                    PosixVolume::open(name, path)?
+                        .with_direct_writes_from((*direct_writes_from > 0).then_some(*direct_writes_from))
+                        .with_observer(metrics.clone()),
+                ),
                 VolumeConfig::Nfs(n) => Arc::new(
                     NfsVolume::connect(&n.name, n.options())
                         .await

@@ -102,7 +102,8 @@ impl Gateway {
         let claims = Claims::from_headers(&req.headers, requested.as_deref())?;
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
 
-        let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+        let hint = super::put::payload_hint(&admission, input.content_length);
+        let mut staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&claims.algos());
         let path_kind = self
             .fill_staging(
@@ -159,7 +160,7 @@ impl Gateway {
             .into_iter()
             .collect();
         let algos = if algos.is_empty() { vec![Algo::Crc64Nvme] } else { algos };
-        let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+        let mut staging = b.folder.create_staging(Some(len)).await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&algos);
         if let Some(h) = &src.handle {
             copy_range(h.as_ref(), start, len, staging.as_mut(), &mut hasher).await?;

@@ -53,7 +53,8 @@ impl Gateway {
         }
 
         // Stream the payload into a staging file inside the folder, hashing as it goes.
-        let mut staging = b.folder.create_staging().await.map_err(backend_err)?;
+        let hint = payload_hint(&admission, input.content_length);
+        let mut staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&claims.algos());
         let path_kind = self
             .fill_staging(&admission, body, staging.as_mut(), &mut hasher, input.content_length)
@@ -258,6 +259,14 @@ impl Gateway {
             }
         }
         Ok(())
+    }
+}
+
+/// The size a PUT or UploadPart payload declares: the token's window, or the body's length.
+pub(crate) fn payload_hint(admission: &Admission, declared_len: Option<i64>) -> Option<u64> {
+    match admission {
+        Admission::Serve(a) => Some(a.token.window().len),
+        _ => declared_len.and_then(|n| u64::try_from(n).ok()),
     }
 }
 
