@@ -55,6 +55,7 @@ impl Store {
         // footprint predictable next to the data path.
         db_opts.increase_parallelism(2);
         db_opts.set_keep_log_file_num(4);
+        db_opts.set_enable_write_thread_adaptive_yield(false);
         let cfs = ALL_CFS
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
