@@ -11,7 +11,7 @@
 mod kernel;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,11 @@ use tokio::sync::oneshot;
 /// Bytes an upload collects before handing them to the hashing thread: large enough that the
 /// hand-off costs nothing measurable, small enough to keep every upload's lane busy.
 const BATCH: usize = 256 << 10;
+
+/// Batches one upload may have with the hashing threads. More than one lets the next batch wait
+/// in the queue while a lane absorbs the current one, so the lane moves straight on to it instead
+/// of idling until the upload's task has been woken and has handed it over.
+const DEPTH: usize = 2;
 
 /// Most blocks one kernel call absorbs per lane before the thread looks for new work.
 const MAX_RUN: usize = 1024;
@@ -94,9 +99,13 @@ impl Chain {
 /// MD5 of one body fed in order, hashed by the shared hashing thread where that pays off.
 pub(crate) struct Md5Stream {
     pool: Option<&'static Shared>,
-    /// `None` while a batch is with the hashing thread.
+    id: u64,
+    /// `None` while the chain is with the hashing threads.
     chain: Option<Box<Chain>>,
-    inflight: Option<oneshot::Receiver<Box<Chain>>>,
+    /// Batches handed over, oldest first. Each answers with the chain if it was the last one
+    /// queued when it finished; otherwise its sender is dropped, the chain having moved on to the
+    /// next batch.
+    outstanding: VecDeque<oneshot::Receiver<Box<Chain>>>,
     pending: Vec<Bytes>,
     pending_len: usize,
     /// Counted in the pool's running uploads (from the first batch on).
@@ -113,10 +122,12 @@ impl Drop for Md5Stream {
 
 impl Default for Md5Stream {
     fn default() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Self {
             pool: pool(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             chain: Some(Box::default()),
-            inflight: None,
+            outstanding: VecDeque::new(),
             pending: Vec::new(),
             pending_len: 0,
             counted: false,
@@ -125,8 +136,8 @@ impl Default for Md5Stream {
 }
 
 impl Md5Stream {
-    /// Appends `data`. Waits only when the previous batch is still being hashed, which bounds
-    /// what one upload holds to two batches.
+    /// Appends `data`. Waits only when [`DEPTH`] batches are still being hashed, which bounds
+    /// what one upload holds to `DEPTH + 1` batches.
     pub(crate) async fn update(&mut self, data: Bytes) {
         if data.is_empty() {
             return;
@@ -140,42 +151,68 @@ impl Md5Stream {
         if self.pending_len < BATCH {
             return;
         }
-        let chain = self.take_back().await;
+        while self.outstanding.len() >= DEPTH {
+            let rx = self.outstanding.pop_front().expect("non-empty");
+            if let Ok(chain) = rx.await {
+                self.chain = Some(chain);
+            }
+        }
         if !self.counted {
             self.counted = true;
             pool.live.fetch_add(1, Ordering::Relaxed);
         }
         let (done, rx) = oneshot::channel();
-        pool.submit(Job {
-            chain,
-            data: std::mem::take(&mut self.pending),
+        let data = std::mem::take(&mut self.pending);
+        self.pending_len = 0;
+        let mut queue = pool.queue.lock().expect("md5 queue");
+        // Under the queue's lock, where hashing threads decide whether a finished batch's chain
+        // goes home or on to the next batch: either it is home by now, or this batch will get it.
+        self.collect_home();
+        queue.push_back(Job {
+            stream: self.id,
+            chain: self.chain.take(),
+            data,
             done,
         });
-        self.pending_len = 0;
-        self.inflight = Some(rx);
+        drop(queue);
+        pool.ready.notify_one();
+        self.outstanding.push_back(rx);
+    }
+
+    /// Takes back the chain if a finished batch sent it home; drops receivers of batches that
+    /// passed it on.
+    fn collect_home(&mut self) {
+        while let Some(rx) = self.outstanding.front_mut() {
+            match rx.try_recv() {
+                Ok(chain) => self.chain = Some(chain),
+                Err(oneshot::error::TryRecvError::Closed) => {}
+                Err(oneshot::error::TryRecvError::Empty) => return,
+            }
+            self.outstanding.pop_front();
+        }
     }
 
     /// The digest of everything appended. The last partial batch hashes inline: it is smaller
     /// than a hand-off is worth.
     pub(crate) async fn finish(mut self) -> [u8; 16] {
-        let mut chain = self.take_back().await;
+        while let Some(rx) = self.outstanding.pop_front() {
+            if let Ok(chain) = rx.await {
+                self.chain = Some(chain);
+            }
+        }
+        let mut chain = self.chain.take().expect("the last batch sends the chain home");
         for b in &self.pending {
             chain.update(b);
         }
         chain.finish()
     }
-
-    async fn take_back(&mut self) -> Box<Chain> {
-        match self.inflight.take() {
-            Some(rx) => rx.await.expect("the MD5 thread returns every chain it is given"),
-            None => self.chain.take().expect("chain is home when no batch is out"),
-        }
-    }
 }
 
-/// A batch: the chain to continue and the bytes to absorb, in order.
+/// A batch: the bytes to absorb, in order, and the chain to continue (`None` while an earlier
+/// batch of the same upload still has it).
 struct Job {
-    chain: Box<Chain>,
+    stream: u64,
+    chain: Option<Box<Chain>>,
     data: Vec<Bytes>,
     done: oneshot::Sender<Box<Chain>>,
 }
@@ -190,13 +227,6 @@ struct Shared {
 
 /// A multi-lane compression function: chaining values, one block pointer per lane, block count.
 type Kernel = unsafe fn(&mut [[u32; 4]; LANES], &[*const u8; LANES], usize);
-
-impl Shared {
-    fn submit(&self, job: Job) {
-        self.queue.lock().expect("md5 queue").push_back(job);
-        self.ready.notify_one();
-    }
-}
 
 /// The hashing threads, started on first use; `None` without AVX2 (everything hashes inline).
 fn pool() -> Option<&'static Shared> {
@@ -249,6 +279,7 @@ static IDLE: [u8; 64 * MAX_RUN] = [0; 64 * MAX_RUN];
 
 /// A job being absorbed by one lane.
 struct Lane {
+    chain: Box<Chain>,
     job: Job,
     /// Position in `job.data`: chunk index and offset.
     idx: usize,
@@ -259,8 +290,10 @@ struct Lane {
 
 impl Lane {
     fn new(mut job: Job) -> Self {
-        job.chain.len += job.data.iter().map(|b| b.len() as u64).sum::<u64>();
+        let mut chain = job.chain.take().expect("only jobs with their chain enter a lane");
+        chain.len += job.data.iter().map(|b| b.len() as u64).sum::<u64>();
         Self {
+            chain,
             job,
             idx: 0,
             off: 0,
@@ -272,7 +305,7 @@ impl Lane {
     /// that straddle chunks go through the chain's block buffer. `None` when only a partial
     /// block is left (it stays buffered in the chain).
     fn next_run(&mut self) -> Option<(*const u8, usize)> {
-        let chain = &mut self.job.chain;
+        let chain = &mut self.chain;
         loop {
             if chain.tail_len == 64 {
                 self.tail_run = true;
@@ -299,16 +332,26 @@ impl Lane {
     /// Moves past `blocks` blocks of the run last handed out.
     fn advance(&mut self, blocks: usize) {
         if self.tail_run {
-            self.job.chain.tail_len = 0;
+            self.chain.tail_len = 0;
             self.tail_run = false;
         } else {
             self.off += blocks * 64;
         }
     }
 
-    fn complete(self) {
-        // A dropped receiver means the upload was abandoned; its chain goes with it.
-        let _ = self.job.done.send(self.job.chain);
+    /// Passes the chain on to the upload's next batch if it is queued, else sends it home.
+    /// Called with the queue locked (see [`Md5Stream::update`]).
+    fn complete(self, queue: &mut VecDeque<Job>) {
+        match queue.iter_mut().find(|j| j.stream == self.job.stream) {
+            // Drops the finished batch's sender: its receiver learns the chain moved on.
+            Some(next) => {
+                next.chain = Some(self.chain);
+                #[cfg(test)]
+                tests::FORWARDED.fetch_add(1, Ordering::Relaxed);
+            }
+            // A dropped receiver means the upload was abandoned; its chain goes with it.
+            None => drop(self.job.done.send(self.chain)),
+        }
     }
 }
 
@@ -323,8 +366,8 @@ fn work(shared: &'static Shared) {
             let mut deadline = None;
             loop {
                 for slot in lanes.iter_mut().filter(|s| s.is_none()) {
-                    match queue.pop_front() {
-                        Some(job) => *slot = Some(Lane::new(job)),
+                    match queue.iter().position(|j| j.chain.is_some()) {
+                        Some(at) => *slot = Some(Lane::new(queue.remove(at).expect("found"))),
                         None => break,
                     }
                 }
@@ -360,7 +403,10 @@ fn work(shared: &'static Shared) {
                     n_active += 1;
                 }
                 None => {
-                    slot.take().expect("lane is occupied").complete();
+                    let lane = slot.take().expect("lane is occupied");
+                    lane.complete(&mut shared.queue.lock().expect("md5 queue"));
+                    // The batch it passed its chain to may suit another thread's free lane.
+                    shared.ready.notify_one();
                     may_gather = true;
                 }
             }
@@ -374,7 +420,7 @@ fn work(shared: &'static Shared) {
                 // SAFETY: `next_run` handed out `run` or more whole blocks behind the pointer,
                 // inside a chunk or chain the lane owns.
                 let blocks = unsafe { std::slice::from_raw_parts(ptrs[i], run * 64) };
-                kernel::compress(&mut lane.job.chain.h, blocks);
+                kernel::compress(&mut lane.chain.h, blocks);
                 lane.advance(run);
             }
             _ => {
@@ -388,7 +434,7 @@ fn work(shared: &'static Shared) {
 fn simd_round(kernel: Kernel, lanes: &mut [Option<Lane>], active: &[usize], ptrs: &[*const u8; LANES], run: usize) {
     let mut state = [[0u32; 4]; LANES];
     for &i in active {
-        state[i] = lanes[i].as_ref().expect("active lane").job.chain.h;
+        state[i] = lanes[i].as_ref().expect("active lane").chain.h;
     }
     // SAFETY: `kernel` came from `simd_kernel`, which checked its CPU features; active lanes
     // point at `run` or more whole blocks they own, idle lanes at `IDLE` (`MAX_RUN >= run`).
@@ -397,7 +443,7 @@ fn simd_round(kernel: Kernel, lanes: &mut [Option<Lane>], active: &[usize], ptrs
     tests::SHARED_BLOCKS.fetch_add((run * active.len()) as u64, std::sync::atomic::Ordering::Relaxed);
     for &i in active {
         let lane = lanes[i].as_mut().expect("active lane");
-        lane.job.chain.h = state[i];
+        lane.chain.h = state[i];
         lane.advance(run);
     }
 }
@@ -415,6 +461,8 @@ mod tests {
 
     /// Blocks absorbed in shared (multi-lane) kernel calls.
     pub(super) static SHARED_BLOCKS: AtomicU64 = AtomicU64::new(0);
+    /// Chains passed straight from a finished batch to the upload's next, queued one.
+    pub(super) static FORWARDED: AtomicU64 = AtomicU64::new(0);
 
     fn reference(data: &[u8]) -> [u8; 16] {
         md5::Md5::digest(data).into()
@@ -476,6 +524,10 @@ mod tests {
             assert!(
                 SHARED_BLOCKS.load(Ordering::Relaxed) > 0,
                 "no two streams ever shared the kernel"
+            );
+            assert!(
+                FORWARDED.load(Ordering::Relaxed) > 0,
+                "no chain was ever passed on to a queued batch"
             );
         }
     }
