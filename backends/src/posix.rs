@@ -142,14 +142,14 @@ impl DirSyncs {
     }
 }
 
-/// Emptied files that staging can reuse instead of creating new ones, by staging directory.
+/// Replaced files that staging can reuse instead of creating new ones, by staging directory.
 ///
 /// Overwriting an object by rename frees the old file's inode and every upload allocates a new
 /// one. On ext4 without a journal, allocation skips each inode freed in the last minutes, reading
 /// its inode-table block to tell: under a steady overwrite load that scan became the largest cost
 /// of a small PUT (4 KiB PUT fell from ~3000 to ~1100 ops/s within a minute here). Publishing over
-/// a file therefore swaps it out atomically (`RENAME_EXCHANGE`), and the old inode is kept, empty,
-/// for the next staging file, unless anyone else has it open or it has other names: then it is
+/// a file therefore swaps it out atomically (`RENAME_EXCHANGE`), and the old inode is kept for the
+/// next staging file, unless anyone else has it open or it has other names: then it is
 /// removed as before, so a reader of the old object keeps reading the old bytes. Small files keep
 /// their blocks: the next small upload overwrites them in place (no block allocation, no discard
 /// of freed blocks, fewer metadata writes at fsync) and seal cuts off what it did not overwrite.
@@ -208,8 +208,22 @@ impl Recycled {
         let key = dir_key(tmp).ok()?;
         loop {
             let old = self.0.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&key)?.pop()?;
-            // Under a fresh name, a staging sweep that listed the old one cannot remove it.
-            if rustix::fs::renameat(tmp, old.as_str(), tmp, name).is_err() {
+            // A staging sweep removes files not modified since its cutoff; a kept file still has
+            // its object's old mtime. Fresh mtime first, then a fresh name: a sweep that saw the
+            // old name stale can no longer remove it, and one that sees the new name sees it fresh.
+            let now = rustix::fs::Timestamps {
+                last_access: rustix::fs::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: rustix::fs::UTIME_NOW,
+                },
+                last_modification: rustix::fs::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: rustix::fs::UTIME_NOW,
+                },
+            };
+            if rustix::fs::utimensat(tmp, old.as_str(), &now, AtFlags::SYMLINK_NOFOLLOW).is_err()
+                || rustix::fs::renameat(tmp, old.as_str(), tmp, name).is_err()
+            {
                 continue;
             }
             let opened = match rustix::fs::openat(tmp, name, flags, Mode::empty()) {
@@ -1392,6 +1406,36 @@ mod tests {
         assert!(inodes.len() < 40, "{} distinct inodes for 200 writes", inodes.len());
         let kept = std::fs::read_dir(path.join(STAGING_DIR).join("tmp")).unwrap().count();
         assert!(kept <= RECYCLED_PER_DIR, "{kept} files kept");
+    }
+
+    /// A kept file carries its object's old mtime; once taken for reuse it must not look like
+    /// a crash leftover to the staging sweep.
+    #[tokio::test]
+    async fn reused_files_are_fresh_for_the_staging_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = PosixVolume::open("v", dir.path()).unwrap();
+        let loc = crate::FolderLocation {
+            scope: crate::QuotaScope::user(uuid::Uuid::new_v4()),
+            id: uuid::Uuid::new_v4(),
+        };
+        v.create_folder(&loc).await.unwrap();
+        let f = v.open_folder(&loc).await.unwrap();
+        let path = dir.path().join(loc.relative_path());
+        put(&f, "k", b"old").await;
+        let long_ago = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let k = std::fs::File::options().write(true).open(path.join("k")).unwrap();
+        k.set_modified(long_ago).unwrap();
+        drop(k);
+        put(&f, "k", b"new").await;
+        let tmp = open_dir_path(&path.join(STAGING_DIR).join("tmp")).unwrap();
+        let (fd, stale) =
+            v.io.recycled
+                .take(&tmp, "reused", OFlags::WRONLY)
+                .expect("the old file was kept");
+        assert_eq!(stale, 3);
+        let cutoff = SystemTime::now() - std::time::Duration::from_secs(60);
+        assert_eq!(f.sweep_staging(cutoff).await.unwrap(), 0, "the taken file looked stale");
+        assert!(rustix::fs::fstat(&fd).is_ok_and(|st| st.st_nlink == 1));
     }
 
     /// A file someone has open, or that has another name, is never reused: the reader keeps
