@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -120,7 +121,6 @@ struct DirSync {
 impl DirSyncs {
     /// Makes every completed change in `dir` durable, including the caller's.
     fn sync_after_change(&self, dir: &OwnedFd) -> Result<()> {
-        use std::sync::atomic::Ordering;
         let st = rustix::fs::fstat(dir)?;
         let ds = {
             let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -154,13 +154,24 @@ impl DirSyncs {
 /// their blocks: the next small upload overwrites them in place (no block allocation, no discard
 /// of freed blocks, fewer metadata writes at fsync) and seal cuts off what it did not overwrite.
 #[derive(Default)]
-struct Recycled(std::sync::Mutex<std::collections::HashMap<(u64, u64), Vec<String>>>);
+struct Recycled {
+    kept: std::sync::Mutex<KeptFiles>,
+    /// Bytes held by kept files across the volume, bounded by `RECYCLED_BYTES`.
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+/// Kept files by staging directory (device, inode): name and the bytes it still holds.
+type KeptFiles = std::collections::HashMap<(u64, u64), Vec<(String, u64)>>;
 
 /// Recycled files kept per staging directory.
 const RECYCLED_PER_DIR: usize = 64;
 
 /// Recycled files up to this size keep their blocks; larger ones are emptied when kept.
 const RECYCLED_KEEP_BLOCKS: u64 = 1 << 20;
+
+/// Most bytes kept files of one volume hold (invisible to users, so kept small); past it, kept
+/// files are emptied.
+const RECYCLED_BYTES: u64 = 64 << 20;
 
 impl Recycled {
     /// Keeps `name` (in staging directory `tmp`) for reuse when it is a regular file that no one
@@ -169,7 +180,7 @@ impl Recycled {
         let kept = (|| {
             let key = dir_key(tmp).ok()?;
             if self
-                .0
+                .kept
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&key)
@@ -186,15 +197,26 @@ impl Recycled {
             )
             .ok()?;
             let st = rustix::fs::fstat(&fd).ok()?;
-            let empty = st.st_size as u64 > RECYCLED_KEEP_BLOCKS;
-            if kind_of(&st) != Some(EntryKind::File) || st.st_nlink != 1 || !claim_unshared(&fd, empty) {
+            let size = st.st_size as u64;
+            let fits = size <= RECYCLED_KEEP_BLOCKS
+                && self
+                    .bytes
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                        (b + size <= RECYCLED_BYTES).then_some(b + size)
+                    })
+                    .is_ok();
+            if kind_of(&st) != Some(EntryKind::File) || st.st_nlink != 1 || !claim_unshared(&fd, !fits) {
+                if fits {
+                    self.bytes.fetch_sub(size, Ordering::Relaxed);
+                }
                 return None;
             }
-            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let held = if fits { size } else { 0 };
+            let mut map = self.kept.lock().unwrap_or_else(|e| e.into_inner());
             if map.len() >= 1024 {
                 map.retain(|_, v| !v.is_empty());
             }
-            map.entry(key).or_default().push(name.to_owned());
+            map.entry(key).or_default().push((name.to_owned(), held));
             Some(())
         })();
         if kept.is_none() {
@@ -207,7 +229,13 @@ impl Recycled {
     fn take(&self, tmp: &OwnedFd, name: &str, flags: OFlags) -> Option<(OwnedFd, u64)> {
         let key = dir_key(tmp).ok()?;
         loop {
-            let old = self.0.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&key)?.pop()?;
+            let (old, held) = self
+                .kept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_mut(&key)?
+                .pop()?;
+            self.bytes.fetch_sub(held, Ordering::Relaxed);
             // A staging sweep removes files not modified since its cutoff; a kept file still has
             // its object's old mtime. Fresh mtime first, then a fresh name: a sweep that saw the
             // old name stale can no longer remove it, and one that sees the new name sees it fresh.
