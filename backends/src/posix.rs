@@ -224,6 +224,13 @@ impl Recycled {
         }
     }
 
+    /// Drops the kept files of a staging directory that is being removed.
+    fn forget(&self, dir: (u64, u64)) {
+        let gone = self.kept.lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
+        let held: u64 = gone.iter().flatten().map(|(_, held)| held).sum();
+        self.bytes.fetch_sub(held, Ordering::Relaxed);
+    }
+
     /// Takes a kept file of staging directory `tmp`, renamed to `name`, opened with `flags`;
     /// returns it with the length of the stale bytes it still holds.
     fn take(&self, tmp: &OwnedFd, name: &str, flags: OFlags) -> Option<(OwnedFd, u64)> {
@@ -399,6 +406,7 @@ impl Volume for PosixVolume {
         self.handles.forget(&dir);
         let volume_root = self.root.clone();
         let d = dir.clone();
+        let io = self.io.clone();
         let r = self
             .io
             .run("delete_folder", move || {
@@ -406,6 +414,13 @@ impl Volume for PosixVolume {
                 let root = open_dir_path(&dir)?;
                 if !dir_is_empty(&root)? {
                     return Err(BackendError::FolderNotEmpty);
+                }
+                // Its kept files go with the staging directory.
+                if let Ok(tmp) = open_beneath(&root, &format!("{STAGING_DIR}/tmp"), OFlags::RDONLY | OFlags::DIRECTORY)
+                {
+                    if let Ok(key) = dir_key(&tmp) {
+                        io.recycled.forget(key);
+                    }
                 }
                 match rustix::fs::statat(&root, STAGING_DIR, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(_) => remove_tree(&root, STAGING_DIR)?,
@@ -1466,6 +1481,14 @@ mod tests {
         let cutoff = SystemTime::now() - std::time::Duration::from_secs(60);
         assert_eq!(f.sweep_staging(cutoff).await.unwrap(), 0, "the taken file looked stale");
         assert!(rustix::fs::fstat(&fd).is_ok_and(|st| st.st_nlink == 1));
+        // Removing the folder releases what its kept files held.
+        put(&f, "k", b"newer").await;
+        assert_eq!(v.io.recycled.bytes.load(Ordering::Relaxed), 3);
+        assert!(f.remove(&ObjectPath::parse("k").unwrap(), 0).await.unwrap());
+        drop(fd);
+        let _ = rustix::fs::unlinkat(&tmp, "reused", AtFlags::empty());
+        v.delete_folder(&loc).await.unwrap();
+        assert_eq!(v.io.recycled.bytes.load(Ordering::Relaxed), 0);
     }
 
     /// A file someone has open, or that has another name, is never reused: the reader keeps
