@@ -836,8 +836,9 @@ struct Opened {
 }
 
 impl Opened {
-    /// Makes the file `name` in the folder's staging directory: an emptied recycled file when
-    /// one is kept, else a new one; with `O_DIRECT` when `direct` and the file system takes it.
+    /// Makes the file `name` in the folder's staging directory: a kept file when there is one
+    /// (possibly still holding stale bytes, see `stale`), else a new one; with `O_DIRECT` when
+    /// `direct` and the file system takes it.
     fn make(root: &OwnedFd, io: &Io, name: &str, direct: bool) -> Result<Self> {
         let tmp_dir = ensure_dir(root, &[STAGING_DIR, "tmp"])?;
         let open_flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
