@@ -14,6 +14,20 @@ use crate::bootstrap::{ensure_admin, Bootstrap};
 use crate::config::Config;
 use crate::s3::Gateway;
 
+/// HTTP/2 flow control. Only the connection window paces uploads; it bounds what one connection
+/// can make us buffer. HTTP/2 clients (awscrt) put dozens of multi-MiB uploads on one connection,
+/// which the 64 KiB default windows throttle to a trickle.
+pub const H2_CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// The per-stream window is four times the connection window so that it never binds: a sender's
+/// stream window stays above half of it minus the connection window (h2 credits a stream once
+/// half its window is consumed, and no more than the connection window can be outstanding).
+/// Why it matters: awscrt's HTTP/2 client (aws-c-http through at least 0.32.2) crashes when a
+/// stream WINDOW_UPDATE reaches a stream that finished its body with its window used up
+/// (`s_decoder_on_window_update` unlinks a stream that is on no list); with 1 MiB stream windows
+/// LMCache-sized uploads hit that within a few hundred parts.
+pub const H2_STREAM_WINDOW: u32 = 4 * H2_CONNECTION_WINDOW;
+
 /// Opens the stores, binds the listener and serves until a shutdown signal.
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
@@ -41,15 +55,11 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
 
     let mut builder = ConnBuilder::new(TokioExecutor::new());
     builder.http1().keep_alive(true).half_close(false);
-    // HTTP/2 clients (awscrt) put dozens of multi-MiB uploads on one connection: the 64 KiB
-    // default windows throttle them to a trickle, so let windows grow with the bandwidth-delay
-    // product.
     builder
         .http2()
         .max_concurrent_streams(256)
-        .adaptive_window(true)
-        .initial_stream_window_size(1 << 20)
-        .initial_connection_window_size(16 << 20);
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown_signal());
 

@@ -190,3 +190,58 @@ fn bad_config_fails_start_up_with_a_precise_message() {
         }
     }
 }
+
+/// Reads the server's opening HTTP/2 frames over h2c and checks that a sender's per-stream window
+/// can never run out before its connection window does: with a stream window of at least twice
+/// the connection window, a stream's remaining window stays above half of it minus the
+/// connection window. awscrt's HTTP/2 client crashes on a stream WINDOW_UPDATE that arrives after
+/// it sent a whole body with its stream window used up (see `H2_STREAM_WINDOW` in
+/// gateway/src/server.rs; compat/awscrt.sh's 1 MiB phase crashed it every run before).
+#[test]
+fn h2_stream_windows_never_bind_before_the_connection_window() {
+    use std::io::{Read, Write};
+    let gw = Gateway::start();
+    let addr = gw.endpoint.trim_start_matches("http://");
+    let mut sock = std::net::TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    sock.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    sock.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).unwrap(); // our empty SETTINGS
+
+    const DEFAULT_WINDOW: u64 = 65_535;
+    let (mut stream_window, mut conn_window) = (None, DEFAULT_WINDOW);
+    let (mut saw_settings, mut saw_conn_update) = (false, false);
+    while !(saw_settings && saw_conn_update) {
+        let mut head = [0u8; 9];
+        sock.read_exact(&mut head).expect("the server's opening frames");
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let (kind, flags) = (head[3], head[4]);
+        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        let mut payload = vec![0u8; len];
+        sock.read_exact(&mut payload).unwrap();
+        match kind {
+            4 if flags & 1 == 0 => {
+                saw_settings = true;
+                for entry in payload.chunks_exact(6) {
+                    if u16::from_be_bytes([entry[0], entry[1]]) == 4 {
+                        stream_window = Some(u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]) as u64);
+                    }
+                }
+            }
+            8 if stream == 0 => {
+                saw_conn_update = true;
+                conn_window +=
+                    (u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff) as u64;
+            }
+            _ => {}
+        }
+    }
+    let stream_window = stream_window.unwrap_or(DEFAULT_WINDOW);
+    assert!(
+        conn_window >= 1 << 20,
+        "connection window {conn_window} throttles multi-MiB uploads"
+    );
+    assert!(
+        stream_window >= 2 * conn_window + 512,
+        "stream window {stream_window} can bind before the connection window {conn_window}"
+    );
+}
