@@ -129,6 +129,19 @@ check("get tagging", s3.get_object_tagging(Bucket=B, Key="l/a0")["TagSet"] == [{
 s3.delete_object_tagging(Bucket=B, Key="l/a0")
 check("delete tagging", s3.get_object_tagging(Bucket=B, Key="l/a0")["TagSet"] == [])
 
+# ACLs: read as the owner's full control (bucket owner enforced); only that ACL may be set.
+acl = s3.get_bucket_acl(Bucket=B)
+owner_id = acl["Owner"]["ID"]
+check("bucket acl", [(g["Grantee"].get("ID"), g["Permission"]) for g in acl["Grants"]] == [(owner_id, "FULL_CONTROL")], acl)
+oacl = s3.get_object_acl(Bucket=B, Key="l/a0")
+check("object acl", [g["Permission"] for g in oacl["Grants"]] == ["FULL_CONTROL"], oacl)
+s3.put_object_acl(Bucket=B, Key="l/a0", ACL="private")
+check("public acl refused",
+      error_code(lambda: s3.put_object_acl(Bucket=B, Key="l/a0", ACL="public-read")) == ("AccessControlListNotSupported", 400))
+check("ownership controls", s3.get_bucket_ownership_controls(Bucket=B)["OwnershipControls"]["Rules"]
+      == [{"ObjectOwnership": "BucketOwnerEnforced"}])
+check("unsupported operation", error_code(lambda: s3.get_bucket_policy(Bucket=B)) == ("NotImplemented", 501))
+
 # Multipart, with the default checksum behaviour of this boto3
 mp = s3.create_multipart_upload(Bucket=B, Key="mp/obj", Metadata={"m": "p"})
 uid = mp["UploadId"]

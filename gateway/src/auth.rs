@@ -67,11 +67,11 @@ pub enum Need {
     Authenticated,
     /// At least this permission on the bucket's folder.
     Folder(Perm),
-    /// Not offered by this gateway to tenants.
-    Denied,
+    /// Not offered by this gateway: answered `NotImplemented`.
+    Unsupported,
 }
 
-/// Maps an S3 operation to what it needs. Operations not listed are denied.
+/// Maps an S3 operation to what it needs. Operations not listed are refused as not implemented.
 pub fn required(op: &str) -> Need {
     Need::Folder(match op {
         "ListBuckets" | "CreateBucket" => return Need::Authenticated,
@@ -84,6 +84,9 @@ pub fn required(op: &str) -> Need {
         | "GetObject"
         | "HeadObject"
         | "GetObjectTagging"
+        | "GetBucketAcl"
+        | "GetObjectAcl"
+        | "GetBucketOwnershipControls"
         | "ListParts"
         | "ListMultipartUploads" => Perm::Ro,
         "PutObject"
@@ -95,9 +98,10 @@ pub fn required(op: &str) -> Need {
         | "CompleteMultipartUpload"
         | "AbortMultipartUpload"
         | "PutObjectTagging"
-        | "DeleteObjectTagging" => Perm::Rw,
-        "DeleteObject" | "DeleteObjects" | "DeleteBucket" => Perm::Wd,
-        _ => return Need::Denied,
+        | "DeleteObjectTagging"
+        | "PutObjectAcl" => Perm::Rw,
+        "DeleteObject" | "DeleteObjects" | "DeleteBucket" | "PutBucketAcl" => Perm::Wd,
+        _ => return Need::Unsupported,
     })
 }
 
@@ -164,7 +168,15 @@ impl S3Access for GatewayAccess {
             user,
         };
         let need = match required(cx.s3_op().name()) {
-            Need::Denied => return Err(s3_error!(AccessDenied, "This operation is not allowed on this gateway")),
+            // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
+            // which would send clients looking for a policy to fix.
+            Need::Unsupported => {
+                return Err(s3_error!(
+                    NotImplemented,
+                    "{} is not implemented by this gateway",
+                    cx.s3_op().name()
+                ))
+            }
             Need::Authenticated => None,
             Need::Folder(p) => Some(p),
         };
@@ -264,6 +276,6 @@ mod tests {
         assert_eq!(required("UploadPart"), Need::Folder(Perm::Rw));
         assert_eq!(required("DeleteObjects"), Need::Folder(Perm::Wd));
         assert_eq!(required("ListBuckets"), Need::Authenticated);
-        assert_eq!(required("PutBucketPolicy"), Need::Denied);
+        assert_eq!(required("PutBucketPolicy"), Need::Unsupported);
     }
 }

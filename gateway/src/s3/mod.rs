@@ -4,6 +4,7 @@
 //! inherent method in the module of its family (`get.rs`, `put.rs`, ...); the `S3` trait impl
 //! below only routes to them.
 
+mod acl;
 mod bucket;
 mod checksum;
 mod copy;
@@ -279,6 +280,11 @@ route! {
     list_buckets: ListBucketsInput => ListBucketsOutput;
     get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
     get_bucket_versioning: GetBucketVersioningInput => GetBucketVersioningOutput;
+    get_bucket_acl: GetBucketAclInput => GetBucketAclOutput;
+    put_bucket_acl: PutBucketAclInput => PutBucketAclOutput;
+    get_object_acl: GetObjectAclInput => GetObjectAclOutput;
+    put_object_acl: PutObjectAclInput => PutObjectAclOutput;
+    get_bucket_ownership_controls: GetBucketOwnershipControlsInput => GetBucketOwnershipControlsOutput;
     put_object: PutObjectInput => PutObjectOutput;
     get_object: GetObjectInput => GetObjectOutput;
     head_object: HeadObjectInput => HeadObjectOutput;
