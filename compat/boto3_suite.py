@@ -142,6 +142,11 @@ check("ownership controls", s3.get_bucket_ownership_controls(Bucket=B)["Ownershi
       == [{"ObjectOwnership": "BucketOwnerEnforced"}])
 check("unsupported operation", error_code(lambda: s3.get_bucket_policy(Bucket=B)) == ("NotImplemented", 501))
 
+attrs = s3.get_object_attributes(Bucket=B, Key="l/a0", ObjectAttributes=["ETag", "ObjectSize", "StorageClass"])
+head = s3.head_object(Bucket=B, Key="l/a0")
+check("object attributes", (attrs["ETag"].strip('"'), attrs["ObjectSize"], attrs["StorageClass"])
+      == (head["ETag"].strip('"'), head["ContentLength"], "STANDARD"), attrs)
+
 # Multipart, with the default checksum behaviour of this boto3
 mp = s3.create_multipart_upload(Bucket=B, Key="mp/obj", Metadata={"m": "p"})
 uid = mp["UploadId"]

@@ -83,6 +83,7 @@ pub fn required(op: &str) -> Need {
         | "ListObjectVersions"
         | "GetObject"
         | "HeadObject"
+        | "GetObjectAttributes"
         | "GetObjectTagging"
         | "GetBucketAcl"
         | "GetObjectAcl"
@@ -167,19 +168,6 @@ impl S3Access for GatewayAccess {
             access_key: kp.access_key,
             user,
         };
-        let need = match required(cx.s3_op().name()) {
-            // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
-            // which would send clients looking for a policy to fix.
-            Need::Unsupported => {
-                return Err(s3_error!(
-                    NotImplemented,
-                    "{} is not implemented by this gateway",
-                    cx.s3_op().name()
-                ))
-            }
-            Need::Authenticated => None,
-            Need::Folder(p) => Some(p),
-        };
         let (bucket, key) = match cx.s3_path() {
             S3Path::Root => (None, None),
             S3Path::Bucket { bucket } => (Some(bucket.to_string()), None),
@@ -197,6 +185,19 @@ impl S3Access for GatewayAccess {
                 ));
             }
         }
+        let need = match required(cx.s3_op().name()) {
+            // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
+            // which would send clients looking for a policy to fix.
+            Need::Unsupported => {
+                return Err(s3_error!(
+                    NotImplemented,
+                    "{} is not implemented by this gateway",
+                    cx.s3_op().name()
+                ))
+            }
+            Need::Authenticated => None,
+            Need::Folder(p) => Some(p),
+        };
         if let (Some(need), Some(name)) = (need, bucket) {
             let domain = caller.user.domain.clone();
             // A missing bucket is left to the handler, which answers NoSuchBucket.

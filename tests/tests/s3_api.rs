@@ -1058,3 +1058,126 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     let e = c.get_bucket_acl().bucket("nosuchbucket").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
 }
+
+/// GetObjectAttributes answers from the object's record: only the attributes asked for, the
+/// stored checksum, and the parts of a multipart object, paginated.
+#[tokio::test]
+async fn object_attributes() {
+    use aws_sdk_s3::types::{ObjectAttributes, StorageClass};
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("attrs").send().await.unwrap();
+    let put = c
+        .put_object()
+        .bucket("attrs")
+        .key("one")
+        .checksum_algorithm(ChecksumAlgorithm::Crc32)
+        .body(ByteStream::from_static(b"hello attributes"))
+        .send()
+        .await
+        .unwrap();
+    let a = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("one")
+        .object_attributes(ObjectAttributes::Etag)
+        .object_attributes(ObjectAttributes::ObjectSize)
+        .object_attributes(ObjectAttributes::StorageClass)
+        .object_attributes(ObjectAttributes::Checksum)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        a.e_tag().map(|e| e.trim_matches('"')),
+        put.e_tag().map(|e| e.trim_matches('"'))
+    );
+    assert_eq!(a.object_size(), Some(16));
+    assert_eq!(a.storage_class(), Some(&StorageClass::Standard));
+    assert_eq!(a.checksum().and_then(|c| c.checksum_crc32()), put.checksum_crc32());
+    assert!(a.last_modified().is_some());
+    assert!(a.object_parts().is_none(), "a single-part object has no parts");
+    let only_size = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("one")
+        .object_attributes(ObjectAttributes::ObjectSize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((only_size.object_size(), only_size.e_tag()), (Some(16), None));
+
+    let id = c
+        .create_multipart_upload()
+        .bucket("attrs")
+        .key("multi")
+        .checksum_algorithm(ChecksumAlgorithm::Crc32)
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let mut done = CompletedMultipartUpload::builder();
+    let sizes = [5 << 20, 5 << 20, 1000];
+    for (n, size) in sizes.iter().enumerate() {
+        let n = n as i32 + 1;
+        let r = c
+            .upload_part()
+            .bucket("attrs")
+            .key("multi")
+            .upload_id(&id)
+            .part_number(n)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32)
+            .body(ByteStream::from(vec![n as u8; *size]))
+            .send()
+            .await
+            .unwrap();
+        done = done.parts(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(r.e_tag().unwrap())
+                .checksum_crc32(r.checksum_crc32().unwrap())
+                .build(),
+        );
+    }
+    c.complete_multipart_upload()
+        .bucket("attrs")
+        .key("multi")
+        .upload_id(&id)
+        .multipart_upload(done.build())
+        .send()
+        .await
+        .unwrap();
+    let page = |marker: Option<String>| {
+        c.get_object_attributes()
+            .bucket("attrs")
+            .key("multi")
+            .object_attributes(ObjectAttributes::ObjectParts)
+            .max_parts(2)
+            .set_part_number_marker(marker)
+            .send()
+    };
+    let first = page(None).await.unwrap();
+    let parts = first.object_parts().expect("parts");
+    assert_eq!(parts.total_parts_count(), Some(3));
+    assert_eq!(parts.is_truncated(), Some(true));
+    assert_eq!(parts.next_part_number_marker(), Some("2"));
+    let got: Vec<(Option<i32>, Option<i64>)> = parts.parts().iter().map(|p| (p.part_number(), p.size())).collect();
+    assert_eq!(got, [(Some(1), Some(5 << 20)), (Some(2), Some(5 << 20))]);
+    assert!(parts.parts()[0].checksum_crc32().is_some(), "part checksums are listed");
+    let second = page(Some("2".into())).await.unwrap();
+    let parts = second.object_parts().expect("parts");
+    assert_eq!(parts.is_truncated(), Some(false));
+    let got: Vec<(Option<i32>, Option<i64>)> = parts.parts().iter().map(|p| (p.part_number(), p.size())).collect();
+    assert_eq!(got, [(Some(3), Some(1000))]);
+
+    let e = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("missing")
+        .object_attributes(ObjectAttributes::Etag)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"));
+}

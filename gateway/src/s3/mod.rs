@@ -288,6 +288,7 @@ route! {
     put_object: PutObjectInput => PutObjectOutput;
     get_object: GetObjectInput => GetObjectOutput;
     head_object: HeadObjectInput => HeadObjectOutput;
+    get_object_attributes: GetObjectAttributesInput => GetObjectAttributesOutput;
     delete_object: DeleteObjectInput => DeleteObjectOutput;
     delete_objects: DeleteObjectsInput => DeleteObjectsOutput;
     copy_object: CopyObjectInput => CopyObjectOutput;
