@@ -138,6 +138,9 @@ check("object acl", [g["Permission"] for g in oacl["Grants"]] == ["FULL_CONTROL"
 s3.put_object_acl(Bucket=B, Key="l/a0", ACL="private")
 check("public acl refused",
       error_code(lambda: s3.put_object_acl(Bucket=B, Key="l/a0", ACL="public-read")) == ("AccessControlListNotSupported", 400))
+check("public-read upload refused",
+      error_code(lambda: s3.put_object(Bucket=B, Key="public", Body=b"p", ACL="public-read")) == ("AccessControlListNotSupported", 400))
+check("refused upload left nothing", error_code(lambda: s3.head_object(Bucket=B, Key="public"))[1] == 404)
 check("ownership controls", s3.get_bucket_ownership_controls(Bucket=B)["OwnershipControls"]["Rules"]
       == [{"ObjectOwnership": "BucketOwnerEnforced"}])
 check("unsupported operation", error_code(lambda: s3.get_bucket_policy(Bucket=B)) == ("NotImplemented", 501))

@@ -1049,6 +1049,60 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     let oacl = c.get_object_acl().bucket("acl").key("k").send().await.unwrap();
     assert_eq!(oacl.grants().len(), 1, "a refused ACL changed nothing");
 
+    // Writes that ask for an ACL: only the owner's full control, and a refused write leaves nothing.
+    for canned in [ObjectCannedAcl::Private, ObjectCannedAcl::BucketOwnerFullControl] {
+        c.put_object()
+            .bucket("acl")
+            .key("w")
+            .acl(canned)
+            .body(ByteStream::from_static(b"w"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let e = c
+        .put_object()
+        .bucket("acl")
+        .key("public")
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(ByteStream::from_static(b"p"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
+    assert!(
+        c.head_object().bucket("acl").key("public").send().await.is_err(),
+        "refused write left an object"
+    );
+    let e = c
+        .copy_object()
+        .bucket("acl")
+        .key("public")
+        .copy_source("acl/k")
+        .acl(ObjectCannedAcl::PublicReadWrite)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessControlListNotSupported");
+    let e = c
+        .create_multipart_upload()
+        .bucket("acl")
+        .key("public")
+        .grant_read("uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessControlListNotSupported");
+    let uploads = c.list_multipart_uploads().bucket("acl").send().await.unwrap();
+    assert!(uploads.uploads().is_empty(), "refused upload was started");
+    c.create_multipart_upload()
+        .bucket("acl")
+        .key("mine")
+        .grant_full_control(format!("id={owner_id}"))
+        .send()
+        .await
+        .unwrap();
+
     let oc = c.get_bucket_ownership_controls().bucket("acl").send().await.unwrap();
     let rules = oc.ownership_controls().expect("controls").rules();
     assert_eq!(rules[0].object_ownership(), &ObjectOwnership::BucketOwnerEnforced);

@@ -8,7 +8,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::object::parse_key;
-use super::{caller, owner_of, Gateway};
+use super::{caller, owner_of, BucketCtx, Gateway};
 
 /// The one ACL there is: the owner's full control.
 fn owner_acl(owner: &Owner) -> Grants {
@@ -73,6 +73,12 @@ fn check_requested(asked: &Requested<'_>, owner: &Owner) -> S3Result<()> {
             "Your request was missing a required header: x-amz-acl, x-amz-grant-* or an AccessControlPolicy body"
         ));
     }
+    if asked.canned.is_some() && asked.grant_headers.iter().any(Option::is_some) {
+        return Err(s3_error!(
+            InvalidRequest,
+            "Specifying both Canned ACLs and Header Grants is not allowed"
+        ));
+    }
     if asked.is_owner_only(owner) {
         Ok(())
     } else {
@@ -81,6 +87,40 @@ fn check_requested(asked: &Requested<'_>, owner: &Owner) -> S3Result<()> {
             "The bucket does not allow ACLs"
         ))
     }
+}
+
+/// The `x-amz-grant-*` headers of an object write (PutObject, CopyObject,
+/// CreateMultipartUpload): full control, read, read ACP, write ACP.
+macro_rules! write_grants {
+    ($input:expr) => {
+        [
+            $input.grant_full_control.as_deref(),
+            $input.grant_read.as_deref(),
+            $input.grant_read_acp.as_deref(),
+            $input.grant_write_acp.as_deref(),
+        ]
+    };
+}
+pub(crate) use write_grants;
+
+/// Checks the ACL an object write asks for: none, or the bucket owner's full control. Anything
+/// else is refused before a byte is written, as S3 refuses it on buckets without ACLs; accepting
+/// it silently would leave a client believing an object public that is not.
+pub(crate) fn check_write_acl(
+    b: &BucketCtx,
+    canned: Option<&ObjectCannedACL>,
+    grants: [Option<&str>; 4],
+) -> S3Result<()> {
+    let [full, read, read_acp, write_acp] = grants;
+    let asked = Requested {
+        canned: canned.map(ObjectCannedACL::as_str),
+        grant_headers: [full, read, read_acp, None, write_acp],
+        policy: None,
+    };
+    if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    check_requested(&asked, &owner_of(&b.rec))
 }
 
 fn check_version(v: Option<&str>) -> S3Result<()> {

@@ -6,6 +6,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use penstock_backends::{ReadHandle, StagingFile, Stat};
 use penstock_metadata::{ObjectRecord, Perm};
 
+use super::acl::{check_write_acl, write_grants};
 use super::checksum::{Algo, BodyHasher, ALL_ALGOS};
 use super::error::backend_err;
 use super::object::{attr_input, etag, last_modified, new_record, parse_key, parse_tagging_header, Conditions};
@@ -87,6 +88,7 @@ impl Gateway {
         }
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let i = &req.input;
+        check_write_acl(&b, i.acl.as_ref(), write_grants!(i))?;
         let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let replace_meta = directive(i.metadata_directive.as_ref().map(|d| d.as_str()))?;
         let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;

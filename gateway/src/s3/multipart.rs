@@ -6,6 +6,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadRecord};
 
+use super::acl::{check_write_acl, write_grants};
 use super::checksum::{combine_crcs, composite, multipart_etag, Algo, BodyHasher, Claims};
 use super::copy::{copy_conditions, copy_range};
 use super::error::backend_err;
@@ -41,6 +42,7 @@ impl Gateway {
             ));
         }
         let b = self.bucket(&who, &input.bucket).await?;
+        check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
         let algo = match &input.checksum_algorithm {
             Some(a) => Some(
                 Algo::parse(a.as_str()).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?,

@@ -8,6 +8,7 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 use penstock_backends::{ObjectPath, StagingFile};
 use penstock_metadata::{ObjectAttrs, ObjectRecord};
 
+use super::acl::{check_write_acl, write_grants};
 use super::checksum::{BodyHasher, Claims};
 use super::error::backend_err;
 use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
@@ -32,6 +33,7 @@ impl Gateway {
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
+        check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
         let attrs = attr_input!(input).into_attrs();
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
