@@ -31,6 +31,23 @@ struct Requested<'a> {
     policy: Option<&'a AccessControlPolicy>,
 }
 
+/// The [`Requested`] of a PutBucketAcl or PutObjectAcl input (both carry the same fields).
+macro_rules! acl_request {
+    ($i:expr, $canned:ty) => {
+        Requested {
+            canned: $i.acl.as_ref().map(<$canned>::as_str),
+            grant_headers: [
+                $i.grant_full_control.as_deref(),
+                $i.grant_read.as_deref(),
+                $i.grant_read_acp.as_deref(),
+                $i.grant_write.as_deref(),
+                $i.grant_write_acp.as_deref(),
+            ],
+            policy: $i.access_control_policy.as_ref(),
+        }
+    };
+}
+
 impl Requested<'_> {
     /// Whether the request grants the owner full control and nothing else.
     fn is_owner_only(&self, owner: &Owner) -> bool {
@@ -151,18 +168,7 @@ impl Gateway {
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let asked = Requested {
-            canned: i.acl.as_ref().map(BucketCannedACL::as_str),
-            grant_headers: [
-                i.grant_full_control.as_deref(),
-                i.grant_read.as_deref(),
-                i.grant_read_acp.as_deref(),
-                i.grant_write.as_deref(),
-                i.grant_write_acp.as_deref(),
-            ],
-            policy: i.access_control_policy.as_ref(),
-        };
-        check_requested(&asked, &owner_of(&b.rec))?;
+        check_requested(&acl_request!(i, BucketCannedACL), &owner_of(&b.rec))?;
         Ok(S3Response::new(PutBucketAclOutput::default()))
     }
 
@@ -194,18 +200,7 @@ impl Gateway {
         check_version(i.version_id.as_deref())?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         self.open_object(&b, &i.key).await?;
-        let asked = Requested {
-            canned: i.acl.as_ref().map(ObjectCannedACL::as_str),
-            grant_headers: [
-                i.grant_full_control.as_deref(),
-                i.grant_read.as_deref(),
-                i.grant_read_acp.as_deref(),
-                i.grant_write.as_deref(),
-                i.grant_write_acp.as_deref(),
-            ],
-            policy: i.access_control_policy.as_ref(),
-        };
-        check_requested(&asked, &owner_of(&b.rec))?;
+        check_requested(&acl_request!(i, ObjectCannedACL), &owner_of(&b.rec))?;
         Ok(S3Response::new(PutObjectAclOutput::default()))
     }
 
