@@ -1228,6 +1228,15 @@ async fn object_attributes() {
     let e = c
         .get_object_attributes()
         .bucket("attrs")
+        .key("one")
+        .object_attributes(ObjectAttributes::from("Colour"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidArgument"));
+    let e = c
+        .get_object_attributes()
+        .bucket("attrs")
         .key("missing")
         .object_attributes(ObjectAttributes::Etag)
         .send()

@@ -244,10 +244,17 @@ impl Gateway {
             .filter(|a| !a.is_empty())
             .collect();
         let wants = |a: &str| asked.contains(&a);
-        if asked.is_empty() {
+        const KNOWN: [&str; 5] = [
+            ObjectAttributes::ETAG,
+            ObjectAttributes::CHECKSUM,
+            ObjectAttributes::OBJECT_PARTS,
+            ObjectAttributes::STORAGE_CLASS,
+            ObjectAttributes::OBJECT_SIZE,
+        ];
+        if asked.is_empty() || asked.iter().any(|a| !KNOWN.contains(a)) {
             return Err(s3_error!(
                 InvalidArgument,
-                "x-amz-object-attributes must name at least one of ETag, Checksum, ObjectParts, StorageClass, ObjectSize"
+                "Invalid attribute name specified: x-amz-object-attributes takes ETag, Checksum, ObjectParts, StorageClass and ObjectSize"
             ));
         }
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
