@@ -771,7 +771,7 @@ struct PosixStaging {
     /// The file, made by the first write that reaches it: a small body is created, written,
     /// synced and stat'ed in one blocking call at seal.
     opened: Option<Opened>,
-    direct: bool,
+    /// Also says whether the file is made with `O_DIRECT` ([`Sink::Direct`]).
     sink: Sink,
     /// The block being written in the background while the next one is received; a direct
     /// write hands its block back for reuse.
@@ -882,7 +882,6 @@ impl PosixStaging {
             root,
             name: format!("{:032x}", rand::random::<u128>()),
             opened: None,
-            direct,
             sink,
             inflight: None,
             flushed: 0,
@@ -910,7 +909,8 @@ impl PosixStaging {
     /// Makes the file if no write has yet.
     async fn ensure_opened(&mut self) -> Result<()> {
         if self.opened.is_none() {
-            let (root, io, name, direct) = (self.root.clone(), self.io.clone(), self.name.clone(), self.direct);
+            let direct = matches!(self.sink, Sink::Direct { .. });
+            let (root, io, name) = (self.root.clone(), self.io.clone(), self.name.clone());
             let opened = self
                 .io
                 .run("create_staging", move || Opened::make(&root, &io, &name, direct))
@@ -1086,13 +1086,8 @@ impl StagingFile for PosixStaging {
         let at = self.flushed;
         self.flushed = self.len;
         let made = self.opened.as_ref().map(|o| (o.file.clone(), o.stale));
-        let (root, io, name, direct, len) = (
-            self.root.clone(),
-            self.io.clone(),
-            self.name.clone(),
-            self.direct,
-            self.len,
-        );
+        let direct = matches!(last, Sink::Direct { .. });
+        let (root, io, name, len) = (self.root.clone(), self.io.clone(), self.name.clone(), self.len);
         let (opened, st) = self
             .io
             .run("seal", move || {
