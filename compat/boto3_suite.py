@@ -168,6 +168,8 @@ for k in ("ChecksumCRC32", "ChecksumCRC32C", "ChecksumCRC64NVME", "ChecksumSHA1"
             parts[1][k] = e2["CopyPartResult"][k]
 done = s3.complete_multipart_upload(Bucket=B, Key="mp/obj", UploadId=uid, MultipartUpload={"Parts": parts})
 check("mpu etag", done["ETag"].endswith('-2"'), done["ETag"])
+again = s3.complete_multipart_upload(Bucket=B, Key="mp/obj", UploadId=uid, MultipartUpload={"Parts": parts})
+check("retried complete", again["ETag"] == done["ETag"], again)
 whole = s3.get_object(Bucket=B, Key="mp/obj")
 check("mpu bytes", whole["Body"].read() == p1 + body[:1024] and whole["Metadata"] == {"m": "p"})
 mp2 = s3.create_multipart_upload(Bucket=B, Key="mp/aborted")

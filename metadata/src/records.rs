@@ -199,6 +199,10 @@ pub struct ObjectRecord {
     /// Parts of a multipart object, in order; empty for single-part objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSummary>,
+    /// The multipart upload whose completion wrote this object: a Complete retried after it
+    /// succeeded is answered from the object while it is still this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
 }
 
 /// An ongoing multipart upload.

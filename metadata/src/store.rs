@@ -507,6 +507,7 @@ mod tests {
             },
             tags: vec![("t".into(), "1".into())],
             parts: vec![],
+            upload_id: Some("0123456789abcdef0123456789abcdef".into()),
         }
     }
 

@@ -1244,3 +1244,66 @@ async fn object_attributes() {
         .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"));
 }
+
+/// A CompleteMultipartUpload retried after it succeeded (the client missed the answer) gets the
+/// same answer, as S3 gives; with other parts, after the object changed, or for an upload that
+/// never was, it is NoSuchUpload.
+#[tokio::test]
+async fn completing_twice_answers_the_same() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("again").send().await.unwrap();
+    let id = c
+        .create_multipart_upload()
+        .bucket("again")
+        .key("obj")
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let mut parts = Vec::new();
+    for (n, size) in [(1, 5 << 20), (2, 1234)] {
+        let r = c
+            .upload_part()
+            .bucket("again")
+            .key("obj")
+            .upload_id(&id)
+            .part_number(n)
+            .body(ByteStream::from(vec![n as u8; size]))
+            .send()
+            .await
+            .unwrap();
+        parts.push(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(r.e_tag().unwrap())
+                .build(),
+        );
+    }
+    let complete = |parts: Vec<CompletedPart>, id: String| {
+        c.complete_multipart_upload()
+            .bucket("again")
+            .key("obj")
+            .upload_id(id)
+            .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
+            .send()
+    };
+    let first = complete(parts.clone(), id.clone()).await.unwrap();
+    let again = complete(parts.clone(), id.clone()).await.unwrap();
+    assert_eq!(again.e_tag(), first.e_tag());
+    assert_eq!(again.checksum_crc64_nvme(), first.checksum_crc64_nvme());
+    assert_eq!(get(&c, "again", "obj").await.len(), (5 << 20) + 1234);
+
+    let e = complete(parts[..1].to_vec(), id.clone()).await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchUpload"), "other parts");
+    let e = complete(parts.clone(), "0123456789abcdef0123456789abcdef".into())
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchUpload", "an upload that never was");
+    put(&c, "again", "obj", b"replaced").await;
+    let e = complete(parts.clone(), id.clone()).await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchUpload", "the object is no longer the upload's");
+    assert_eq!(get(&c, "again", "obj").await, b"replaced");
+}

@@ -2,7 +2,7 @@
 //! with `copy_file_range` on completion; their records live in the metadata store.
 
 use s3s::dto::*;
-use s3s::{s3_error, S3Request, S3Response, S3Result};
+use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadRecord};
 
@@ -233,7 +233,10 @@ impl Gateway {
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
-        let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
+        let up = match self.upload_record(&b, &input.key, &input.upload_id).await {
+            Ok(up) => up,
+            Err(gone) => return self.completed_before(&b, input, gone).await,
+        };
         let id = up.upload_id.clone();
         let stored = self.meta(move |s| s.parts(&id)).await?;
 
@@ -354,6 +357,7 @@ impl Gateway {
                     checksums: p.checksums.clone(),
                 })
                 .collect(),
+            upload_id: Some(up.upload_id.clone()),
         };
         let conds = WriteConditions {
             if_match: input.if_match.take(),
@@ -369,19 +373,40 @@ impl Gateway {
         if let Err(e) = b.folder.remove_upload(&up.upload_id).await {
             tracing::warn!(upload = %up.upload_id, error = %e, "could not remove part files");
         }
-        let c = &rec.checksums;
-        Ok(S3Response::new(CompleteMultipartUploadOutput {
-            bucket: Some(input.bucket.clone()),
-            key: Some(input.key.clone()),
-            e_tag: Some(etag(&rec.etag)),
-            checksum_crc32: c.crc32.clone(),
-            checksum_crc32c: c.crc32c.clone(),
-            checksum_crc64nvme: c.crc64nvme.clone(),
-            checksum_sha1: c.sha1.clone(),
-            checksum_sha256: c.sha256.clone(),
-            checksum_type: c.checksum_type.clone().map(ChecksumType::from),
-            ..Default::default()
-        }))
+        Ok(S3Response::new(completed(input, &rec)))
+    }
+
+    /// A Complete whose upload is gone: if it completed that upload into the object now at the
+    /// key, with the same parts, it is a retry (the client missed the first answer) and gets the
+    /// same answer, as S3 gives; anything else gets `gone`.
+    async fn completed_before(
+        &self,
+        b: &BucketCtx,
+        input: &CompleteMultipartUploadInput,
+        gone: S3Error,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        let Ok((rec, _, _)) = self.open_object(b, &input.key).await else {
+            return Err(gone);
+        };
+        if rec.upload_id.as_deref() != Some(input.upload_id.as_str()) {
+            return Err(gone);
+        }
+        let parts = input
+            .multipart_upload
+            .as_ref()
+            .and_then(|m| m.parts.as_deref())
+            .unwrap_or_default();
+        let md5s: Option<Vec<String>> = parts
+            .iter()
+            .map(|p| p.e_tag.as_ref().map(|e| e.value().trim_matches('"').to_owned()))
+            .collect();
+        let same_parts = md5s
+            .and_then(|m| multipart_etag(&m.iter().map(String::as_str).collect::<Vec<_>>()))
+            .is_some_and(|e| e == rec.etag);
+        if !same_parts {
+            return Err(gone);
+        }
+        Ok(S3Response::new(completed(input, &rec)))
     }
 
     /// AbortMultipartUpload.
@@ -586,6 +611,23 @@ fn verify_complete_checksum(a: Algo, i: &CompleteMultipartUploadInput, c: &Check
         }
     }
     Ok(())
+}
+
+/// The answer to a successful CompleteMultipartUpload of `rec`.
+fn completed(input: &CompleteMultipartUploadInput, rec: &ObjectRecord) -> CompleteMultipartUploadOutput {
+    let c = &rec.checksums;
+    CompleteMultipartUploadOutput {
+        bucket: Some(input.bucket.clone()),
+        key: Some(input.key.clone()),
+        e_tag: Some(etag(&rec.etag)),
+        checksum_crc32: c.crc32.clone(),
+        checksum_crc32c: c.crc32c.clone(),
+        checksum_crc64nvme: c.crc64nvme.clone(),
+        checksum_sha1: c.sha1.clone(),
+        checksum_sha256: c.sha256.clone(),
+        checksum_type: c.checksum_type.clone().map(ChecksumType::from),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

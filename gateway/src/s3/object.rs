@@ -46,6 +46,7 @@ pub(crate) fn effective_record(key: &str, st: &Stat, stored: Option<ObjectRecord
             checksums: Checksums::default(),
             tags: Vec::new(),
             parts: Vec::new(),
+            upload_id: None,
         },
     }
 }
@@ -65,6 +66,7 @@ pub(crate) fn new_record(
         checksums: d.checksums,
         tags,
         parts: Vec::new(),
+        upload_id: None,
     }
 }
 

@@ -169,6 +169,7 @@ impl Gateway {
             checksums: digests.checksums,
             tags: Vec::new(),
             parts: Vec::new(),
+            upload_id: None,
         };
         let folder = b.rec.folder_id;
         let r = rec.clone();
