@@ -150,14 +150,18 @@ impl DirSyncs {
 /// of a small PUT (4 KiB PUT fell from ~3000 to ~1100 ops/s within a minute here). Publishing over
 /// a file therefore swaps it out atomically (`RENAME_EXCHANGE`), and the old inode is kept for the
 /// next staging file, unless anyone else has it open or it has other names: then it is
-/// removed as before, so a reader of the old object keeps reading the old bytes. Small files keep
-/// their blocks: the next small upload overwrites them in place (no block allocation, no discard
-/// of freed blocks, fewer metadata writes at fsync) and seal cuts off what it did not overwrite.
-#[derive(Default)]
+/// removed as before, so a reader of the old object keeps reading the old bytes. Kept files keep
+/// their blocks within a small budget: the next upload of about that size overwrites them in
+/// place (no block allocation, no discard of freed blocks, fewer metadata writes at fsync) and
+/// seal cuts off what it did not overwrite. On this project's virtio disk that made 16 MiB
+/// overwrites 1.4x faster: freeing and reallocating every byte kept the disk 99% busy with
+/// 3 ms writes, half of its time on discards; in place it is 70% busy with 0.75 ms writes.
 struct Recycled {
     kept: std::sync::Mutex<KeptFiles>,
-    /// Bytes held by kept files across the volume, bounded by `RECYCLED_BYTES`.
+    /// Bytes held by kept files across the volume, at most `budget`.
     bytes: std::sync::atomic::AtomicU64,
+    /// Most bytes kept files may hold: they are invisible to users and to quotas.
+    budget: u64,
 }
 
 /// Kept files by staging directory (device, inode): name and the bytes it still holds.
@@ -166,14 +170,35 @@ type KeptFiles = std::collections::HashMap<(u64, u64), Vec<(String, u64)>>;
 /// Recycled files kept per staging directory.
 const RECYCLED_PER_DIR: usize = 64;
 
-/// Recycled files up to this size keep their blocks; larger ones are emptied when kept.
-const RECYCLED_KEEP_BLOCKS: u64 = 1 << 20;
+/// Most bytes kept files of one volume hold, and at most this share of the file system
+/// (1/`RECYCLED_SHARE`); past it, kept files are emptied.
+const RECYCLED_BYTES: u64 = 256 << 20;
+const RECYCLED_SHARE: u64 = 100;
 
-/// Most bytes kept files of one volume hold (invisible to users, so kept small); past it, kept
-/// files are emptied.
-const RECYCLED_BYTES: u64 = 64 << 20;
+/// A kept file keeps its blocks only up to 1/`RECYCLED_FILE_SHARE` of the budget, so a few
+/// uploads in flight each find one.
+const RECYCLED_FILE_SHARE: u64 = 4;
 
 impl Recycled {
+    fn new(budget: u64) -> Self {
+        Self {
+            kept: Default::default(),
+            bytes: Default::default(),
+            budget,
+        }
+    }
+
+    /// The budget for a volume at `root`: [`RECYCLED_BYTES`], less on small file systems.
+    fn for_volume(root: &Path) -> Self {
+        let size = rustix::fs::statvfs(root).map_or(0, |v| v.f_blocks.saturating_mul(v.f_frsize));
+        Self::new(RECYCLED_BYTES.min(size / RECYCLED_SHARE))
+    }
+
+    /// Largest file that keeps its blocks when kept.
+    fn keep_blocks(&self) -> u64 {
+        self.budget / RECYCLED_FILE_SHARE
+    }
+
     /// Keeps `name` (in staging directory `tmp`) for reuse when it is a regular file that no one
     /// else has open and that has no other name; otherwise removes it.
     fn keep_or_remove(&self, tmp: &OwnedFd, name: &str) {
@@ -198,11 +223,11 @@ impl Recycled {
             .ok()?;
             let st = rustix::fs::fstat(&fd).ok()?;
             let size = st.st_size as u64;
-            let fits = size <= RECYCLED_KEEP_BLOCKS
+            let fits = size <= self.keep_blocks()
                 && self
                     .bytes
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
-                        (b + size <= RECYCLED_BYTES).then_some(b + size)
+                        (b + size <= self.budget).then_some(b + size)
                     })
                     .is_ok();
             if kind_of(&st) != Some(EntryKind::File) || st.st_nlink != 1 || !claim_unshared(&fd, !fits) {
@@ -232,16 +257,18 @@ impl Recycled {
     }
 
     /// Takes a kept file of staging directory `tmp`, renamed to `name`, opened with `flags`;
-    /// returns it with the length of the stale bytes it still holds.
-    fn take(&self, tmp: &OwnedFd, name: &str, flags: OFlags) -> Option<(OwnedFd, u64)> {
+    /// returns it with the length of the stale bytes it still holds. With the upload's expected
+    /// size (`want`), the file whose bytes come closest, so little is cut off at seal (freeing
+    /// blocks on the upload's path) or newly allocated; without, the one holding least.
+    fn take(&self, tmp: &OwnedFd, name: &str, flags: OFlags, want: Option<u64>) -> Option<(OwnedFd, u64)> {
         let key = dir_key(tmp).ok()?;
         loop {
-            let (old, held) = self
-                .kept
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_mut(&key)?
-                .pop()?;
+            let (old, held) = {
+                let mut map = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+                let files = map.get_mut(&key)?;
+                let at = (0..files.len()).min_by_key(|&i| files[i].1.abs_diff(want.unwrap_or(0)))?;
+                files.swap_remove(at)
+            };
             self.bytes.fetch_sub(held, Ordering::Relaxed);
             // A staging sweep removes files not modified since its cutoff; a kept file still has
             // its object's old mtime. Fresh mtime first, then a fresh name: a sweep that saw the
@@ -271,7 +298,7 @@ impl Recycled {
                 Ok(Ok(st))
                     if kind_of(&st) == Some(EntryKind::File)
                         && st.st_nlink == 1
-                        && st.st_size as u64 <= RECYCLED_KEEP_BLOCKS =>
+                        && st.st_size as u64 <= self.keep_blocks() =>
                 {
                     return opened.ok().map(|fd| (fd, st.st_size as u64));
                 }
@@ -316,7 +343,7 @@ impl PosixVolume {
                 volume: name.to_owned(),
                 observer: None,
                 dir_syncs: DirSyncs::default(),
-                recycled: Recycled::default(),
+                recycled: Recycled::for_volume(root),
             }),
             direct_from: Some(DEFAULT_DIRECT_WRITES_FROM),
             handles: FolderHandles::default(),
@@ -338,7 +365,7 @@ impl PosixVolume {
             volume: self.name.clone(),
             observer: Some(observer),
             dir_syncs: DirSyncs::default(),
-            recycled: Recycled::default(),
+            recycled: Recycled::new(self.io.recycled.budget),
         });
         self
     }
@@ -498,7 +525,7 @@ impl Folder for PosixFolder {
         let root = self.root.clone();
         let io = self.io.clone();
         let direct = matches!((size_hint, self.direct_from), (Some(n), Some(from)) if n >= from);
-        Ok(Box::new(PosixStaging::new(root, io, direct)))
+        Ok(Box::new(PosixStaging::new(root, io, direct, size_hint)))
     }
 
     async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>> {
@@ -510,7 +537,7 @@ impl Folder for PosixFolder {
         let staging = self
             .io
             .run("compose_parts", move || {
-                let mut staging = PosixStaging::create(root.clone(), io, false)?;
+                let mut staging = PosixStaging::create(root.clone(), io, false, None)?;
                 let file = staging.file();
                 let mut out: &File = &file;
                 for part in parts {
@@ -779,6 +806,8 @@ struct PosixStaging {
     /// Bytes handed to writes so far: where the next direct block lands.
     flushed: u64,
     len: u64,
+    /// The payload's declared size, if any: picks the kept file to reuse.
+    size_hint: Option<u64>,
     published: bool,
 }
 
@@ -839,11 +868,12 @@ impl Opened {
     /// Makes the file `name` in the folder's staging directory: a kept file when there is one
     /// (possibly still holding stale bytes, see `stale`), else a new one; with `O_DIRECT` when
     /// `direct` and the file system takes it.
-    fn make(root: &OwnedFd, io: &Io, name: &str, direct: bool) -> Result<Self> {
+    /// `want` is the expected size, to pick a kept file by.
+    fn make(root: &OwnedFd, io: &Io, name: &str, direct: bool, want: Option<u64>) -> Result<Self> {
         let tmp_dir = ensure_dir(root, &[STAGING_DIR, "tmp"])?;
         let open_flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
         let direct_flag = if direct { OFlags::DIRECT } else { OFlags::empty() };
-        let (fd, stale) = match io.recycled.take(&tmp_dir, name, open_flags | direct_flag) {
+        let (fd, stale) = match io.recycled.take(&tmp_dir, name, open_flags | direct_flag, want) {
             Some(taken) => taken,
             None => {
                 let flags = open_flags | OFlags::CREATE | OFlags::EXCL;
@@ -866,7 +896,7 @@ impl Opened {
 
 impl PosixStaging {
     /// A staging file whose file is made when the first bytes reach it.
-    fn new(root: Arc<OwnedFd>, io: Arc<Io>, direct: bool) -> Self {
+    fn new(root: Arc<OwnedFd>, io: Arc<Io>, direct: bool, size_hint: Option<u64>) -> Self {
         let sink = if direct {
             Sink::Direct {
                 block: AlignedBlock::new(),
@@ -886,15 +916,16 @@ impl PosixStaging {
             inflight: None,
             flushed: 0,
             len: 0,
+            size_hint,
             published: false,
             io,
         }
     }
 
     /// A staging file whose file exists already (blocking).
-    fn create(root: Arc<OwnedFd>, io: Arc<Io>, direct: bool) -> Result<Self> {
-        let mut s = Self::new(root, io, direct);
-        s.opened = Some(Opened::make(&s.root, &s.io, &s.name, direct)?);
+    fn create(root: Arc<OwnedFd>, io: Arc<Io>, direct: bool, size_hint: Option<u64>) -> Result<Self> {
+        let mut s = Self::new(root, io, direct, size_hint);
+        s.opened = Some(Opened::make(&s.root, &s.io, &s.name, direct, size_hint)?);
         Ok(s)
     }
 
@@ -910,10 +941,10 @@ impl PosixStaging {
     async fn ensure_opened(&mut self) -> Result<()> {
         if self.opened.is_none() {
             let direct = matches!(self.sink, Sink::Direct { .. });
-            let (root, io, name) = (self.root.clone(), self.io.clone(), self.name.clone());
+            let (root, io, name, hint) = (self.root.clone(), self.io.clone(), self.name.clone(), self.size_hint);
             let opened = self
                 .io
-                .run("create_staging", move || Opened::make(&root, &io, &name, direct))
+                .run("create_staging", move || Opened::make(&root, &io, &name, direct, hint))
                 .await?;
             self.opened = Some(opened);
         }
@@ -1019,7 +1050,7 @@ impl PosixStaging {
                             if durable {
                                 io.dir_syncs.sync_after_change(&parent)?;
                             }
-                            if st.st_size as u64 > RECYCLED_KEEP_BLOCKS {
+                            if st.st_size as u64 > io.recycled.keep_blocks() {
                                 // Emptying or removing a large file frees its extents, which took
                                 // 8-16 ms per 16 MiB file here (ext4 with `discard`): the write
                                 // is durable already, so that waits for no reply.
@@ -1106,7 +1137,7 @@ impl StagingFile for PosixStaging {
                 let (opened, file, stale) = match made {
                     Some((f, stale)) => (None, f, stale),
                     None => {
-                        let o = Opened::make(&root, &io, &name, direct)?;
+                        let o = Opened::make(&root, &io, &name, direct, Some(len))?;
                         let (f, stale) = (o.file.clone(), o.stale);
                         (Some(o), f, stale)
                     }
@@ -1429,7 +1460,20 @@ mod tests {
     }
 
     async fn folder(root: &Path) -> (Arc<dyn Folder>, PathBuf) {
-        let v = PosixVolume::open("v", root).unwrap();
+        folder_with_budget(root, None).await
+    }
+
+    /// A folder on a volume whose kept files may hold `budget` bytes (default: the volume's).
+    async fn folder_with_budget(root: &Path, budget: Option<u64>) -> (Arc<dyn Folder>, PathBuf) {
+        let mut v = PosixVolume::open("v", root).unwrap();
+        if let Some(b) = budget {
+            v.io = Arc::new(Io {
+                volume: "v".into(),
+                observer: None,
+                dir_syncs: DirSyncs::default(),
+                recycled: Recycled::new(b),
+            });
+        }
         let loc = crate::FolderLocation {
             scope: crate::QuotaScope::user(uuid::Uuid::new_v4()),
             id: uuid::Uuid::new_v4(),
@@ -1483,7 +1527,7 @@ mod tests {
         let tmp = open_dir_path(&path.join(STAGING_DIR).join("tmp")).unwrap();
         let (fd, stale) =
             v.io.recycled
-                .take(&tmp, "reused", OFlags::WRONLY)
+                .take(&tmp, "reused", OFlags::WRONLY, None)
                 .expect("the old file was kept");
         assert_eq!((stale, v.io.recycled.bytes.load(Ordering::Relaxed)), (3, 0));
         let cutoff = SystemTime::now() - std::time::Duration::from_secs(60);
@@ -1522,14 +1566,61 @@ mod tests {
         assert_eq!(std::fs::read(path.join("held")).unwrap(), b"new");
     }
 
-    /// A replaced large file is recycled after the publish returns: it ends up emptied (or
-    /// removed), never holding its old bytes invisibly, unless a reader still has it open, who
-    /// keeps reading the old bytes.
+    /// Large overwrites reuse the replaced files with their blocks: every version reads back
+    /// exactly whether it is longer or shorter than the file it reused, few inodes are used, and
+    /// kept files never hold more than the budget.
+    #[tokio::test]
+    async fn large_overwrites_reuse_files_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = 16 << 20;
+        let (f, path) = folder_with_budget(dir.path(), Some(budget)).await;
+        let mut inodes = std::collections::HashSet::new();
+        for i in 0..24usize {
+            let key = format!("k{}", i % 3);
+            let len = [3 << 20, (2 << 20) + 5, (3 << 20) + 4096 + 77, 1 << 20][i % 4];
+            let body: Vec<u8> = (0..len).map(|j| (j * 7 + i) as u8).collect();
+            put(&f, &key, &body).await;
+            assert!(std::fs::read(path.join(&key)).unwrap() == body, "write {i}");
+            inodes.insert(std::fs::metadata(path.join(&key)).unwrap().ino());
+            // Recycling runs after the reply for large files; let it land.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(inodes.len() < 10, "{} distinct inodes for 24 writes", inodes.len());
+        let held: u64 = std::fs::read_dir(path.join(STAGING_DIR).join("tmp"))
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(held <= budget, "kept files hold {held} bytes");
+        assert!(held > 0, "no kept file kept its blocks");
+    }
+
+    /// A kept file is picked by the upload's expected size, so a small upload does not take (and
+    /// cut down) a large file.
+    #[test]
+    fn kept_files_are_picked_by_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = open_dir_path(dir.path()).unwrap();
+        let r = Recycled::new(64 << 20);
+        for (name, len) in [("small", 100u64), ("large", 5 << 20), ("middle", 1 << 20)] {
+            std::fs::write(dir.path().join(name), vec![1u8; len as usize]).unwrap();
+            r.keep_or_remove(&tmp, name);
+        }
+        let stale = |want| r.take(&tmp, "taken", OFlags::WRONLY, want).map(|(_, stale)| stale);
+        assert_eq!(stale(Some(4 << 20)), Some(5 << 20));
+        assert_eq!(stale(None), Some(100));
+        assert_eq!(stale(Some(0)), Some(1 << 20));
+        assert_eq!(stale(Some(1)), None);
+    }
+
+    /// A replaced file too large to keep its blocks is recycled after the publish returns: it
+    /// ends up emptied (or removed), never holding its old bytes invisibly, unless a reader still
+    /// has it open, who keeps reading the old bytes.
     #[tokio::test]
     async fn large_replaced_files_are_emptied_after_publish() {
         let dir = tempfile::tempdir().unwrap();
-        let (f, path) = folder(dir.path()).await;
-        let big = RECYCLED_KEEP_BLOCKS as usize * 2;
+        let budget = 4 << 20;
+        let (f, path) = folder_with_budget(dir.path(), Some(budget)).await;
+        let big = (budget / RECYCLED_FILE_SHARE) as usize * 2;
         put(&f, "big", &vec![b'a'; big]).await;
         put(&f, "held", &vec![b'b'; big]).await;
         let held = std::fs::File::open(path.join("held")).unwrap();
@@ -1571,9 +1662,9 @@ mod tests {
             volume: "v".into(),
             observer: None,
             dir_syncs: DirSyncs::default(),
-            recycled: Recycled::default(),
+            recycled: Recycled::new(0),
         });
-        let mut s = PosixStaging::create(root, io, true).unwrap();
+        let mut s = PosixStaging::create(root, io, true, None).unwrap();
         let direct = |s: &PosixStaging| rustix::fs::fcntl_getfl(&*s.file()).unwrap().contains(OFlags::DIRECT);
         assert_eq!(
             direct(&s),
