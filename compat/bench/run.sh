@@ -64,9 +64,9 @@ bench() { # server label, endpoint, extra args...
 }
 
 if [ "$mode" = smoke ]; then
-  cases=("get-16m|GET|64K|8|4" "put-16m|PUT|64K|16|4" "get-1g|GET|256K|2|2" "small-put|PUT|4K|64|16" "small-get|GET|4K|64|16")
+  cases=("get-16m|GET|64K|8|4" "put-16m|PUT|64K|16|4" "put-16m-new|PUT|64K|16|4" "get-1g|GET|256K|2|2" "small-put|PUT|4K|64|16" "small-get|GET|4K|64|16")
 else
-  cases=("get-16m|GET|16M|32|8" "put-16m|PUT|16M|32|8" "get-1g|GET|1G|2|2" "small-put|PUT|4K|2000|16" "small-get|GET|4K|2000|16")
+  cases=("get-16m|GET|16M|32|8" "put-16m|PUT|16M|32|8" "put-16m-new|PUT|16M|256|8" "get-1g|GET|1G|2|2" "small-put|PUT|4K|2000|16" "small-get|GET|4K|2000|16")
 fi
 if [ -n "$only" ]; then
   kept=(); for c in "${cases[@]}"; do [ "${c%%|*}" = "$only" ] && kept+=("$c"); done
@@ -103,7 +103,9 @@ for round in $(seq 1 "$rounds"); do
   for c in "${cases[@]}"; do
     IFS='|' read -r case op size count conc <<<"$c"
     w=$(echo "$op" | tr 'A-Z' 'a-z')
-    dur=(); [ "$mode" = full ] && [ "$case" != get-1g ] && dur=(--duration 8)
+    dur=(); [ "$mode" = full ] && [ "$case" != get-1g ] && [ "$case" != put-16m-new ] && dur=(--duration 8)
+    # put-16m-new writes keys no round wrote before (one pass), so no upload replaces a file.
+    fresh=(); [ "$case" = put-16m-new ] && fresh=(--prefix "round$round")
     servers=(penstock s3s-fs); [ "$op" = GET ] && servers+=(nginx)
     # Who goes first rotates per round, so no server always runs right after a PUT case.
     for i in "${!servers[@]}"; do
@@ -116,7 +118,11 @@ for round in $(seq 1 "$rounds"); do
         if [ "$s" = s3s-fs ]; then warm="$W/s3sfs/$case"; else warm=${folders[$case]}; fi
         find "$warm" -type f -exec cat {} + >/dev/null
       fi
-      run_on "$s" --bucket "$case" --workload "$w" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}"
+      run_on "$s" --bucket "$case" --workload "$w" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}" "${fresh[@]}"
+      if [ ${#fresh[@]} -gt 0 ]; then  # not measured: frees the disk space for the next rounds
+        ep=http://127.0.0.1:$P_PORT; [ "$s" = s3s-fs ] && ep=http://127.0.0.1:$S_PORT
+        "$BENCH" --endpoint "$ep" --bucket "$case" --workload delete --count "$count" --concurrency 4 "${fresh[@]}" >/dev/null
+      fi
     done
   done
 done
