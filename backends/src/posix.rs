@@ -770,12 +770,23 @@ impl ReadHandle for PosixReader {
     }
 
     async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        // Read into uninitialized capacity: zeroing a block first would cost a pass over every
+        // byte served.
+        let mut buf = Vec::with_capacity(len);
+        // What the page cache holds is copied right here: handing a cached block to the blocking
+        // pool cost more than the copy (a thread wakeup each way: 16 MiB GETs x 8 went from
+        // 3144 to 4130 MiB/s).
+        let start = std::time::Instant::now();
+        let eof = read_cached(&self.file, &mut buf, offset, len);
+        if eof || buf.len() == len {
+            if let Some(o) = &self.io.observer {
+                o.observe(&self.io.volume, "read", start.elapsed());
+            }
+            return Ok(Bytes::from(buf));
+        }
         let file = self.file.clone();
         self.io
             .run("read", move || {
-                // Read into uninitialized capacity: zeroing a block first would cost a pass over
-                // every byte served.
-                let mut buf = Vec::with_capacity(len);
                 while buf.len() < len {
                     let at = offset + buf.len() as u64;
                     match rustix::io::pread(&*file, rustix::buffer::spare_capacity(&mut buf), at) {
@@ -789,6 +800,36 @@ impl ReadHandle for PosixReader {
             })
             .await
     }
+}
+
+/// Appends to `buf`, up to `len` bytes in all, the bytes from `offset + buf.len()` on that the
+/// page cache holds, without blocking (`RWF_NOWAIT`). Returns whether the end of the file was
+/// reached. Stops at the first byte not cached; errors (including file systems without
+/// `RWF_NOWAIT`) leave the rest to a blocking read, which reports them.
+fn read_cached(file: &File, buf: &mut Vec<u8>, offset: u64, len: usize) -> bool {
+    use std::os::fd::AsRawFd;
+    while buf.len() < len {
+        let want = len - buf.len();
+        let spare = &mut buf.spare_capacity_mut()[..want];
+        let iov = libc::iovec {
+            iov_base: spare.as_mut_ptr().cast(),
+            iov_len: spare.len(),
+        };
+        let Ok(at) = i64::try_from(offset + buf.len() as u64) else {
+            return false;
+        };
+        // SAFETY: the iovec covers spare capacity of `buf`, which the call only writes to;
+        // `file` is open for the whole call.
+        let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
+        match n {
+            0 => return true,
+            // SAFETY: the kernel wrote `n` bytes right after the initialized ones.
+            n if n > 0 => unsafe { buf.set_len(buf.len() + n as usize) },
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+            _ => return false,
+        }
+    }
+    false
 }
 
 struct PosixStaging {
@@ -1564,6 +1605,39 @@ mod tests {
         assert!(old == [b'a'; 5000], "a reader of a replaced file saw other bytes");
         assert!(std::fs::read(path.join("other-name")).unwrap() == [b'b'; 5000]);
         assert_eq!(std::fs::read(path.join("held")).unwrap(), b"new");
+    }
+
+    /// Reads come back exact whether the page cache holds all, part or none of the range: the
+    /// cached part is copied on the caller's task, the rest read by a blocking read.
+    #[tokio::test]
+    async fn reads_are_exact_cached_or_not() {
+        use std::os::fd::AsFd;
+        let dir = tempfile::tempdir().unwrap();
+        let (f, path) = folder(dir.path()).await;
+        let body: Vec<u8> = (0..(3 << 20) + 123).map(|i| (i * 31 % 251) as u8).collect();
+        put(&f, "o", &body).await;
+        let file = File::open(path.join("o")).unwrap();
+        let mut buf = Vec::with_capacity(body.len() + 10);
+        std::io::Read::read_to_end(&mut &file, &mut Vec::new()).unwrap();
+        assert!(
+            read_cached(&file, &mut buf, 0, body.len() + 10),
+            "the end of the file was not seen"
+        );
+        assert!(buf == body, "cached bytes differ");
+        let key = ObjectPath::parse("o").unwrap();
+        let h = f.open_read(&key).await.unwrap().unwrap();
+        for (evict, at, n) in [(true, 0, body.len()), (false, 5, 1 << 20), (true, 2 << 20, body.len())] {
+            if evict {
+                // Clean pages go; one page at 2 MiB is read back, so the read from there
+                // starts cached and goes on uncached (unless read-ahead brought the rest).
+                rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed).unwrap();
+                let mut half = vec![0u8; 4096];
+                rustix::io::pread(&file, &mut half, (2 << 20) as u64).unwrap();
+            }
+            let got = h.read_at(at as u64, n).await.unwrap();
+            let end = (at + n).min(body.len());
+            assert!(got[..] == body[at..end], "read of {n} at {at} (evicted: {evict})");
+        }
     }
 
     /// Large overwrites reuse the replaced files with their blocks: every version reads back
