@@ -85,6 +85,11 @@ async fn bucket_lifecycle() {
         .map(|b| b.name().unwrap().to_owned())
         .collect();
     assert_eq!(names, ["alpha"]);
+    // Names S3 reserves for access point aliases, directory buckets and the like.
+    for reserved in ["data-s3alias", "data--ol-s3", "data.mrap", "sthree-data", "xn--data"] {
+        let e = c.create_bucket().bucket(reserved).send().await.unwrap_err();
+        assert_eq!(code(&e), "InvalidBucketName", "{reserved}");
+    }
     let loc = c.get_bucket_location().bucket("alpha").send().await.unwrap();
     assert!(loc.location_constraint().is_none_or(|l| l.as_str().is_empty()));
 

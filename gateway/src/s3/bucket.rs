@@ -11,6 +11,21 @@ use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
 use super::{caller, location, Gateway};
 
+/// Prefixes and suffixes S3 reserves for its own kinds of names (access point aliases, Object
+/// Lambda, Multi-Region Access Points, directory and table buckets), which a general purpose
+/// bucket may not take. s3s's name check covers the rest of the rules (and `xn--`).
+const RESERVED_PREFIXES: [&str; 2] = ["sthree-", "amzn-s3-demo-"];
+const RESERVED_SUFFIXES: [&str; 5] = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"];
+
+/// Why `name` may not be given to a new bucket, if it is reserved.
+pub(crate) fn reserved_bucket_name(name: &str) -> Option<String> {
+    if let Some(p) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(*p)) {
+        return Some(format!("bucket names may not start with {p:?}"));
+    }
+    let s = RESERVED_SUFFIXES.iter().find(|s| name.ends_with(*s))?;
+    Some(format!("bucket names may not end with {s:?}"))
+}
+
 impl Gateway {
     /// CreateBucket: a new folder on the default volume, owned by the caller.
     pub(crate) async fn create_bucket(
@@ -19,6 +34,9 @@ impl Gateway {
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let who = caller(&req)?;
         let name = req.input.bucket.clone();
+        if let Some(why) = reserved_bucket_name(&name) {
+            return Err(s3_error!(InvalidBucketName, "The specified bucket is not valid: {why}"));
+        }
         let (d, n) = (who.user.domain.clone(), name.clone());
         if let Some(existing) = self.meta(move |s| s.bucket(&d, &n)).await? {
             return Err(if existing.quota_scope == QuotaScope::user(who.user.id).to_string() {

@@ -5,7 +5,7 @@
 //! below only routes to them.
 
 mod acl;
-mod bucket;
+pub(crate) mod bucket;
 mod checksum;
 mod copy;
 mod delete;
