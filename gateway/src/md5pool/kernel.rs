@@ -155,48 +155,72 @@ pub(super) mod avx2 {
     /// Lanes per register.
     pub(in super::super) const LANES: usize = 8;
 
-    macro_rules! vector_step {
-        ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $m:ident, $g:literal, $s:literal, $k:literal) => {
-            let fun = vector_step!(@$f, $b, $c, $d);
+    /// One step on eight lanes; `$rot` and `$fun` name the instruction set's rotate and round
+    /// functions (AVX2 alone, or with AVX-512VL).
+    macro_rules! lanes_step {
+        ($rot:ident, $fun:ident, $f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $m:ident, $g:literal, $s:literal, $k:literal) => {
             let pre = opaque!(
                 ymm_reg,
                 "/* {0} */",
                 _mm256_add_epi32($a, _mm256_add_epi32(_mm256_set1_epi32(K[$k] as i32), $m[$g]))
             );
-            let t = _mm256_add_epi32(pre, fun);
-            let r = _mm256_or_si256(_mm256_slli_epi32::<$s>(t), _mm256_srli_epi32::<{ 32 - $s }>(t));
-            $a = _mm256_add_epi32($b, r);
-        };
-        (@f, $b:ident, $c:ident, $d:ident) => {
-            _mm256_xor_si256($d, _mm256_and_si256($b, _mm256_xor_si256($c, $d)))
-        };
-        (@g, $b:ident, $c:ident, $d:ident) => {
-            _mm256_xor_si256($c, _mm256_and_si256($d, _mm256_xor_si256($b, $c)))
-        };
-        (@h, $b:ident, $c:ident, $d:ident) => {
-            _mm256_xor_si256(_mm256_xor_si256($b, $c), $d)
-        };
-        (@i, $b:ident, $c:ident, $d:ident) => {
-            _mm256_xor_si256($c, _mm256_or_si256($b, _mm256_xor_si256($d, _mm256_set1_epi32(-1))))
+            let t = _mm256_add_epi32(pre, $fun!($f, $b, $c, $d));
+            $a = _mm256_add_epi32($b, $rot!(t, $s));
         };
     }
 
-    macro_rules! vl_step {
-        ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $m:ident, $g:literal, $s:literal, $k:literal) => {
-            let fun = vl_step!(@$f, $b, $c, $d);
-            let pre = opaque!(
-                ymm_reg,
-                "/* {0} */",
-                _mm256_add_epi32($a, _mm256_add_epi32(_mm256_set1_epi32(K[$k] as i32), $m[$g]))
-            );
-            let t = _mm256_add_epi32(pre, fun);
-            $a = _mm256_add_epi32($b, _mm256_rol_epi32::<$s>(t));
+    macro_rules! avx2_rot {
+        ($t:ident, $s:literal) => {
+            _mm256_or_si256(_mm256_slli_epi32::<$s>($t), _mm256_srli_epi32::<{ 32 - $s }>($t))
         };
-        // Truth tables over (b, c, d) = (0xf0, 0xcc, 0xaa).
-        (@f, $b:ident, $c:ident, $d:ident) => { _mm256_ternarylogic_epi32::<0xca>($b, $c, $d) };
-        (@g, $b:ident, $c:ident, $d:ident) => { _mm256_ternarylogic_epi32::<0xe4>($b, $c, $d) };
-        (@h, $b:ident, $c:ident, $d:ident) => { _mm256_ternarylogic_epi32::<0x96>($b, $c, $d) };
-        (@i, $b:ident, $c:ident, $d:ident) => { _mm256_ternarylogic_epi32::<0x39>($b, $c, $d) };
+    }
+
+    macro_rules! avx2_fun {
+        (f, $b:ident, $c:ident, $d:ident) => {
+            _mm256_xor_si256($d, _mm256_and_si256($b, _mm256_xor_si256($c, $d)))
+        };
+        (g, $b:ident, $c:ident, $d:ident) => {
+            _mm256_xor_si256($c, _mm256_and_si256($d, _mm256_xor_si256($b, $c)))
+        };
+        (h, $b:ident, $c:ident, $d:ident) => {
+            _mm256_xor_si256(_mm256_xor_si256($b, $c), $d)
+        };
+        (i, $b:ident, $c:ident, $d:ident) => {
+            _mm256_xor_si256(
+                $c,
+                _mm256_or_si256($b, _mm256_xor_si256($d, _mm256_set1_epi32(-1))),
+            )
+        };
+    }
+
+    macro_rules! vl_rot {
+        ($t:ident, $s:literal) => {
+            _mm256_rol_epi32::<$s>($t)
+        };
+    }
+
+    // Truth tables over (b, c, d) = (0xf0, 0xcc, 0xaa).
+    macro_rules! vl_fun {
+        (f, $b:ident, $c:ident, $d:ident) => {
+            _mm256_ternarylogic_epi32::<0xca>($b, $c, $d)
+        };
+        (g, $b:ident, $c:ident, $d:ident) => {
+            _mm256_ternarylogic_epi32::<0xe4>($b, $c, $d)
+        };
+        (h, $b:ident, $c:ident, $d:ident) => {
+            _mm256_ternarylogic_epi32::<0x96>($b, $c, $d)
+        };
+        (i, $b:ident, $c:ident, $d:ident) => {
+            _mm256_ternarylogic_epi32::<0x39>($b, $c, $d)
+        };
+    }
+
+    macro_rules! vector_step {
+        ($($t:tt)*) => { lanes_step!(avx2_rot, avx2_fun, $($t)*); };
+    }
+
+    macro_rules! vl_step {
+        ($($t:tt)*) => { lanes_step!(vl_rot, vl_fun, $($t)*); };
     }
 
     /// Transposes eight rows of eight words: word `j` of row `l` becomes element `l` of row `j`.
