@@ -12,6 +12,25 @@ use crate::md5pool::Md5Stream;
 
 use penstock_metadata::Checksums;
 
+/// Builds an S3 output struct with its five `checksum_*` fields taken from a stored
+/// [`Checksums`] and the other fields as written: the output types name those fields alike but
+/// share no trait. `with_checksums!(&c, Type { e_tag: .., }, ..Default::default())`.
+macro_rules! with_checksums {
+    ($c:expr, $ty:ident { $($field:ident: $value:expr),* $(,)? } $(, ..$rest:expr)?) => {{
+        let c: &penstock_metadata::Checksums = $c;
+        $ty {
+            $($field: $value,)*
+            checksum_crc32: c.crc32.clone(),
+            checksum_crc32c: c.crc32c.clone(),
+            checksum_crc64nvme: c.crc64nvme.clone(),
+            checksum_sha1: c.sha1.clone(),
+            checksum_sha256: c.sha256.clone(),
+            $(..$rest)?
+        }
+    }};
+}
+pub(crate) use with_checksums;
+
 /// An S3 checksum algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Algo {

@@ -7,7 +7,7 @@ use penstock_backends::{ReadHandle, StagingFile, Stat};
 use penstock_metadata::{ObjectRecord, Perm};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{Algo, BodyHasher, ALL_ALGOS};
+use super::checksum::{with_checksums, Algo, BodyHasher, ALL_ALGOS};
 use super::error::backend_err;
 use super::object::{attr_input, etag, last_modified, new_record, parse_key, parse_tagging_header, Conditions};
 use super::{caller, BucketCtx, Gateway};
@@ -141,17 +141,14 @@ impl Gateway {
             .await
             .map_err(backend_err)?
             .map(|st| last_modified(&st));
-        let c = &rec.checksums;
-        let result = CopyObjectResult {
-            e_tag: Some(etag(&rec.etag)),
-            last_modified: lm,
-            checksum_crc32: c.crc32.clone(),
-            checksum_crc32c: c.crc32c.clone(),
-            checksum_crc64nvme: c.crc64nvme.clone(),
-            checksum_sha1: c.sha1.clone(),
-            checksum_sha256: c.sha256.clone(),
-            checksum_type: c.checksum_type.clone().map(ChecksumType::from),
-        };
+        let result = with_checksums!(
+            &rec.checksums,
+            CopyObjectResult {
+                e_tag: Some(etag(&rec.etag)),
+                last_modified: lm,
+                checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+            }
+        );
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
             ..Default::default()

@@ -13,7 +13,7 @@ use penstock_backends::{BackendError, EntryKind, ReadHandle, Stat};
 use penstock_metadata::ObjectRecord;
 use penstock_rdma::transport::PushError;
 
-use super::checksum::ALL_ALGOS;
+use super::checksum::{with_checksums, ALL_ALGOS};
 use super::error::backend_err;
 use super::object::{effective_record, etag, last_modified, metadata_out, parse_http_date, parse_key, Conditions};
 use super::rdma::{reply_headers, transfer_failed, window_too_small, Admission, Admitted};
@@ -273,15 +273,12 @@ impl Gateway {
             out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
         }
         if wants(ObjectAttributes::CHECKSUM) && !rec.checksums.is_empty() {
-            let [crc32, crc32c, crc64nvme, sha1, sha256] = ALL_ALGOS.map(|a| a.get(&rec.checksums).cloned());
-            out.checksum = Some(Checksum {
-                checksum_crc32: crc32,
-                checksum_crc32c: crc32c,
-                checksum_crc64nvme: crc64nvme,
-                checksum_sha1: sha1,
-                checksum_sha256: sha256,
-                checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
-            });
+            out.checksum = Some(with_checksums!(
+                &rec.checksums,
+                Checksum {
+                    checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+                }
+            ));
         }
         if wants(ObjectAttributes::OBJECT_PARTS) && !rec.parts.is_empty() {
             let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
@@ -293,16 +290,13 @@ impl Gateway {
                 .skip(after)
                 .take(max)
                 .map(|(n, p)| {
-                    let [crc32, crc32c, crc64nvme, sha1, sha256] = ALL_ALGOS.map(|a| a.get(&p.checksums).cloned());
-                    ObjectPart {
-                        part_number: Some(n as i32 + 1),
-                        size: Some(p.size as i64),
-                        checksum_crc32: crc32,
-                        checksum_crc32c: crc32c,
-                        checksum_crc64nvme: crc64nvme,
-                        checksum_sha1: sha1,
-                        checksum_sha256: sha256,
-                    }
+                    with_checksums!(
+                        &p.checksums,
+                        ObjectPart {
+                            part_number: Some(n as i32 + 1),
+                            size: Some(p.size as i64),
+                        }
+                    )
                 })
                 .collect();
             let last = listed.last().and_then(|p| p.part_number);

@@ -7,7 +7,7 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadRecord};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{combine_crcs, composite, multipart_etag, Algo, BodyHasher, Claims};
+use super::checksum::{combine_crcs, composite, multipart_etag, with_checksums, Algo, BodyHasher, Claims};
 use super::copy::{copy_conditions, copy_range};
 use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
@@ -123,16 +123,13 @@ impl Gateway {
         claims.verify(&d, trailers.as_ref())?;
 
         let part = self.store_part(&b, &up, input.part_number as u32, staging, d).await?;
-        let c = &part.checksums;
-        let mut resp = S3Response::new(UploadPartOutput {
-            e_tag: Some(etag(&part.md5_hex)),
-            checksum_crc32: c.crc32.clone(),
-            checksum_crc32c: c.crc32c.clone(),
-            checksum_crc64nvme: c.crc64nvme.clone(),
-            checksum_sha1: c.sha1.clone(),
-            checksum_sha256: c.sha256.clone(),
+        let mut resp = S3Response::new(with_checksums!(
+            &part.checksums,
+            UploadPartOutput {
+                e_tag: Some(etag(&part.md5_hex)),
+            },
             ..Default::default()
-        });
+        ));
         if matches!(admission, Admission::Serve(_)) {
             reply_headers(&mut resp.headers, 200, Some(moved));
         }
@@ -169,17 +166,14 @@ impl Gateway {
         }
         let d = hasher.finish().await;
         let part = self.store_part(&b, &up, i.part_number as u32, staging, d).await?;
-        let c = &part.checksums;
         Ok(S3Response::new(UploadPartCopyOutput {
-            copy_part_result: Some(CopyPartResult {
-                e_tag: Some(etag(&part.md5_hex)),
-                last_modified: Some(ts_ms(part.last_modified_ms)),
-                checksum_crc32: c.crc32.clone(),
-                checksum_crc32c: c.crc32c.clone(),
-                checksum_crc64nvme: c.crc64nvme.clone(),
-                checksum_sha1: c.sha1.clone(),
-                checksum_sha256: c.sha256.clone(),
-            }),
+            copy_part_result: Some(with_checksums!(
+                &part.checksums,
+                CopyPartResult {
+                    e_tag: Some(etag(&part.md5_hex)),
+                    last_modified: Some(ts_ms(part.last_modified_ms)),
+                }
+            )),
             ..Default::default()
         }))
     }
@@ -458,18 +452,15 @@ impl Gateway {
             parts: Some(
                 page.iter()
                     .map(|p| {
-                        let c = &p.checksums;
-                        Part {
-                            part_number: Some(p.part_number as i32),
-                            e_tag: Some(etag(&p.md5_hex)),
-                            size: Some(p.size as i64),
-                            last_modified: Some(ts_ms(p.last_modified_ms)),
-                            checksum_crc32: c.crc32.clone(),
-                            checksum_crc32c: c.crc32c.clone(),
-                            checksum_crc64nvme: c.crc64nvme.clone(),
-                            checksum_sha1: c.sha1.clone(),
-                            checksum_sha256: c.sha256.clone(),
-                        }
+                        with_checksums!(
+                            &p.checksums,
+                            Part {
+                                part_number: Some(p.part_number as i32),
+                                e_tag: Some(etag(&p.md5_hex)),
+                                size: Some(p.size as i64),
+                                last_modified: Some(ts_ms(p.last_modified_ms)),
+                            }
+                        )
                     })
                     .collect(),
             ),
@@ -615,19 +606,16 @@ fn verify_complete_checksum(a: Algo, i: &CompleteMultipartUploadInput, c: &Check
 
 /// The answer to a successful CompleteMultipartUpload of `rec`.
 fn completed(input: &CompleteMultipartUploadInput, rec: &ObjectRecord) -> CompleteMultipartUploadOutput {
-    let c = &rec.checksums;
-    CompleteMultipartUploadOutput {
-        bucket: Some(input.bucket.clone()),
-        key: Some(input.key.clone()),
-        e_tag: Some(etag(&rec.etag)),
-        checksum_crc32: c.crc32.clone(),
-        checksum_crc32c: c.crc32c.clone(),
-        checksum_crc64nvme: c.crc64nvme.clone(),
-        checksum_sha1: c.sha1.clone(),
-        checksum_sha256: c.sha256.clone(),
-        checksum_type: c.checksum_type.clone().map(ChecksumType::from),
+    with_checksums!(
+        &rec.checksums,
+        CompleteMultipartUploadOutput {
+            bucket: Some(input.bucket.clone()),
+            key: Some(input.key.clone()),
+            e_tag: Some(etag(&rec.etag)),
+            checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+        },
         ..Default::default()
-    }
+    )
 }
 
 #[cfg(test)]

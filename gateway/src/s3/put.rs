@@ -9,7 +9,7 @@ use penstock_backends::{ObjectPath, StagingFile};
 use penstock_metadata::{ObjectAttrs, ObjectRecord};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{BodyHasher, Claims};
+use super::checksum::{with_checksums, BodyHasher, Claims};
 use super::error::backend_err;
 use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
 use super::rdma::{reply_headers, transfer_failed, Admission};
@@ -73,18 +73,15 @@ impl Gateway {
         let rec = new_record(digests, &st, attrs, tags);
         self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
 
-        let c = &rec.checksums;
-        let output = PutObjectOutput {
-            e_tag: Some(etag(&rec.etag)),
-            checksum_crc32: c.crc32.clone(),
-            checksum_crc32c: c.crc32c.clone(),
-            checksum_crc64nvme: c.crc64nvme.clone(),
-            checksum_sha1: c.sha1.clone(),
-            checksum_sha256: c.sha256.clone(),
-            checksum_type: c.checksum_type.clone().map(ChecksumType::from),
-            size: Some(st.size as i64),
+        let output = with_checksums!(
+            &rec.checksums,
+            PutObjectOutput {
+                e_tag: Some(etag(&rec.etag)),
+                checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+                size: Some(st.size as i64),
+            },
             ..Default::default()
-        };
+        );
         let mut resp = S3Response::new(output);
         if matches!(admission, Admission::Serve(_)) {
             reply_headers(&mut resp.headers, 200, Some(moved));
