@@ -9,7 +9,6 @@
 //! Blocking system calls run on tokio's blocking pool.
 
 use std::fs::File;
-use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -87,6 +86,19 @@ struct Io {
 }
 
 impl Io {
+    /// Runs a write that is safe to repeat; when the file system (or the user's disk quota) is
+    /// full and kept files held space, frees them and runs it once more.
+    fn with_space<T>(&self, mut write: impl FnMut() -> Result<T>) -> Result<T> {
+        match write() {
+            Err(BackendError::Io(e))
+                if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) && self.recycled.release() > 0 =>
+            {
+                write()
+            }
+            r => r,
+        }
+    }
+
     async fn run<T: Send + 'static>(
         &self,
         op: &'static str,
@@ -164,8 +176,14 @@ struct Recycled {
     budget: u64,
 }
 
-/// Kept files by staging directory (device, inode): name and the bytes it still holds.
-type KeptFiles = std::collections::HashMap<(u64, u64), Vec<(String, u64)>>;
+/// Kept files by staging directory (device, inode).
+type KeptFiles = std::collections::HashMap<(u64, u64), KeptDir>;
+
+/// The kept files of one staging directory: name and the bytes each still holds.
+struct KeptDir {
+    dir: Arc<OwnedFd>,
+    files: Vec<(String, u64)>,
+}
 
 /// Recycled files kept per staging directory.
 const RECYCLED_PER_DIR: usize = 64;
@@ -201,7 +219,7 @@ impl Recycled {
 
     /// Keeps `name` (in staging directory `tmp`) for reuse when it is a regular file that no one
     /// else has open and that has no other name; otherwise removes it.
-    fn keep_or_remove(&self, tmp: &OwnedFd, name: &str) {
+    fn keep_or_remove(&self, tmp: &Arc<OwnedFd>, name: &str) {
         let kept = (|| {
             let key = dir_key(tmp).ok()?;
             if self
@@ -209,7 +227,7 @@ impl Recycled {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&key)
-                .map_or(0, Vec::len)
+                .map_or(0, |d| d.files.len())
                 >= RECYCLED_PER_DIR
             {
                 return None;
@@ -239,9 +257,13 @@ impl Recycled {
             let held = if fits { size } else { 0 };
             let mut map = self.kept.lock().unwrap_or_else(|e| e.into_inner());
             if map.len() >= 1024 {
-                map.retain(|_, v| !v.is_empty());
+                map.retain(|_, d| !d.files.is_empty());
             }
-            map.entry(key).or_default().push((name.to_owned(), held));
+            let kept = map.entry(key).or_insert_with(|| KeptDir {
+                dir: tmp.clone(),
+                files: Vec::new(),
+            });
+            kept.files.push((name.to_owned(), held));
             Some(())
         })();
         if kept.is_none() {
@@ -252,8 +274,38 @@ impl Recycled {
     /// Drops the kept files of a staging directory that is being removed.
     fn forget(&self, dir: (u64, u64)) {
         let gone = self.kept.lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
-        let held: u64 = gone.iter().flatten().map(|(_, held)| held).sum();
+        let held: u64 = gone.iter().flat_map(|d| &d.files).map(|(_, held)| held).sum();
         self.bytes.fetch_sub(held, Ordering::Relaxed);
+    }
+
+    /// Removes every kept file that still holds blocks, in every staging directory; returns the
+    /// bytes that frees. For a write that found the file system full: kept files are invisible
+    /// to whoever meets that.
+    fn release(&self) -> u64 {
+        let full: Vec<KeptDir> = {
+            let mut map = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            map.values_mut()
+                .map(|d| {
+                    let (files, empty) = std::mem::take(&mut d.files)
+                        .into_iter()
+                        .partition(|(_, held)| *held > 0);
+                    d.files = empty;
+                    KeptDir {
+                        dir: d.dir.clone(),
+                        files,
+                    }
+                })
+                .collect()
+        };
+        let mut freed = 0;
+        for d in full {
+            for (name, held) in d.files {
+                let _ = rustix::fs::unlinkat(&*d.dir, name.as_str(), AtFlags::empty());
+                self.bytes.fetch_sub(held, Ordering::Relaxed);
+                freed += held;
+            }
+        }
+        freed
     }
 
     /// Takes a kept file of staging directory `tmp`, renamed to `name`, opened with `flags`;
@@ -265,7 +317,7 @@ impl Recycled {
         loop {
             let (old, held) = {
                 let mut map = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-                let files = map.get_mut(&key)?;
+                let files = &mut map.get_mut(&key)?.files;
                 let at = (0..files.len()).min_by_key(|&i| files[i].1.abs_diff(want.unwrap_or(0)))?;
                 files.swap_remove(at)
             };
@@ -1019,8 +1071,11 @@ impl PosixStaging {
                 self.flushed += *pending_len as u64;
                 *pending_len = 0;
                 tokio::spawn(async move {
-                    io.run("write", move || write_all_vectored(&file, &chunks).map(|()| None))
-                        .await
+                    let writer = io.clone();
+                    io.run("write", move || {
+                        writer.with_space(|| write_all_vectored(&file, &chunks, at).map(|()| None))
+                    })
+                    .await
                 })
             }
             Sink::Direct { block, spare } => {
@@ -1030,9 +1085,11 @@ impl PosixStaging {
                 let next = spare.take().unwrap_or_else(AlignedBlock::new);
                 let full = std::mem::replace(block, next);
                 self.flushed += full.len as u64;
+                let writer = io.clone();
                 tokio::spawn(async move {
                     io.run("write", move || {
-                        write_direct(&file, full.filled(), at).map(|()| Some(full))
+                        writer.with_space(|| write_direct(&file, full.filled(), at))?;
+                        Ok(Some(full))
                     })
                     .await
                 })
@@ -1183,8 +1240,8 @@ impl StagingFile for PosixStaging {
                         (Some(o), f, stale)
                     }
                 };
-                match last {
-                    Sink::Buffered { pending, .. } => write_all_vectored(&file, &pending)?,
+                io.with_space(|| match &last {
+                    Sink::Buffered { pending, .. } => write_all_vectored(&file, pending, at),
                     Sink::Direct { block, .. } => {
                         // Whole aligned sectors still go direct; the last partial one cannot.
                         let data = block.filled();
@@ -1194,8 +1251,9 @@ impl StagingFile for PosixStaging {
                             set_direct(&file, false)?;
                             pwrite_all(&file, &data[aligned..], at + aligned as u64)?;
                         }
+                        Ok(())
                     }
-                }
+                })?;
                 if stale > len {
                     file.set_len(len)?;
                 }
@@ -1231,8 +1289,8 @@ impl Drop for PosixStaging {
     }
 }
 
-/// Writes every byte of `chunks` at the file's position, as few `writev` calls as it takes.
-fn write_all_vectored(mut file: &File, chunks: &[Bytes]) -> Result<()> {
+/// Writes every byte of `chunks` at `at`, as few `pwritev` calls as it takes.
+fn write_all_vectored(file: &File, chunks: &[Bytes], mut at: u64) -> Result<()> {
     let mut slices: Vec<std::io::IoSlice<'_>> = chunks
         .iter()
         .filter(|c| !c.is_empty())
@@ -1240,10 +1298,13 @@ fn write_all_vectored(mut file: &File, chunks: &[Bytes]) -> Result<()> {
         .collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
-        match file.write_vectored(rest) {
+        match rustix::io::pwritev(file, rest, at) {
             Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
-            Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Ok(n) => {
+                std::io::IoSlice::advance_slices(&mut rest, n);
+                at += n as u64;
+            }
+            Err(Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -1668,12 +1729,50 @@ mod tests {
         assert!(held > 0, "no kept file kept its blocks");
     }
 
+    /// A write that finds the file system full frees the kept files that hold blocks and is
+    /// tried once more; with nothing left to free, the error stands after one try.
+    #[test]
+    fn a_full_file_system_releases_kept_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = Arc::new(open_dir_path(dir.path()).unwrap());
+        let io = Io {
+            volume: "v".into(),
+            observer: None,
+            dir_syncs: DirSyncs::default(),
+            recycled: Recycled::new(64 << 20),
+        };
+        std::fs::write(dir.path().join("kept"), vec![1u8; 4096]).unwrap();
+        io.recycled.keep_or_remove(&tmp, "kept");
+        assert_eq!(io.recycled.bytes.load(Ordering::Relaxed), 4096);
+        let full = || Err::<(), _>(BackendError::Io(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+        let mut tries = 0;
+        let r = io.with_space(|| {
+            tries += 1;
+            if tries == 1 {
+                full()
+            } else {
+                Ok(())
+            }
+        });
+        assert!(r.is_ok() && tries == 2, "not tried again after freeing ({tries} tries)");
+        assert!(!dir.path().join("kept").exists(), "the kept file is still there");
+        assert_eq!(io.recycled.bytes.load(Ordering::Relaxed), 0);
+        let mut tries = 0;
+        assert!(io
+            .with_space(|| {
+                tries += 1;
+                full()
+            })
+            .is_err());
+        assert_eq!(tries, 1);
+    }
+
     /// A kept file is picked by the upload's expected size, so a small upload does not take (and
     /// cut down) a large file.
     #[test]
     fn kept_files_are_picked_by_size() {
         let dir = tempfile::tempdir().unwrap();
-        let tmp = open_dir_path(dir.path()).unwrap();
+        let tmp = Arc::new(open_dir_path(dir.path()).unwrap());
         let r = Recycled::new(64 << 20);
         for (name, len) in [("small", 100u64), ("large", 5 << 20), ("middle", 1 << 20)] {
             std::fs::write(dir.path().join(name), vec![1u8; len as usize]).unwrap();
