@@ -110,6 +110,19 @@ impl ObjectPath {
         }
         k
     }
+
+    /// For a directory marker, the name of the file that holds its payload in the folder's
+    /// hidden [`MARKERS_DIR`](crate::MARKERS_DIR): the SHA-256 of the key in hex, so any key,
+    /// however deep or long, maps to one flat, fixed-length name.
+    pub fn marker_name(&self) -> Option<String> {
+        use sha2::Digest;
+        self.is_dir.then(|| {
+            sha2::Sha256::digest(self.key().as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        })
+    }
 }
 
 #[cfg(test)]

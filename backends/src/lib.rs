@@ -24,3 +24,8 @@ pub use volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFil
 /// Name of the hidden per-folder directory that holds staging files and multipart parts. It never
 /// appears in listings and no key can address it.
 pub const STAGING_DIR: &str = ".penstock";
+
+/// Directory under [`STAGING_DIR`] that holds the payloads of directory markers (keys ending in
+/// `/` that were written with a body), one file per marker named by
+/// [`ObjectPath::marker_name`]. The marker itself stays a plain directory at its key's path.
+pub const MARKERS_DIR: &str = "markers";

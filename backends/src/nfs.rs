@@ -30,7 +30,7 @@ use nfs_rs::{Attr, Mount, NfsError, WriteOutcome};
 use tokio::task::JoinSet;
 
 use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
-use crate::{BackendError, FolderLocation, ObjectPath, Result, STAGING_DIR};
+use crate::{BackendError, FolderLocation, ObjectPath, Result, MARKERS_DIR, STAGING_DIR};
 
 /// How an NFS volume is reached.
 #[derive(Debug, Clone)]
@@ -933,6 +933,33 @@ impl NfsFolder {
         })
     }
 
+    /// Makes the directory of a marker key and its parents; a file at the key is `IsFile`.
+    async fn make_marker_dir(&self, segs: &[String]) -> Result<()> {
+        let (leaf, parent) = segs.split_last().expect("non-empty path");
+        let dir = self.ensure_dir(parent).await?;
+        match self.shared.mkdir(&dir, leaf, true).await {
+            Ok(_) => Ok(()),
+            Err(f) if f.is(status::EXIST) => match self.resolve(segs, true).await? {
+                Some((_, attr)) if attr.type_ == NF_DIR => Ok(()),
+                _ => Err(BackendError::IsFile),
+            },
+            Err(f) if f.is(status::NOTDIR) => Err(BackendError::ParentIsFile),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    /// Removes a marker's payload file; returns whether there was one.
+    async fn remove_marker_payload(&self, name: &str) -> Result<bool> {
+        let Some(dir) = self.dir(&[STAGING_DIR.to_owned(), MARKERS_DIR.to_owned()]).await? else {
+            return Ok(false);
+        };
+        match self.shared.remove_entry(&dir, name).await {
+            Ok(()) => Ok(true),
+            Err(f) if f.is(status::NOENT) => Ok(false),
+            Err(f) => Err(f.into()),
+        }
+    }
+
     /// Removes empty parents of a removed entry, deepest first, keeping `keep_depth` levels.
     async fn prune_empty(&self, parents: &[String], keep_depth: usize) {
         for depth in (keep_depth + 1..=parents.len()).rev() {
@@ -963,10 +990,12 @@ impl NfsFolder {
                 match a.type_ {
                     NF_REG => total += a.filesize,
                     NF_DIR if root && e.file_name == STAGING_DIR => {
-                        // Parts count; in-flight staging files do not.
-                        if let Ok((up, ua)) = s.lookup(&e.handle, "uploads").await {
-                            if ua.type_ == NF_DIR {
-                                todo.push((up, false));
+                        // Parts and marker payloads count; in-flight staging files do not.
+                        for counted in ["uploads", MARKERS_DIR] {
+                            if let Ok((d, da)) = s.lookup(&e.handle, counted).await {
+                                if da.type_ == NF_DIR {
+                                    todo.push((d, false));
+                                }
                             }
                         }
                     }
@@ -1057,16 +1086,35 @@ impl Folder for NfsFolder {
     async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
         self.shared
             .timed("make_dir", async {
-                let segs = path.segments();
-                let (leaf, parent) = segs.split_last().expect("non-empty path");
-                let dir = self.ensure_dir(parent).await?;
-                match self.shared.mkdir(&dir, leaf, true).await {
-                    Ok(_) => Ok(()),
-                    Err(f) if f.is(status::EXIST) => match self.resolve(segs, true).await? {
-                        Some((_, attr)) if attr.type_ == NF_DIR => Ok(()),
-                        _ => Err(BackendError::IsFile),
-                    },
-                    Err(f) if f.is(status::NOTDIR) => Err(BackendError::ParentIsFile),
+                self.make_marker_dir(path.segments()).await?;
+                if let Some(name) = path.marker_name() {
+                    self.remove_marker_payload(&name).await?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn open_marker(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
+        let Some(name) = path.marker_name() else {
+            return Ok(None);
+        };
+        self.shared
+            .timed("open_marker", async {
+                let Some(dir) = self.dir(&[STAGING_DIR.to_owned(), MARKERS_DIR.to_owned()]).await? else {
+                    return Ok(None);
+                };
+                match self.shared.lookup(&dir, &name).await {
+                    Ok((fh, attr)) if attr.type_ == NF_REG => {
+                        let stat = to_stat(&attr).expect("regular file");
+                        Ok(Some(Box::new(NfsReader {
+                            shared: self.shared.clone(),
+                            fh,
+                            stat,
+                        }) as Box<dyn ReadHandle>))
+                    }
+                    Ok(_) => Ok(None),
+                    Err(f) if f.is(status::NOENT) => Ok(None),
                     Err(f) => Err(f.into()),
                 }
             })
@@ -1077,8 +1125,14 @@ impl Folder for NfsFolder {
         self.shared
             .timed("remove", async {
                 let s = &self.shared;
+                // A marker's payload goes even when its directory stays (it holds other objects)
+                // or is already gone.
+                let payload_removed = match path.marker_name() {
+                    Some(name) => self.remove_marker_payload(&name).await?,
+                    None => false,
+                };
                 let Some(parent) = self.dir(path.parent()).await? else {
-                    return Ok(false);
+                    return Ok(payload_removed);
                 };
                 let removed = if path.is_dir() {
                     match s.rmdir(&parent, path.leaf()).await {
@@ -1107,7 +1161,7 @@ impl Folder for NfsFolder {
                 if removed {
                     self.prune_empty(path.parent(), keep_depth).await;
                 }
-                Ok(removed)
+                Ok(removed || payload_removed)
             })
             .await
     }
@@ -1396,6 +1450,24 @@ impl StagingFile for NfsStaging {
 
     async fn publish(mut self: Box<Self>, path: &ObjectPath, _durable: bool) -> Result<()> {
         let s = self.shared.clone();
+        if let Some(payload) = path.marker_name() {
+            // A marker with a body: the directory at the key, the bytes in the hidden area.
+            return s
+                .timed("rename", async {
+                    let folder = self.folder();
+                    folder.make_marker_dir(path.segments()).await?;
+                    let dir = folder
+                        .ensure_dir(&[STAGING_DIR.to_owned(), MARKERS_DIR.to_owned()])
+                        .await?;
+                    match self.rename_into(&dir, &payload).await? {
+                        true => Ok(()),
+                        false => Err(BackendError::Unavailable(
+                            "marker directory removed during the write".into(),
+                        )),
+                    }
+                })
+                .await;
+        }
         s.timed("rename", async {
             let folder = self.folder();
             // A concurrent delete may prune a parent between our MKDIR and the RENAME; the rename

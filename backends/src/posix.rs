@@ -21,7 +21,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
-use crate::{BackendError, FolderLocation, ObjectPath, Result, STAGING_DIR};
+use crate::{BackendError, FolderLocation, ObjectPath, Result, MARKERS_DIR, STAGING_DIR};
 
 /// Staging writes are gathered into blocks of this size before each blocking (vectored) write.
 const WRITE_BLOCK: usize = 1 << 20;
@@ -610,21 +610,41 @@ impl Folder for PosixFolder {
     async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
         let root = self.root.clone();
         let segs = path.segments().to_vec();
+        let payload = path.marker_name();
         self.io
             .run("make_dir", move || {
-                let (leaf, parent) = segs.split_last().expect("non-empty path");
-                let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
-                let dir = ensure_dir(&root, &parent)?;
-                match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
-                    Ok(()) => Ok(()),
-                    Err(Errno::EXIST) => match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
-                        Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => Ok(()),
-                        _ => Err(BackendError::IsFile),
-                    },
-                    Err(e) => Err(e.into()),
+                make_marker_dir(&root, &segs)?;
+                if let Some(name) = payload {
+                    remove_marker_payload(&root, &name)?;
                 }
+                Ok(())
             })
             .await
+    }
+
+    async fn open_marker(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
+        let Some(name) = path.marker_name() else {
+            return Ok(None);
+        };
+        let root = self.root.clone();
+        let opened = self
+            .io
+            .run("open_marker", move || {
+                let fd = match open_beneath(&root, &format!("{STAGING_DIR}/{MARKERS_DIR}/{name}"), OFlags::RDONLY) {
+                    Ok(fd) => fd,
+                    Err(e) => return absent_is_none(e),
+                };
+                let stat = stat_fd(&fd)?;
+                Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
+            })
+            .await?;
+        Ok(opened.map(|(file, stat)| {
+            Box::new(PosixReader {
+                file,
+                stat,
+                io: self.io.clone(),
+            }) as Box<dyn ReadHandle>
+        }))
     }
 
     async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {
@@ -632,10 +652,16 @@ impl Folder for PosixFolder {
         let path = path.clone();
         self.io
             .run("remove", move || {
+                // A marker's payload goes even when its directory stays (it holds other objects)
+                // or is already gone.
+                let payload_removed = match path.marker_name() {
+                    Some(name) => remove_marker_payload(&root, &name)?,
+                    None => false,
+                };
                 let parent = match open_beneath(&root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY)
                 {
                     Ok(fd) => fd,
-                    Err(e) => return absent_is_none(e).map(|_: Option<()>| false),
+                    Err(e) => return absent_is_none(e).map(|_: Option<()>| payload_removed),
                 };
                 let removed = if path.is_dir() {
                     match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::REMOVEDIR) {
@@ -658,7 +684,7 @@ impl Folder for PosixFolder {
                 if removed {
                     prune_empty(&root, path.parent(), keep_depth);
                 }
-                Ok(removed)
+                Ok(removed || payload_removed)
             })
             .await
     }
@@ -746,14 +772,16 @@ fn tree_bytes(dir: &OwnedFd, is_root: bool) -> Result<u64> {
             Mode::empty(),
         )?;
         if is_root && name == STAGING_DIR {
-            // Parts count; in-flight staging files do not.
-            if let Ok(up) = rustix::fs::openat(
-                &sub,
-                "uploads",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
-                total += tree_bytes(&up, false)?;
+            // Parts and marker payloads count; in-flight staging files do not.
+            for counted in ["uploads", MARKERS_DIR] {
+                if let Ok(d) = rustix::fs::openat(
+                    &sub,
+                    counted,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                ) {
+                    total += tree_bytes(&d, false)?;
+                }
             }
             continue;
         }
@@ -1270,6 +1298,14 @@ impl StagingFile for PosixStaging {
     }
 
     async fn publish(mut self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()> {
+        if let Some(payload) = path.marker_name() {
+            // A marker with a body: the directory at the key, the bytes in the hidden area.
+            let root = self.root.clone();
+            let segs = path.segments().to_vec();
+            self.io.run("make_dir", move || make_marker_dir(&root, &segs)).await?;
+            let dir = vec![STAGING_DIR.to_owned(), MARKERS_DIR.to_owned()];
+            return self.rename_into(dir, payload, durable).await;
+        }
         self.rename_into(path.parent().to_vec(), path.leaf().to_owned(), durable)
             .await
     }
@@ -1435,6 +1471,39 @@ fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
         cur = next;
     }
     Ok(cur)
+}
+
+/// Makes the directory of a marker key and its parents; a file at the key is `IsFile`.
+fn make_marker_dir(root: &OwnedFd, segs: &[String]) -> Result<()> {
+    let (leaf, parent) = segs.split_last().expect("non-empty path");
+    let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
+    let dir = ensure_dir(root, &parent)?;
+    match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
+            Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => Ok(()),
+            _ => Err(BackendError::IsFile),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes a marker's payload file; returns whether there was one.
+fn remove_marker_payload(root: &OwnedFd, name: &str) -> Result<bool> {
+    let markers = match open_beneath(
+        root,
+        &format!("{STAGING_DIR}/{MARKERS_DIR}"),
+        OFlags::RDONLY | OFlags::DIRECTORY,
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    match rustix::fs::unlinkat(&markers, name, AtFlags::empty()) {
+        Ok(()) => Ok(true),
+        Err(Errno::NOENT) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn kind_of(st: &rustix::fs::Stat) -> Option<EntryKind> {

@@ -79,11 +79,15 @@ pub trait Folder: Send + Sync {
     async fn create_staging(&self, size_hint: Option<u64>) -> Result<Box<dyn StagingFile>>;
     /// Starts a staging file whose contents are the given parts of an upload, in order.
     async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>>;
-    /// Creates the directory for a marker key (`a/b/`) and its parents.
+    /// Creates the directory for a marker key (`a/b/`) and its parents, and drops the payload
+    /// the marker had (an empty marker is a bare directory).
     async fn make_dir(&self, path: &ObjectPath) -> Result<()>;
-    /// Removes the file (or, for a marker key, the directory if empty) and then every parent
-    /// directory left empty below depth `keep_depth` (parents with marker records stay), never
-    /// the folder root. Returns whether something was removed.
+    /// Opens the payload stored for a marker key (`a/b/`) by [`StagingFile::publish`]; `None`
+    /// when the marker has none (or `path` is not a marker key).
+    async fn open_marker(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>>;
+    /// Removes the file (or, for a marker key, its payload and the directory if empty) and then
+    /// every parent directory left empty below depth `keep_depth` (parents with marker records
+    /// stay), never the folder root. Returns whether something was removed.
     async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool>;
     /// Entries of the directory `dir` (segments from the folder root), sorted in S3 key order,
     /// without the hidden staging directory, unreadable names or entries that escape the folder.
@@ -95,8 +99,8 @@ pub trait Folder: Send + Sync {
     /// Removes staging files last modified before `cutoff`: leftovers of writes that a crash
     /// interrupted. Returns how many were removed.
     async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize>;
-    /// Bytes of regular files in the folder, multipart parts included, in-flight staging files
-    /// not: what the folder charges to its quota scope.
+    /// Bytes of regular files in the folder, multipart parts and marker payloads included,
+    /// in-flight staging files not: what the folder charges to its quota scope.
     async fn usage(&self) -> Result<u64>;
 }
 
@@ -123,7 +127,9 @@ pub trait StagingFile: Send {
     /// Flushes buffered data (and fsyncs when `durable`) and returns the file's attributes, which
     /// stay the same after `publish` (rename keeps the inode and mtime).
     async fn seal(&mut self, durable: bool) -> Result<Stat>;
-    /// Atomically moves the sealed file to `path`, creating parent directories.
+    /// Atomically moves the sealed file to `path`, creating parent directories. For a marker key
+    /// (`a/b/`) the directory is made (as by [`Folder::make_dir`]) and the file becomes the
+    /// marker's payload, replacing an earlier one (read back with [`Folder::open_marker`]).
     async fn publish(self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()>;
     /// Atomically moves the sealed file to part `part` of upload `upload_id`.
     async fn publish_part(self: Box<Self>, upload_id: &str, part: u32, durable: bool) -> Result<()>;

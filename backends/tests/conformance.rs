@@ -97,6 +97,51 @@ async fn conflicts(v: Arc<dyn Volume>) {
     assert!(f.stat(&p("m/n/")).await.unwrap().is_some());
 }
 
+/// A marker key written with a body: a directory at the key, the bytes in the hidden area.
+async fn marker_payloads(v: Arc<dyn Volume>) {
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let marker = |k: &str| {
+        let f = f.clone();
+        let path = p(k);
+        async move {
+            let h = f.open_marker(&path).await.unwrap()?;
+            let n = h.stat().size as usize;
+            Some(h.read_at(0, n).await.unwrap().to_vec())
+        }
+    };
+    write(&f, "a/b/", b"{\"kind\":\"folder\"}").await.unwrap();
+    assert_eq!(f.stat(&p("a/b/")).await.unwrap().unwrap().kind, EntryKind::Dir);
+    assert_eq!(marker("a/b/").await.unwrap(), b"{\"kind\":\"folder\"}");
+    assert!(marker("a/").await.is_none());
+    assert!(f.open_marker(&p("a/b")).await.unwrap().is_none(), "not a marker key");
+    // Payloads are not objects of their own: listings show the directory only.
+    assert_eq!(names(&f, &[]).await, ["a/"]);
+    assert_eq!(names(&f, &["a"]).await, ["b/"]);
+    assert_eq!(f.usage().await.unwrap(), 17);
+    // Replaced by a later payload; a file at the key is a conflict.
+    write(&f, "a/b/", b"x").await.unwrap();
+    assert_eq!(marker("a/b/").await.unwrap(), b"x");
+    write(&f, "file", b"1").await.unwrap();
+    assert!(matches!(write(&f, "file/", b"2").await, Err(BackendError::IsFile)));
+    // An object below keeps the directory when the marker goes, but not the payload.
+    write(&f, "a/b/c", b"123").await.unwrap();
+    assert!(f.remove(&p("a/b/"), 0).await.unwrap());
+    assert!(marker("a/b/").await.is_none());
+    assert_eq!(read(&f, "a/b/c").await.unwrap(), b"123");
+    // make_dir (an empty marker) drops a payload.
+    write(&f, "m/", b"payload").await.unwrap();
+    f.make_dir(&p("m/")).await.unwrap();
+    assert!(marker("m/").await.is_none());
+    assert_eq!(f.usage().await.unwrap(), 4);
+    // Removing a marker with a payload removes both; a second removal finds nothing.
+    write(&f, "gone/", b"zz").await.unwrap();
+    assert!(f.remove(&p("gone/"), 0).await.unwrap());
+    assert!(f.stat(&p("gone/")).await.unwrap().is_none());
+    assert!(!f.remove(&p("gone/"), 0).await.unwrap());
+}
+
 async fn sorted_listing_and_hidden_staging(v: Arc<dyn Volume>) {
     let l = loc();
     v.create_folder(&l).await.unwrap();
@@ -340,6 +385,7 @@ async fn run_all(fx: &impl Fixture) {
     folder_lifecycle(fx.volume().await.0).await;
     write_read_stat_remove(fx.volume().await.0).await;
     conflicts(fx.volume().await.0).await;
+    marker_payloads(fx.volume().await.0).await;
     sorted_listing_and_hidden_staging(fx.volume().await.0).await;
     multipart_parts(fx.volume().await.0).await;
     staged_sizes_roundtrip(fx.volume().await.0).await;

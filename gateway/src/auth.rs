@@ -16,7 +16,7 @@ use s3s::{s3_error, S3Result};
 use penstock_metadata::{BucketRecord, Perm, Role, Store, User};
 
 use crate::observe::InfoSlot;
-use crate::s3::{internal, meta_err, Gateway};
+use crate::s3::{internal, meta_err, Gateway, Verified};
 use crate::secrets::MasterKey;
 
 /// The authenticated principal of a request.
@@ -152,10 +152,14 @@ impl GatewayAccess {
 #[async_trait::async_trait]
 impl S3Access for GatewayAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
-        let Some(cred) = cx.credentials() else {
-            return Err(s3_error!(AccessDenied, "Anonymous access is not allowed"));
+        // A request re-dispatched after s3s verified its signature (s3/range.rs) carries the
+        // verified access key in an extension that only the gateway sets.
+        let verified = cx.extensions_mut().get::<Verified>().map(|v| v.0.clone());
+        let ak = match (cx.credentials(), verified) {
+            (Some(cred), _) => cred.access_key.clone(),
+            (None, Some(v)) => v,
+            (None, None) => return Err(s3_error!(AccessDenied, "Anonymous access is not allowed")),
         };
-        let ak = cred.access_key.clone();
         let (kp, user) = self
             .gateway
             .meta_read(|s| {

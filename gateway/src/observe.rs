@@ -17,6 +17,8 @@ use s3s::service::S3Service;
 use s3s::Body;
 use tracing::{field, Instrument};
 
+use crate::auth::GatewayAuth;
+use crate::interim::{wants_interim_continue, ContinueSignal};
 use crate::metrics::Metrics;
 
 /// What the access check learned about a request.
@@ -38,23 +40,29 @@ pub struct InfoSlot(pub Arc<Mutex<RequestInfo>>);
 pub struct Observed {
     inner: S3Service,
     metrics: Arc<Metrics>,
+    auth: Arc<GatewayAuth>,
     peer: Option<std::net::SocketAddr>,
+    interim: Option<ContinueSignal>,
 }
 
 impl Observed {
-    /// Wraps `inner`.
-    pub fn new(inner: S3Service, metrics: Arc<Metrics>) -> Self {
+    /// Wraps `inner`; `auth` looks up secrets for [`crate::sigv2`].
+    pub fn new(inner: S3Service, metrics: Arc<Metrics>, auth: GatewayAuth) -> Self {
         Self {
             inner,
             metrics,
+            auth: Arc::new(auth),
             peer: None,
+            interim: None,
         }
     }
 
-    /// The service for one connection from `peer`.
-    pub fn with_peer(&self, peer: std::net::SocketAddr) -> Self {
+    /// The service for one connection from `peer`; `interim` asks the connection for a
+    /// `100 Continue` (see [`crate::interim`]).
+    pub fn for_connection(&self, peer: std::net::SocketAddr, interim: ContinueSignal) -> Self {
         Self {
             peer: Some(peer),
+            interim: Some(interim),
             ..self.clone()
         }
     }
@@ -89,6 +97,26 @@ fn error_code(xml: &[u8]) -> Option<String> {
     Some(s[start..end].to_owned())
 }
 
+/// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
+/// client reports from the body is the one in the `x-amz-request-id` header and in our log.
+fn with_request_id(xml: Bytes, id: &str) -> Bytes {
+    const END: &[u8] = b"</Error>";
+    let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");
+    let Some(at) = xml.windows(END.len()).rposition(|w| w == END) else {
+        return xml;
+    };
+    if has_id {
+        return xml;
+    }
+    let mut out = Vec::with_capacity(xml.len() + id.len() + 24);
+    out.extend_from_slice(&xml[..at]);
+    out.extend_from_slice(b"<RequestId>");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b"</RequestId>");
+    out.extend_from_slice(&xml[at..]);
+    Bytes::from(out)
+}
+
 impl hyper::service::Service<Request<Incoming>> for Observed {
     type Response = Response<Body>;
     type Error = s3s::HttpError;
@@ -97,6 +125,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let inner = self.inner.clone();
         let metrics = self.metrics.clone();
+        let auth = self.auth.clone();
         let id = request_id();
         let slot = InfoSlot::default();
         req.extensions_mut().insert(slot.clone());
@@ -104,6 +133,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
+        if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
+            signal.request();
+        }
         let span = tracing::info_span!(
             "request",
             request_id = %id,
@@ -120,6 +152,8 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             async move {
                 metrics.in_flight().inc();
                 let start = Instant::now();
+                let mut req = req;
+                crate::sigv2::normalize_bucket_path(&mut req, &auth).await;
                 let req = if close {
                     req.map(|_| Body::empty())
                 } else {
@@ -140,6 +174,13 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         Err(_) => Bytes::new(),
                     };
                     code = Some(error_code(&bytes).unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
+                    let mut parts = parts;
+                    let bytes = with_request_id(bytes, &id);
+                    if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+                        parts
+                            .headers
+                            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+                    }
                     resp = Response::from_parts(parts, Body::from(bytes));
                 }
                 if let Ok(v) = HeaderValue::from_str(&id) {
@@ -192,5 +233,18 @@ mod tests {
         assert_eq!(error_code(xml).as_deref(), Some("NoSuchKey"));
         assert_eq!(error_code(b"<Error></Error>"), None);
         assert_eq!(request_id().len(), 16);
+    }
+
+    #[test]
+    fn error_documents_carry_the_request_id() {
+        let xml = Bytes::from_static(b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code></Error>");
+        let out = with_request_id(xml, "0123456789ABCDEF");
+        assert_eq!(
+            &out[..],
+            b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><RequestId>0123456789ABCDEF</RequestId></Error>"
+        );
+        // Already there, or not an error document: unchanged.
+        assert_eq!(with_request_id(out.clone(), "X"), out);
+        assert_eq!(&with_request_id(Bytes::from_static(b"oops"), "X")[..], b"oops");
     }
 }

@@ -12,6 +12,7 @@ use tracing::{error, info, warn};
 
 use crate::bootstrap::{ensure_admin, Bootstrap};
 use crate::config::Config;
+use crate::interim::ContinueIo;
 use crate::s3::Gateway;
 
 /// HTTP/2 flow control. Only the connection window paces uploads; it bounds what one connection
@@ -76,9 +77,10 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let svc = service.with_peer(peer);
                 match &tls {
                     None => {
+                        let (stream, signal) = ContinueIo::new(stream);
+                        let svc = service.for_connection(peer, signal);
                         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
                         let conn = graceful.watch(conn.into_owned());
                         tokio::spawn(async move {
@@ -90,7 +92,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                     Some(acceptor) => {
                         // The handshake runs in the connection's task so a slow client cannot
                         // stall the accept loop.
-                        let (acceptor, builder) = (acceptor.clone(), builder.clone());
+                        let (acceptor, builder, service) = (acceptor.clone(), builder.clone(), service.clone());
                         let watcher = graceful.watcher();
                         tokio::spawn(async move {
                             let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
@@ -99,6 +101,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                                 Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
                             };
+                            let (stream, signal) = ContinueIo::new(stream);
+                            let svc = service.for_connection(peer, signal);
                             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
                             if let Err(e) = watcher.watch(conn.into_owned()).await {
                                 tracing::debug!(%peer, error = %e, "connection ended with error");

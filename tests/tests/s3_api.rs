@@ -70,8 +70,11 @@ async fn bucket_lifecycle() {
     let gw = Gateway::start();
     let c = gw.client();
     c.create_bucket().bucket("alpha").send().await.unwrap();
-    let e = c.create_bucket().bucket("alpha").send().await.unwrap_err();
-    assert_eq!(code(&e), "BucketAlreadyOwnedByYou");
+    put(&c, "alpha", "kept", b"1").await;
+    // us-east-1 (the default region): creating your own bucket again succeeds and changes nothing.
+    c.create_bucket().bucket("alpha").send().await.unwrap();
+    assert_eq!(get(&c, "alpha", "kept").await, b"1");
+    c.delete_object().bucket("alpha").key("kept").send().await.unwrap();
     c.head_bucket().bucket("alpha").send().await.unwrap();
     let e = c.head_bucket().bucket("nope-nope").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
@@ -107,6 +110,17 @@ async fn bucket_lifecycle() {
     assert!(!dir.exists());
     let e = c.get_object().bucket("alpha").key("x").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
+}
+
+/// Outside us-east-1, S3 answers a repeated CreateBucket of your own bucket with 409.
+#[tokio::test]
+async fn create_own_bucket_again_outside_us_east_1() {
+    let gw = Gateway::start_with_config("region = \"eu-west-1\"\n");
+    let c = gw.client();
+    c.create_bucket().bucket("beta").send().await.unwrap();
+    let e = c.create_bucket().bucket("beta").send().await.unwrap_err();
+    assert_eq!(code(&e), "BucketAlreadyOwnedByYou");
+    assert_eq!(status(&e), 409);
 }
 
 #[tokio::test]

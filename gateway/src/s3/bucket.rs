@@ -17,6 +17,9 @@ use super::{caller, location, Gateway};
 const RESERVED_PREFIXES: [&str; 2] = ["sthree-", "amzn-s3-demo-"];
 const RESERVED_SUFFIXES: [&str; 5] = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"];
 
+/// The region where S3 lets CreateBucket of a bucket you already own succeed.
+const LEGACY_REGION: &str = "us-east-1";
+
 /// Why `name` may not be given to a new bucket, if it is reserved.
 pub(crate) fn reserved_bucket_name(name: &str) -> Option<String> {
     if let Some(p) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(*p)) {
@@ -39,14 +42,24 @@ impl Gateway {
         }
         let (d, n) = (who.user.domain.clone(), name.clone());
         if let Some(existing) = self.meta(move |s| s.bucket(&d, &n)).await? {
-            return Err(if existing.quota_scope == QuotaScope::user(who.user.id).to_string() {
-                s3_error!(
-                    BucketAlreadyOwnedByYou,
-                    "Your previous request to create the named bucket succeeded and you already own it."
-                )
-            } else {
-                s3_error!(BucketAlreadyExists, "The requested bucket name is not available.")
-            });
+            if existing.quota_scope != QuotaScope::user(who.user.id).to_string() {
+                return Err(s3_error!(
+                    BucketAlreadyExists,
+                    "The requested bucket name is not available."
+                ));
+            }
+            // S3 answers a repeated CreateBucket of your own bucket with success in us-east-1
+            // (its legacy region) and with BucketAlreadyOwnedByYou everywhere else; clients
+            // written against either expect that, so the configured region decides.
+            if self.region == LEGACY_REGION {
+                return Ok(S3Response::new(CreateBucketOutput {
+                    location: Some(format!("/{name}")),
+                }));
+            }
+            return Err(s3_error!(
+                BucketAlreadyOwnedByYou,
+                "Your previous request to create the named bucket succeeded and you already own it."
+            ));
         }
         let loc = FolderLocation {
             scope: QuotaScope::user(who.user.id),

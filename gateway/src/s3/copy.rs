@@ -80,12 +80,6 @@ impl Gateway {
         mut req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let path = parse_key(&req.input.key)?;
-        if path.is_dir() {
-            return Err(s3_error!(
-                InvalidRequest,
-                "A directory marker cannot be the target of a copy"
-            ));
-        }
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let i = &req.input;
         check_write_acl(&b, i.acl.as_ref(), write_grants!(i))?;
@@ -130,10 +124,16 @@ impl Gateway {
                 copy_range(h.as_ref(), 0, src.st.size, staging.as_mut(), &mut hasher).await?;
             }
             let d = hasher.finish().await;
-            let st = staging.seal(self.durable).await.map_err(backend_err)?;
-            let rec = new_record(d, &st, attrs, tags);
-            self.commit(&b, &path, staging, &rec, None, 0).await?;
-            rec
+            if path.is_dir() && staging.is_empty() {
+                // Copied onto a marker key with no bytes: a bare directory, as a PUT makes it.
+                drop(staging);
+                self.store_empty_marker(&b, &path, d, attrs, tags).await?
+            } else {
+                let st = staging.seal(self.durable).await.map_err(backend_err)?;
+                let rec = new_record(d, &st, attrs, tags);
+                self.commit(&b, &path, staging, &rec, None, 0).await?;
+                rec
+            }
         };
         let lm = b
             .folder

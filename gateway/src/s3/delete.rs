@@ -89,7 +89,7 @@ impl Gateway {
             .await?;
         let size = match b.folder.stat(path).await.map_err(backend_err)? {
             Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
-            _ => 0,
+            _ => self.marker_payload_size(b, path).await?,
         };
         if b.folder.remove(path, keep_depth).await.map_err(backend_err)? {
             self.charge(&b.rec.quota_scope, -(size as i64)).await?;

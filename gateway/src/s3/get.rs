@@ -217,6 +217,11 @@ impl Gateway {
         let mut out = HeadObjectOutput::default();
         object_headers!(out, i, plan);
         let mut resp = S3Response::new(out);
+        // S3 answers HEAD with the tag count as GET does; s3s's HeadObjectOutput has no field for it.
+        if !plan.rec.tags.is_empty() {
+            resp.headers
+                .insert("x-amz-tagging-count", http::HeaderValue::from(plan.rec.tags.len()));
+        }
         resp.status = plan
             .content_range
             .is_some()
@@ -398,6 +403,11 @@ impl Gateway {
             }
             let k = key.to_owned();
             let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            // A marker written with a body reads back as those bytes.
+            if let Some(h) = b.folder.open_marker(&path).await.map_err(backend_err)? {
+                let st = *h.stat();
+                return Ok((effective_record(key, &st, stored), st, Some(Arc::from(h))));
+            }
             let rec = match stored {
                 Some(mut r) => {
                     // Directory mtimes change with their contents; the marker's identity is its record.
@@ -457,13 +467,21 @@ impl ObjectHeaders {
         };
         let get = |a: super::checksum::Algo| src.and_then(|c| a.get(c).cloned());
         let [crc32, crc32c, crc64nvme, sha1, sha256] = ALL_ALGOS.map(get);
+        // A part's checksum covers that part's bytes in full, but it belongs to the object's
+        // scheme: parts of a COMPOSITE object are reported as COMPOSITE, as S3 does.
+        let checksum_type = match plan.checksum_part {
+            Some(_) if plan.rec.checksums.checksum_type.as_deref() == Some(ChecksumType::COMPOSITE) => {
+                src.map(|_| ChecksumType::from_static(ChecksumType::COMPOSITE))
+            }
+            _ => src.and_then(|c| c.checksum_type.clone()).map(ChecksumType::from),
+        };
         Self {
             crc32,
             crc32c,
             crc64nvme,
             sha1,
             sha256,
-            checksum_type: src.and_then(|c| c.checksum_type.clone()).map(ChecksumType::from),
+            checksum_type,
         }
     }
 }

@@ -231,20 +231,39 @@ impl Gateway {
         let records = self
             .meta(move |s| s.objects(folder, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
             .await?;
-        let objects = objects
-            .into_iter()
-            .zip(records)
-            .map(|((key, st), stored)| {
-                let rec = if key.ends_with('/') {
-                    let mut r = effective_record(&key, &st, None);
-                    r.etag = stored.map_or_else(|| EMPTY_MD5.to_owned(), |s| s.etag);
-                    r
-                } else {
-                    effective_record(&key, &st, stored)
-                };
-                Listed { key, st, rec }
-            })
-            .collect();
+        let mut listed = Vec::with_capacity(objects.len());
+        for ((key, st), stored) in objects.into_iter().zip(records) {
+            let item = match stored {
+                // A marker written with a body (its record's ETag is not the empty one) lists
+                // with that payload's size and record.
+                Some(r) if key.ends_with('/') && r.etag != EMPTY_MD5 => {
+                    let path = penstock_backends::ObjectPath::parse(&key).map_err(super::error::key_err)?;
+                    match b.folder.open_marker(&path).await.map_err(backend_err)? {
+                        Some(h) => {
+                            let st = *h.stat();
+                            let rec = effective_record(&key, &st, Some(r));
+                            Listed { key, st, rec }
+                        }
+                        None => {
+                            let mut rec = effective_record(&key, &st, None);
+                            rec.etag = r.etag;
+                            Listed { key, st, rec }
+                        }
+                    }
+                }
+                stored if key.ends_with('/') => {
+                    let mut rec = effective_record(&key, &st, None);
+                    rec.etag = stored.map_or_else(|| EMPTY_MD5.to_owned(), |s| s.etag);
+                    Listed { key, st, rec }
+                }
+                stored => {
+                    let rec = effective_record(&key, &st, stored);
+                    Listed { key, st, rec }
+                }
+            };
+            listed.push(item);
+        }
+        let objects = listed;
         Ok(Page {
             objects,
             prefixes,

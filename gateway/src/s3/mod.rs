@@ -17,6 +17,7 @@ mod multipart;
 mod object;
 mod put;
 mod quota;
+mod range;
 mod rdma;
 mod tagging;
 
@@ -38,6 +39,7 @@ use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
+pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 
 pub(crate) use error::{internal, meta_err};
@@ -224,8 +226,16 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
             .collect(),
     });
     b.set_auth(GatewayAuth::new(gateway.store.clone(), gateway.master.clone()));
-    b.set_access(GatewayAccess::new(gateway));
-    Observed::new(b.build(), metrics)
+    b.set_access(GatewayAccess::new(gateway.clone()));
+    let itself = Arc::new(std::sync::OnceLock::new());
+    b.set_route(range::IgnoredRange {
+        service: itself.clone(),
+    });
+    let service = b.build();
+    // The route re-dispatches through the service it is part of.
+    let _ = itself.set(service.clone());
+    let auth = GatewayAuth::new(gateway.store.clone(), gateway.master.clone());
+    Observed::new(service, metrics, auth)
 }
 
 /// Virtual-hosted-style addressing: `<bucket>.<domain>` for a configured domain; any other Host

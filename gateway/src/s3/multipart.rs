@@ -34,13 +34,7 @@ impl Gateway {
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let who = caller(&req)?;
         let input = &mut req.input;
-        let path = parse_key(&input.key)?;
-        if path.is_dir() {
-            return Err(s3_error!(
-                InvalidRequest,
-                "A directory marker cannot be uploaded in parts"
-            ));
-        }
+        parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
         let algo = match &input.checksum_algorithm {

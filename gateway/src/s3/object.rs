@@ -122,7 +122,7 @@ impl AttrInput {
     pub(crate) fn into_attrs(self) -> ObjectAttrs {
         ObjectAttrs {
             content_type: self.content_type,
-            content_encoding: self.content_encoding,
+            content_encoding: self.content_encoding.as_deref().and_then(stored_encoding),
             content_disposition: self.content_disposition,
             content_language: self.content_language,
             cache_control: self.cache_control,
@@ -133,6 +133,17 @@ impl AttrInput {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// The Content-Encoding to store: the client's codings without `aws-chunked`, which frames the
+/// request body on the wire and says nothing about the object (S3 drops it the same way).
+fn stored_encoding(v: &str) -> Option<String> {
+    let kept: Vec<&str> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
+        .collect();
+    (!kept.is_empty()).then(|| kept.join(", "))
 }
 
 /// Builds an `AttrInput` from any operation input that carries the usual content fields.
@@ -313,6 +324,16 @@ mod tests {
         assert!(c(None, Some(&other), Some(&later), None).check("e", &s, false).is_ok());
         assert!(c(None, None, Some(&later), None).check("e", &s, false).is_err());
         assert!(c(None, None, Some(&earlier), None).check("e", &s, false).is_ok());
+    }
+
+    #[test]
+    fn aws_chunked_is_not_stored_as_an_encoding() {
+        assert_eq!(stored_encoding("gzip, aws-chunked").as_deref(), Some("gzip"));
+        assert_eq!(stored_encoding("aws-chunked,gzip").as_deref(), Some("gzip"));
+        assert_eq!(stored_encoding("AWS-CHUNKED"), None);
+        assert_eq!(stored_encoding("aws-chunked"), None);
+        assert_eq!(stored_encoding("gzip,br").as_deref(), Some("gzip, br"));
+        assert_eq!(stored_encoding("identity").as_deref(), Some("identity"));
     }
 
     #[test]

@@ -44,14 +44,11 @@ impl Gateway {
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
         let body = input.body.take();
 
-        if path.is_dir() {
-            if matches!(admission, Admission::Serve(_)) {
-                return Err(s3_error!(
-                    InvalidRequest,
-                    "A key ending in '/' is a directory marker, which has no payload for an RDMA token"
-                ));
-            }
-            return self.put_dir_marker(&b, &path, body, attrs, &claims, &req).await;
+        if path.is_dir() && matches!(admission, Admission::Serve(_)) {
+            return Err(s3_error!(
+                InvalidRequest,
+                "A key ending in '/' is a directory marker, which takes no payload through an RDMA token"
+            ));
         }
 
         // Stream the payload into a staging file inside the folder, hashing as it goes.
@@ -69,6 +66,21 @@ impl Gateway {
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&digests, trailers.as_ref())?;
 
+        if path.is_dir() && staging.is_empty() {
+            // An empty marker is a bare directory; one with a body keeps it in the hidden area
+            // (`StagingFile::publish`) and takes the file path below.
+            drop(staging);
+            let rec = self.store_empty_marker(&b, &path, digests, attrs, tags).await?;
+            return Ok(S3Response::new(with_checksums!(
+                &rec.checksums,
+                PutObjectOutput {
+                    e_tag: Some(etag(&rec.etag)),
+                    checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+                    size: Some(0),
+                },
+                ..Default::default()
+            )));
+        }
         let st = staging.seal(self.durable).await.map_err(backend_err)?;
         let rec = new_record(digests, &st, attrs, tags);
         self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
@@ -127,32 +139,22 @@ impl Gateway {
         Ok(a.data_path())
     }
 
-    async fn put_dir_marker(
+    /// An empty directory marker: the directory (without any payload it had) and its record.
+    pub(crate) async fn store_empty_marker(
         &self,
         b: &BucketCtx,
         path: &ObjectPath,
-        body: Option<StreamingBlob>,
+        digests: super::checksum::Digests,
         attrs: ObjectAttrs,
-        claims: &Claims,
-        req: &S3Request<PutObjectInput>,
-    ) -> S3Result<S3Response<PutObjectOutput>> {
-        let hasher = BodyHasher::new(&claims.algos());
-        if let Some(mut body) = body {
-            while let Some(chunk) = body.next().await {
-                if !chunk.map_err(body_err)?.is_empty() {
-                    return Err(s3_error!(
-                        InvalidRequest,
-                        "A key ending in '/' is a directory marker and must have an empty body"
-                    ));
-                }
-            }
-        }
-        let digests = hasher.finish().await;
-        let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
-        claims.verify(&digests, trailers.as_ref())?;
+        tags: Vec<(String, String)>,
+    ) -> S3Result<ObjectRecord> {
         let key = path.key();
         let _guard = self.locks.lock(b.rec.folder_id, &key).await;
+        let released = self.marker_payload_size(b, path).await?;
         b.folder.make_dir(path).await.map_err(backend_err)?;
+        if released > 0 {
+            self.charge(&b.rec.quota_scope, -(released as i64)).await?;
+        }
         let st = b
             .folder
             .stat(path)
@@ -164,17 +166,23 @@ impl Gateway {
             fingerprint: fingerprint(&st),
             attrs,
             checksums: digests.checksums,
-            tags: Vec::new(),
+            tags,
             parts: Vec::new(),
             upload_id: None,
         };
         let folder = b.rec.folder_id;
         let r = rec.clone();
         self.meta(move |s| s.put_object(folder, &key, &r)).await?;
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(etag(&rec.etag)),
-            ..Default::default()
-        }))
+        Ok(rec)
+    }
+
+    /// Bytes of the payload stored for a directory marker (0 for other keys, or none stored).
+    pub(crate) async fn marker_payload_size(&self, b: &BucketCtx, path: &ObjectPath) -> S3Result<u64> {
+        if !path.is_dir() {
+            return Ok(0);
+        }
+        let h = b.folder.open_marker(path).await.map_err(backend_err)?;
+        Ok(h.map_or(0, |h| h.stat().size))
     }
 
     /// Makes a sealed staging file the object at `path`, with its record, charging the size
@@ -201,7 +209,7 @@ impl Gateway {
         }
         let old = match b.folder.stat(path).await.map_err(backend_err)? {
             Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
-            _ => 0,
+            _ => self.marker_payload_size(b, path).await?,
         };
         let delta = rec.fingerprint.size as i64 - old as i64 - released as i64;
         // Made durable by the record's synced write right below.

@@ -1,0 +1,151 @@
+//! Range headers that S3 ignores.
+//!
+//! HTTP lets a server ignore a Range header it cannot or will not honour, and S3 does so for
+//! several ranges (`bytes=0-1,4-5`), a first byte past the last (`bytes=5-2`), other units and
+//! malformed values: the answer is 200 with the whole object. s3s parses Range while it decodes
+//! the GetObject/HeadObject input and refuses what it cannot parse with 400; the header is
+//! usually signed, so it cannot be dropped before the signature is checked.
+//!
+//! [`IgnoredRange`] is an s3s custom route, which s3s consults after verifying the signature:
+//! it takes the GET and HEAD requests whose Range s3s would refuse and dispatches them once more
+//! through the same service without the Range header. That second pass carries no signature (the
+//! first one was verified); the access check accepts it through [`Verified`], an extension only
+//! this route sets, so clients cannot forge it.
+
+use std::sync::{Arc, OnceLock};
+
+use http::{HeaderMap, Method, Uri};
+use hyper::http::Extensions;
+use s3s::route::S3Route;
+use s3s::service::S3Service;
+use s3s::{s3_error, Body, S3Request, S3Response, S3Result};
+
+/// The access key of a request whose signature s3s verified on its first pass.
+#[derive(Debug, Clone)]
+pub(crate) struct Verified(pub String);
+
+/// Query parameters of presigned URLs (V4 and V2): they authenticated the first pass.
+const PRESIGN_PARAMS: [&str; 10] = [
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-Expires",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+    "X-Amz-Security-Token",
+    "AWSAccessKeyId",
+    "Signature",
+    "Expires",
+];
+
+/// The custom route; `service` is the service it belongs to, set once that is built.
+pub(crate) struct IgnoredRange {
+    pub service: Arc<OnceLock<S3Service>>,
+}
+
+/// Whether S3 would ignore this request's Range header (s3s would refuse it).
+fn ignored(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(http::header::RANGE).iter();
+    let Some(first) = values.next() else { return false };
+    if values.next().is_some() {
+        return true;
+    }
+    first.to_str().map_or(true, |v| s3s::dto::Range::parse(v).is_err())
+}
+
+/// `uri` without the presigning parameters.
+fn without_presign(uri: &Uri) -> S3Result<Uri> {
+    let Some(q) = uri.query() else { return Ok(uri.clone()) };
+    let kept: Vec<&str> = q
+        .split('&')
+        .filter(|p| {
+            let name = p.split_once('=').map_or(*p, |(k, _)| k);
+            !PRESIGN_PARAMS.contains(&name)
+        })
+        .collect();
+    let pq = if kept.is_empty() {
+        uri.path().to_owned()
+    } else {
+        format!("{}?{}", uri.path(), kept.join("&"))
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(pq.parse().map_err(|_| s3_error!(InvalidURI))?);
+    Uri::from_parts(parts).map_err(|_| s3_error!(InvalidURI))
+}
+
+#[async_trait::async_trait]
+impl S3Route for IgnoredRange {
+    fn is_match(&self, method: &Method, _uri: &Uri, headers: &HeaderMap, _ext: &mut Extensions) -> bool {
+        (method == Method::GET || method == Method::HEAD) && ignored(headers)
+    }
+
+    async fn call(&self, req: S3Request<Body>) -> S3Result<S3Response<Body>> {
+        let cred = req
+            .credentials
+            .ok_or_else(|| s3_error!(AccessDenied, "Anonymous access is not allowed"))?;
+        let service = self
+            .service
+            .get()
+            .ok_or_else(|| s3_error!(ServiceUnavailable, "starting up"))?
+            .clone();
+        let mut again = http::Request::new(req.input);
+        *again.method_mut() = req.method;
+        *again.uri_mut() = without_presign(&req.uri)?;
+        *again.headers_mut() = req.headers;
+        again.headers_mut().remove(http::header::RANGE);
+        again.headers_mut().remove(http::header::AUTHORIZATION);
+        *again.extensions_mut() = req.extensions;
+        again.extensions_mut().insert(Verified(cred.access_key));
+        let resp = service
+            .call(again)
+            .await
+            .map_err(|e| super::internal(format!("{e:?}")))?;
+        let (parts, body) = resp.into_parts();
+        let mut out = S3Response::new(body);
+        out.status = Some(parts.status);
+        out.headers = parts.headers;
+        out.extensions = parts.extensions;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_s3_ignores() {
+        let h = |vals: &[&str]| {
+            let mut m = HeaderMap::new();
+            for v in vals {
+                m.append(http::header::RANGE, v.parse().unwrap());
+            }
+            m
+        };
+        for v in [
+            "bytes=5-2",
+            "bytes=0-1,4-5",
+            "items=0-1",
+            "bytes=abc",
+            "bytes=",
+            "bytes=1",
+        ] {
+            assert!(ignored(&h(&[v])), "{v}");
+        }
+        assert!(ignored(&h(&["bytes=0-1", "bytes=2-3"])));
+        for v in ["bytes=0-1", "bytes=5-", "bytes=-3", "bytes=100-200"] {
+            assert!(!ignored(&h(&[v])), "{v}");
+        }
+        assert!(!ignored(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn presign_parameters_are_dropped() {
+        let u: Uri = "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&partNumber=1&X-Amz-Signature=ab"
+            .parse()
+            .unwrap();
+        assert_eq!(without_presign(&u).unwrap().to_string(), "/b/k?partNumber=1");
+        let u: Uri = "/b/k?AWSAccessKeyId=a&Expires=1&Signature=x".parse().unwrap();
+        assert_eq!(without_presign(&u).unwrap().to_string(), "/b/k");
+    }
+}

@@ -1,0 +1,212 @@
+//! SigV2 header authentication of bucket-level requests sent without a trailing slash.
+//!
+//! In Signature Version 2 the string to sign ends with the canonical resource. For a request
+//! that names only a bucket, S3 takes that resource to be `/bucket/`, and clients sign it that
+//! way (botocore with `signature_version="s3"` signs `/bucket/` while it sends `PUT /bucket` for
+//! CreateBucket and `GET /bucket?...` for ListObjects). s3s builds the resource from the request
+//! path as it came, so such requests failed with `SignatureDoesNotMatch`. Other clients sign the
+//! path as sent (`/bucket`), which s3s already accepts.
+//!
+//! So before s3s sees a path-style, bucket-only request with a V2 `Authorization` header, we
+//! check whether its signature is the one for `/bucket/`; if it is, the path gets its trailing
+//! slash (which names the same bucket) and s3s verifies it as usual. Nothing is accepted here:
+//! s3s still verifies every signature, so a wrong guess can only fail.
+
+use base64::Engine;
+use http::{HeaderMap, Method, Request, Uri};
+use subtle::ConstantTimeEq;
+
+use crate::auth::GatewayAuth;
+use s3s::auth::S3Auth;
+
+/// Query parameters that are part of the V2 canonical resource (S3's sub-resources and the
+/// response header overrides), in the sorted order they are appended in.
+const SUB_RESOURCES: &[&str] = &[
+    "accelerate",
+    "acl",
+    "analytics",
+    "cors",
+    "defaultObjectAcl",
+    "delete",
+    "inventory",
+    "lifecycle",
+    "location",
+    "logging",
+    "metrics",
+    "notification",
+    "object-lock",
+    "partNumber",
+    "policy",
+    "replication",
+    "requestPayment",
+    "response-cache-control",
+    "response-content-disposition",
+    "response-content-encoding",
+    "response-content-language",
+    "response-content-type",
+    "response-expires",
+    "restore",
+    "select",
+    "select-type",
+    "storageClass",
+    "tagging",
+    "torrent",
+    "uploadId",
+    "uploads",
+    "versionId",
+    "versioning",
+    "versions",
+    "website",
+];
+
+/// `(access key, signature)` of a V2 `Authorization: AWS key:signature` header.
+fn v2_credentials(headers: &HeaderMap) -> Option<(&str, &str)> {
+    let auth = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let rest = auth.strip_prefix("AWS ")?;
+    rest.trim().split_once(':')
+}
+
+/// The path of a path-style request naming only a bucket (`/bucket`), if this is one.
+fn bucket_only_path(uri: &Uri) -> Option<&str> {
+    let path = uri.path();
+    let name = path.strip_prefix('/')?;
+    (!name.is_empty() && !name.contains('/')).then_some(path)
+}
+
+/// The V2 string to sign of a request whose canonical resource path is `resource_path`.
+fn string_to_sign(method: &Method, headers: &HeaderMap, query: Option<&str>, resource_path: &str) -> String {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mut s = format!(
+        "{}\n{}\n{}\n{}\n",
+        method.as_str(),
+        header("content-md5"),
+        header("content-type"),
+        // With x-amz-date present, the Date line is empty (the header is signed below).
+        if headers.contains_key("x-amz-date") {
+            ""
+        } else {
+            header("date")
+        }
+    );
+    let mut amz: Vec<(&str, &str)> = headers
+        .iter()
+        .filter(|(n, _)| n.as_str().starts_with("x-amz-"))
+        .map(|(n, v)| (n.as_str(), v.to_str().unwrap_or("").trim()))
+        .collect();
+    amz.sort_by_key(|(n, _)| *n);
+    let mut i = 0;
+    while i < amz.len() {
+        let name = amz[i].0;
+        let values: Vec<&str> = amz[i..]
+            .iter()
+            .take_while(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .collect();
+        i += values.len();
+        s.push_str(&format!("{name}:{}\n", values.join(",")));
+    }
+    s.push_str(resource_path);
+    let params: Vec<(String, String)> = query
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            let dec = |x: &str| percent_encoding::percent_decode_str(x).decode_utf8_lossy().into_owned();
+            (dec(k), dec(v))
+        })
+        .collect();
+    let mut first = true;
+    for name in SUB_RESOURCES {
+        if let Some((_, v)) = params.iter().find(|(k, _)| k == name) {
+            s.push(if first { '?' } else { '&' });
+            first = false;
+            s.push_str(name);
+            if !v.is_empty() {
+                s.push('=');
+                s.push_str(v);
+            }
+        }
+    }
+    s
+}
+
+/// Base64 of HMAC-SHA1 over `data`: the V2 signature.
+fn sign(secret: &str, data: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(ring::hmac::sign(&key, data.as_bytes()).as_ref())
+}
+
+/// Adds the trailing slash to a bucket-only path when the request's V2 signature was made for
+/// `/bucket/` (see the module docs). Virtual-hosted requests (`Host: bucket.domain`, path `/`)
+/// are left alone: s3s already signs them as `/bucket/`.
+pub async fn normalize_bucket_path<B>(req: &mut Request<B>, auth: &GatewayAuth) {
+    let Some((access_key, signature)) = v2_credentials(req.headers()) else {
+        return;
+    };
+    let Some(path) = bucket_only_path(req.uri()) else {
+        return;
+    };
+    let with_slash = format!("{path}/");
+    let Ok(secret) = auth.get_secret_key(access_key).await else {
+        return;
+    };
+    let sts = string_to_sign(req.method(), req.headers(), req.uri().query(), &with_slash);
+    if !bool::from(sign(secret.expose(), &sts).as_bytes().ct_eq(signature.as_bytes())) {
+        return;
+    }
+    let pq = match req.uri().query() {
+        Some(q) => format!("{with_slash}?{q}"),
+        None => with_slash,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    let Ok(pq) = pq.parse() else { return };
+    parts.path_and_query = Some(pq);
+    if let Ok(uri) = Uri::from_parts(parts) {
+        *req.uri_mut() = uri;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_to_sign_follows_the_v2_rules() {
+        let mut h = HeaderMap::new();
+        h.insert("date", "Tue, 27 Mar 2007 19:36:42 +0000".parse().unwrap());
+        h.insert("content-type", "text/plain".parse().unwrap());
+        h.append("x-amz-meta-b", " 2 ".parse().unwrap());
+        h.append("x-amz-meta-a", "1".parse().unwrap());
+        h.append("x-amz-meta-b", "3".parse().unwrap());
+        let s = string_to_sign(&Method::PUT, &h, Some("prefix=x&acl&uploadId=a%2Bb"), "/b/k");
+        assert_eq!(
+            s,
+            "PUT\n\ntext/plain\nTue, 27 Mar 2007 19:36:42 +0000\nx-amz-meta-a:1\nx-amz-meta-b:2,3\n/b/k?acl&uploadId=a+b"
+        );
+        h.insert("x-amz-date", "Tue, 27 Mar 2007 19:36:42 +0000".parse().unwrap());
+        let s = string_to_sign(&Method::GET, &h, None, "/b/");
+        assert!(s.starts_with("GET\n\ntext/plain\n\nx-amz-date:"), "{s}");
+    }
+
+    /// The example from S3's V2 documentation (GET of an object, date header).
+    #[test]
+    fn signature_matches_the_documented_example() {
+        let mut h = HeaderMap::new();
+        h.insert("date", "Tue, 27 Mar 2007 19:36:42 +0000".parse().unwrap());
+        let sts = string_to_sign(&Method::GET, &h, None, "/awsexamplebucket1/photos/puppy.jpg");
+        assert_eq!(
+            sign("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &sts),
+            "qgk2+6Sv9/oM7G3qLEjTH1a1l1g="
+        );
+    }
+
+    #[test]
+    fn only_path_style_bucket_paths() {
+        let p = |s: &str| bucket_only_path(&s.parse::<Uri>().unwrap()).map(str::to_owned);
+        assert_eq!(p("/bucket?list-type=2").as_deref(), Some("/bucket"));
+        assert_eq!(p("/bucket/"), None);
+        assert_eq!(p("/bucket/key"), None);
+        assert_eq!(p("/"), None);
+    }
+}

@@ -1,0 +1,669 @@
+//! Behaviours that stock S3 clients depend on, each found by using the gateway as a new user
+//! would (issue #23): interim responses, resent parts, part checksums, tag counts, content
+//! encodings, ignored Range headers, request ids in errors, directory markers with a body.
+//! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
+//! with presigned URLs.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use aws_sdk_s3::error::ProvideErrorMetadata;
+use aws_sdk_s3::presigning::{PresignedRequest, PresigningConfig};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, ChecksumType, CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::Client;
+use base64::Engine;
+use md5::{Digest, Md5};
+use penstock_tests::{pattern, Gateway};
+
+fn presigning() -> PresigningConfig {
+    PresigningConfig::expires_in(Duration::from_secs(600)).unwrap()
+}
+
+/// One HTTP/1.1 response read off a socket.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection to the gateway.
+struct Conn {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+    host: String,
+}
+
+impl Conn {
+    fn open(gw: &Gateway) -> Self {
+        let host = gw.endpoint.trim_start_matches("http://").to_owned();
+        let w = TcpStream::connect(&host).unwrap();
+        w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let r = BufReader::new(w.try_clone().unwrap());
+        Self { w, r, host }
+    }
+
+    /// Sends a request head for a presigned URL, with extra header lines.
+    fn send_head(&mut self, req: &PresignedRequest, extra: &[(&str, String)]) {
+        let uri: http::Uri = req.uri().parse().unwrap();
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nHost: {}\r\n",
+            req.method(),
+            uri.path_and_query().unwrap(),
+            self.host
+        );
+        for (k, v) in req.headers() {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        for (k, v) in extra {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.w.write_all(head.as_bytes()).unwrap();
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.w.write_all(bytes).unwrap();
+    }
+
+    /// Reads one response (interim ones included); `head_only` for answers to HEAD.
+    fn answer(&mut self, head_only: bool) -> Answer {
+        let mut line = String::new();
+        self.r
+            .read_line(&mut line)
+            .expect("a status line before the read timeout");
+        let status: u16 = line.split_whitespace().nth(1).expect("status line").parse().unwrap();
+        let mut headers = Vec::new();
+        loop {
+            let mut l = String::new();
+            self.r.read_line(&mut l).unwrap();
+            let l = l.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (k, v) = l.split_once(':').unwrap();
+            headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        }
+        let mut a = Answer {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if status >= 200 && !head_only && status != 204 && status != 304 {
+            let n: usize = a.header("content-length").expect("content-length").parse().unwrap();
+            a.body = vec![0; n];
+            self.r.read_exact(&mut a.body).unwrap();
+        }
+        a
+    }
+}
+
+fn md5_hex(b: &[u8]) -> String {
+    hex::encode(Md5::digest(b))
+}
+
+async fn put(c: &Client, b: &str, k: &str, body: &[u8]) {
+    c.put_object()
+        .bucket(b)
+        .key(k)
+        .body(ByteStream::from(body.to_vec()))
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn get(c: &Client, b: &str, k: &str) -> Vec<u8> {
+    let o = c.get_object().bucket(b).key(k).send().await.unwrap();
+    o.body.collect().await.unwrap().into_bytes().to_vec()
+}
+
+/// botocore sends `Expect: 100-continue` on every PUT with a file-like body, empty ones too,
+/// and misreads the next answer on the connection unless an interim response came first.
+#[tokio::test]
+async fn expect_continue_gets_an_interim_response_even_without_a_body() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("cont").send().await.unwrap();
+    let empty = c
+        .put_object()
+        .bucket("cont")
+        .key("pkg/__init__.py")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    let full = c
+        .put_object()
+        .bucket("cont")
+        .key("pkg/a.py")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    let read = c
+        .get_object()
+        .bucket("cont")
+        .key("pkg/a.py")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    let expect = ("Expect", "100-continue".to_owned());
+
+    conn.send_head(&empty, &[("Content-Length", "0".into()), expect.clone()]);
+    assert_eq!(conn.answer(false).status, 100);
+    let a = conn.answer(false);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("etag"), Some("\"d41d8cd98f00b204e9800998ecf8427e\""));
+
+    // The same connection carries on, a body after the interim response as usual.
+    conn.send_head(&full, &[("Content-Length", "5".into()), expect.clone()]);
+    assert_eq!(conn.answer(false).status, 100);
+    conn.send(b"hello");
+    assert_eq!(conn.answer(false).status, 200);
+    conn.send_head(&read, &[]);
+    let a = conn.answer(false);
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"hello"[..]));
+
+    // Without the expectation there is no interim response; a refused empty request gets one
+    // before its error (the connection stays in step).
+    conn.send_head(&empty, &[("Content-Length", "0".into())]);
+    assert_eq!(conn.answer(false).status, 200);
+    let denied = gw
+        .client_with("NOSUCHKEY", "nosuchsecret")
+        .put_object()
+        .bucket("cont")
+        .key("x")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    conn.send_head(&denied, &[("Content-Length", "0".into()), expect]);
+    assert_eq!(conn.answer(false).status, 100);
+    assert_eq!(conn.answer(false).status, 403);
+    conn.send_head(&read, &[]);
+    assert_eq!(conn.answer(false).status, 200);
+}
+
+/// Two uploads of one part overlap and the one that started first finishes last: S3 keeps the
+/// part whose upload completed last, and completing with its ETag succeeds.
+#[tokio::test]
+async fn resent_part_that_finishes_last_is_the_part() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("resent").send().await.unwrap();
+    let up = c
+        .create_multipart_upload()
+        .bucket("resent")
+        .key("obj")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let first = pattern(1, 3 << 20);
+    let second = pattern(2, 2 << 20);
+    let url = c
+        .upload_part()
+        .bucket("resent")
+        .key("obj")
+        .upload_id(id)
+        .part_number(1)
+        .presigned(presigning())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&url, &[("Content-Length", first.len().to_string())]);
+    conn.send(&first[..1 << 20]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = c
+        .upload_part()
+        .bucket("resent")
+        .key("obj")
+        .upload_id(id)
+        .part_number(1)
+        .body(ByteStream::from(second.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.e_tag().unwrap(), format!("\"{}\"", md5_hex(&second)));
+    conn.send(&first[1 << 20..]);
+    let a = conn.answer(false);
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let etag_first = a.header("etag").unwrap().to_owned();
+    assert_eq!(etag_first, format!("\"{}\"", md5_hex(&first)));
+
+    let parts = c
+        .list_parts()
+        .bucket("resent")
+        .key("obj")
+        .upload_id(id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(parts.parts()[0].e_tag(), Some(etag_first.as_str()));
+    let complete = |etag: String| {
+        c.complete_multipart_upload()
+            .bucket("resent")
+            .key("obj")
+            .upload_id(id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .parts(CompletedPart::builder().part_number(1).e_tag(etag).build())
+                    .build(),
+            )
+            .send()
+    };
+    let e = complete(format!("\"{}\"", md5_hex(&second))).await.unwrap_err();
+    assert_eq!(e.code(), Some("InvalidPart"));
+    complete(etag_first).await.unwrap();
+    assert_eq!(get(&c, "resent", "obj").await, first);
+}
+
+/// A part read (`?partNumber=N`) of a COMPOSITE multipart object answers that part's checksum
+/// as COMPOSITE, as the whole-object HEAD and GetObjectAttributes do.
+#[tokio::test]
+async fn part_reads_of_composite_objects_carry_the_part_checksum() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("comp").send().await.unwrap();
+    let sizes = [5 << 20, 5 << 20, 1000];
+    for algo in [
+        ChecksumAlgorithm::Sha256,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Crc32,
+        ChecksumAlgorithm::Crc32C,
+    ] {
+        let key = format!("obj-{}", algo.as_str());
+        let up = c
+            .create_multipart_upload()
+            .bucket("comp")
+            .key(&key)
+            .checksum_algorithm(algo.clone())
+            .checksum_type(ChecksumType::Composite)
+            .send()
+            .await
+            .unwrap();
+        let id = up.upload_id().unwrap();
+        let mut done = Vec::new();
+        let mut sums = Vec::new();
+        for (i, n) in sizes.iter().enumerate() {
+            let r = c
+                .upload_part()
+                .bucket("comp")
+                .key(&key)
+                .upload_id(id)
+                .part_number(i as i32 + 1)
+                .checksum_algorithm(algo.clone())
+                .body(ByteStream::from(pattern(i as u64 + 7, *n)))
+                .send()
+                .await
+                .unwrap();
+            let sum = [
+                r.checksum_sha256(),
+                r.checksum_sha1(),
+                r.checksum_crc32(),
+                r.checksum_crc32_c(),
+            ]
+            .into_iter()
+            .flatten()
+            .next()
+            .unwrap()
+            .to_owned();
+            let mut part = CompletedPart::builder()
+                .part_number(i as i32 + 1)
+                .e_tag(r.e_tag().unwrap());
+            part = match algo {
+                ChecksumAlgorithm::Sha256 => part.checksum_sha256(&sum),
+                ChecksumAlgorithm::Sha1 => part.checksum_sha1(&sum),
+                ChecksumAlgorithm::Crc32 => part.checksum_crc32(&sum),
+                _ => part.checksum_crc32_c(&sum),
+            };
+            done.push(part.build());
+            sums.push(sum);
+        }
+        c.complete_multipart_upload()
+            .bucket("comp")
+            .key(&key)
+            .upload_id(id)
+            .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(done)).build())
+            .send()
+            .await
+            .unwrap();
+        for n in [1, 2, 3] {
+            let h = c
+                .head_object()
+                .bucket("comp")
+                .key(&key)
+                .part_number(n)
+                .checksum_mode(ChecksumMode::Enabled)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(h.checksum_type(), Some(&ChecksumType::Composite), "{key} part {n}");
+            let got = [
+                h.checksum_sha256(),
+                h.checksum_sha1(),
+                h.checksum_crc32(),
+                h.checksum_crc32_c(),
+            ]
+            .into_iter()
+            .flatten()
+            .next();
+            assert_eq!(got, Some(sums[n as usize - 1].as_str()), "{key} part {n}");
+            assert_eq!(h.content_length(), Some(sizes[n as usize - 1] as i64));
+        }
+        let h = c
+            .head_object()
+            .bucket("comp")
+            .key(&key)
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(h.checksum_type(), Some(&ChecksumType::Composite));
+    }
+}
+
+/// HEAD carries `x-amz-tagging-count` as GET does; `aws-chunked` is transport framing, not an
+/// encoding of the object; errors carry one request id in header and body.
+#[tokio::test]
+async fn tag_counts_encodings_and_request_ids() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("hdrs").send().await.unwrap();
+    c.put_object()
+        .bucket("hdrs")
+        .key("tagged")
+        .tagging("a=1&b=2")
+        .body(ByteStream::from_static(b"t"))
+        .send()
+        .await
+        .unwrap();
+    let head = c
+        .head_object()
+        .bucket("hdrs")
+        .key("tagged")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&head, &[]);
+    let a = conn.answer(true);
+    assert_eq!((a.status, a.header("x-amz-tagging-count")), (200, Some("2")));
+    put(&c, "hdrs", "untagged", b"u").await;
+    let head = c
+        .head_object()
+        .bucket("hdrs")
+        .key("untagged")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    conn.send_head(&head, &[]);
+    assert_eq!(conn.answer(true).header("x-amz-tagging-count"), None);
+
+    for (sent, stored) in [
+        ("gzip, aws-chunked", Some("gzip")),
+        ("aws-chunked,gzip", Some("gzip")),
+        ("aws-chunked", None),
+        ("br", Some("br")),
+    ] {
+        let url = c
+            .put_object()
+            .bucket("hdrs")
+            .key("enc")
+            .presigned(presigning())
+            .await
+            .unwrap();
+        conn.send_head(
+            &url,
+            &[("Content-Length", "3".into()), ("Content-Encoding", sent.into())],
+        );
+        conn.send(b"abc");
+        assert_eq!(conn.answer(false).status, 200);
+        let h = c.head_object().bucket("hdrs").key("enc").send().await.unwrap();
+        assert_eq!(h.content_encoding(), stored, "{sent}");
+    }
+
+    let missing = c
+        .get_object()
+        .bucket("hdrs")
+        .key("missing")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    conn.send_head(&missing, &[]);
+    let a = conn.answer(false);
+    assert_eq!(a.status, 404);
+    let id = a.header("x-amz-request-id").unwrap().to_owned();
+    let body = String::from_utf8(a.body).unwrap();
+    assert!(body.contains(&format!("<RequestId>{id}</RequestId>")), "{body}");
+    assert!(body.contains("<Code>NoSuchKey</Code>"), "{body}");
+    let missing = c
+        .head_object()
+        .bucket("hdrs")
+        .key("missing")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    conn.send_head(&missing, &[]);
+    let a = conn.answer(true);
+    assert_eq!(a.status, 404);
+    assert_eq!(a.header("x-amz-request-id").map(str::len), Some(16));
+    // The SDK reads the same id.
+    let e = c.get_object().bucket("hdrs").key("missing").send().await.unwrap_err();
+    let meta = e.into_service_error();
+    assert_eq!(meta.meta().extra("aws_request_id").map(str::len), Some(16));
+}
+
+/// A Range S3 ignores gives 200 and the whole object; one it honours still works, and one past
+/// the end is still 416.
+#[tokio::test]
+async fn ranges_s3_ignores_give_the_whole_object() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("rng").send().await.unwrap();
+    put(&c, "rng", "obj", b"0123456789").await;
+    for r in [
+        "bytes=5-2",
+        "bytes=0-1,4-5",
+        "items=0-1",
+        "bytes=abc",
+        "bytes=1",
+        "bytes=",
+    ] {
+        let o = c.get_object().bucket("rng").key("obj").range(r).send().await.unwrap();
+        assert_eq!(o.content_range(), None, "{r}");
+        assert_eq!(o.content_length(), Some(10), "{r}");
+        assert_eq!(
+            o.body.collect().await.unwrap().into_bytes().as_ref(),
+            b"0123456789",
+            "{r}"
+        );
+        let h = c.head_object().bucket("rng").key("obj").range(r).send().await.unwrap();
+        assert_eq!(h.content_length(), Some(10), "{r}");
+    }
+    let o = c
+        .get_object()
+        .bucket("rng")
+        .key("obj")
+        .range("bytes=2-4")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), b"234");
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("obj")
+        .range("bytes=20-")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(e.raw_response().unwrap().status().as_u16(), 416);
+    // Missing objects and buckets answer as without the header.
+    let e = c
+        .get_object()
+        .bucket("rng")
+        .key("nope")
+        .range("bytes=5-2")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("NoSuchKey"));
+    // Presigned too: the signature in the query was checked once, and only once.
+    let url = c
+        .get_object()
+        .bucket("rng")
+        .key("obj")
+        .presigned(presigning())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&url, &[("Range", "bytes=9-3".into())]);
+    let a = conn.answer(false);
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"0123456789"[..]));
+    // Another user's bucket stays closed however the Range is written.
+    let u = gw.admin(&["user", "create", "--domain", "default", "--role", "user", "mallory"]);
+    let kp = gw.admin(&["keypair", "create", u["id"].as_str().unwrap()]);
+    let mallory = gw.client_with(kp["access_key"].as_str().unwrap(), kp["secret_key"].as_str().unwrap());
+    for r in ["bytes=5-2", "bytes=2-4"] {
+        let e = mallory
+            .get_object()
+            .bucket("rng")
+            .key("obj")
+            .range(r)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Some("AccessDenied"), "{r}");
+    }
+}
+
+/// A key ending in `/` may carry a body (some tools write folder markers with a byte or a JSON
+/// document): it stays a directory, and the key reads back exactly.
+#[tokio::test]
+async fn directory_markers_with_a_body_read_back_exactly() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("mk").send().await.unwrap();
+    put(&c, "mk", "anchor", b"a").await;
+    let doc = br#"{"kind":"folder"}"#;
+    let r = c
+        .put_object()
+        .bucket("mk")
+        .key("models/")
+        .body(ByteStream::from_static(doc))
+        .content_type("application/json")
+        .metadata("owner", "ml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.e_tag().unwrap(), format!("\"{}\"", md5_hex(doc)));
+    let dir = gw.folder_dir("anchor");
+    assert!(dir.join("models").is_dir(), "the marker is a directory sessions see");
+
+    let o = c.get_object().bucket("mk").key("models/").send().await.unwrap();
+    assert_eq!(o.content_type(), Some("application/json"));
+    assert_eq!(o.metadata().unwrap().get("owner").map(String::as_str), Some("ml"));
+    assert_eq!(o.e_tag().unwrap(), format!("\"{}\"", md5_hex(doc)));
+    assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), doc);
+    let part = c
+        .get_object()
+        .bucket("mk")
+        .key("models/")
+        .range("bytes=1-6")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.body.collect().await.unwrap().into_bytes().as_ref(), &doc[1..7]);
+
+    // Objects below it live in the directory; the listing shows the marker with its size.
+    put(&c, "mk", "models/m.bin", b"weights").await;
+    assert_eq!(std::fs::read(dir.join("models/m.bin")).unwrap(), b"weights");
+    let l = c.list_objects_v2().bucket("mk").prefix("models/").send().await.unwrap();
+    let listed: Vec<(&str, i64, &str)> = l
+        .contents()
+        .iter()
+        .map(|o| (o.key().unwrap(), o.size().unwrap(), o.e_tag().unwrap()))
+        .collect();
+    let doc_etag = format!("\"{}\"", md5_hex(doc));
+    let bin_etag = format!("\"{}\"", md5_hex(b"weights"));
+    assert_eq!(
+        listed,
+        [
+            ("models/", doc.len() as i64, doc_etag.as_str()),
+            ("models/m.bin", 7, bin_etag.as_str())
+        ]
+    );
+
+    // A single byte; then an empty marker makes it a bare directory again.
+    put(&c, "mk", "models/", b"x").await;
+    assert_eq!(get(&c, "mk", "models/").await, b"x");
+    put(&c, "mk", "models/", b"").await;
+    let h = c.head_object().bucket("mk").key("models/").send().await.unwrap();
+    assert_eq!(h.content_length(), Some(0));
+    assert_eq!(h.e_tag(), Some("\"d41d8cd98f00b204e9800998ecf8427e\""));
+    assert_eq!(get(&c, "mk", "models/").await, b"");
+    assert_eq!(std::fs::read_dir(dir.join(".penstock/markers")).unwrap().count(), 0);
+
+    // Copies onto and from marker keys, and deletion: the payload goes, the objects below stay.
+    c.copy_object()
+        .bucket("mk")
+        .key("models/")
+        .copy_source("mk/anchor")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get(&c, "mk", "models/").await, b"a");
+    c.copy_object()
+        .bucket("mk")
+        .key("copied")
+        .copy_source("mk/models/")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get(&c, "mk", "copied").await, b"a");
+    c.delete_object().bucket("mk").key("models/").send().await.unwrap();
+    let e = c.head_object().bucket("mk").key("models/").send().await.unwrap_err();
+    assert_eq!(e.raw_response().unwrap().status().as_u16(), 404);
+    assert_eq!(get(&c, "mk", "models/m.bin").await, b"weights");
+    assert_eq!(std::fs::read_dir(dir.join(".penstock/markers")).unwrap().count(), 0);
+
+    // Checksums of a marker's body are verified and stored like any object's.
+    let crc = base64::engine::general_purpose::STANDARD.encode(crc32c::crc32c(b"zz").to_be_bytes());
+    c.put_object()
+        .bucket("mk")
+        .key("sums/")
+        .body(ByteStream::from_static(b"zz"))
+        .checksum_crc32_c(&crc)
+        .send()
+        .await
+        .unwrap();
+    let h = c
+        .head_object()
+        .bucket("mk")
+        .key("sums/")
+        .checksum_mode(ChecksumMode::Enabled)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(h.checksum_crc32_c(), Some(crc.as_str()));
+    let e = c
+        .put_object()
+        .bucket("mk")
+        .key("bad/")
+        .body(ByteStream::from_static(b"zz"))
+        .checksum_crc32_c("AAAAAA==")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("BadDigest"));
+    assert!(!dir.join("bad").exists(), "a refused marker leaves nothing");
+}
