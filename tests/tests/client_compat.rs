@@ -552,12 +552,12 @@ async fn ranges_s3_ignores_give_the_whole_object() {
 async fn directory_markers_with_a_body_read_back_exactly() {
     let gw = Gateway::start();
     let c = gw.client();
-    c.create_bucket().bucket("mk").send().await.unwrap();
-    put(&c, "mk", "anchor", b"a").await;
+    c.create_bucket().bucket("mkr").send().await.unwrap();
+    put(&c, "mkr", "anchor", b"a").await;
     let doc = br#"{"kind":"folder"}"#;
     let r = c
         .put_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("models/")
         .body(ByteStream::from_static(doc))
         .content_type("application/json")
@@ -569,14 +569,14 @@ async fn directory_markers_with_a_body_read_back_exactly() {
     let dir = gw.folder_dir("anchor");
     assert!(dir.join("models").is_dir(), "the marker is a directory sessions see");
 
-    let o = c.get_object().bucket("mk").key("models/").send().await.unwrap();
+    let o = c.get_object().bucket("mkr").key("models/").send().await.unwrap();
     assert_eq!(o.content_type(), Some("application/json"));
     assert_eq!(o.metadata().unwrap().get("owner").map(String::as_str), Some("ml"));
     assert_eq!(o.e_tag().unwrap(), format!("\"{}\"", md5_hex(doc)));
     assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), doc);
     let part = c
         .get_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("models/")
         .range("bytes=1-6")
         .send()
@@ -585,9 +585,15 @@ async fn directory_markers_with_a_body_read_back_exactly() {
     assert_eq!(part.body.collect().await.unwrap().into_bytes().as_ref(), &doc[1..7]);
 
     // Objects below it live in the directory; the listing shows the marker with its size.
-    put(&c, "mk", "models/m.bin", b"weights").await;
+    put(&c, "mkr", "models/m.bin", b"weights").await;
     assert_eq!(std::fs::read(dir.join("models/m.bin")).unwrap(), b"weights");
-    let l = c.list_objects_v2().bucket("mk").prefix("models/").send().await.unwrap();
+    let l = c
+        .list_objects_v2()
+        .bucket("mkr")
+        .prefix("models/")
+        .send()
+        .await
+        .unwrap();
     let listed: Vec<(&str, i64, &str)> = l
         .contents()
         .iter()
@@ -604,42 +610,42 @@ async fn directory_markers_with_a_body_read_back_exactly() {
     );
 
     // A single byte; then an empty marker makes it a bare directory again.
-    put(&c, "mk", "models/", b"x").await;
-    assert_eq!(get(&c, "mk", "models/").await, b"x");
-    put(&c, "mk", "models/", b"").await;
-    let h = c.head_object().bucket("mk").key("models/").send().await.unwrap();
+    put(&c, "mkr", "models/", b"x").await;
+    assert_eq!(get(&c, "mkr", "models/").await, b"x");
+    put(&c, "mkr", "models/", b"").await;
+    let h = c.head_object().bucket("mkr").key("models/").send().await.unwrap();
     assert_eq!(h.content_length(), Some(0));
     assert_eq!(h.e_tag(), Some("\"d41d8cd98f00b204e9800998ecf8427e\""));
-    assert_eq!(get(&c, "mk", "models/").await, b"");
+    assert_eq!(get(&c, "mkr", "models/").await, b"");
     assert_eq!(std::fs::read_dir(dir.join(".penstock/markers")).unwrap().count(), 0);
 
     // Copies onto and from marker keys, and deletion: the payload goes, the objects below stay.
     c.copy_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("models/")
-        .copy_source("mk/anchor")
+        .copy_source("mkr/anchor")
         .send()
         .await
         .unwrap();
-    assert_eq!(get(&c, "mk", "models/").await, b"a");
+    assert_eq!(get(&c, "mkr", "models/").await, b"a");
     c.copy_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("copied")
-        .copy_source("mk/models/")
+        .copy_source("mkr/models/")
         .send()
         .await
         .unwrap();
-    assert_eq!(get(&c, "mk", "copied").await, b"a");
-    c.delete_object().bucket("mk").key("models/").send().await.unwrap();
-    let e = c.head_object().bucket("mk").key("models/").send().await.unwrap_err();
+    assert_eq!(get(&c, "mkr", "copied").await, b"a");
+    c.delete_object().bucket("mkr").key("models/").send().await.unwrap();
+    let e = c.head_object().bucket("mkr").key("models/").send().await.unwrap_err();
     assert_eq!(e.raw_response().unwrap().status().as_u16(), 404);
-    assert_eq!(get(&c, "mk", "models/m.bin").await, b"weights");
+    assert_eq!(get(&c, "mkr", "models/m.bin").await, b"weights");
     assert_eq!(std::fs::read_dir(dir.join(".penstock/markers")).unwrap().count(), 0);
 
     // Checksums of a marker's body are verified and stored like any object's.
     let crc = base64::engine::general_purpose::STANDARD.encode(crc32c::crc32c(b"zz").to_be_bytes());
     c.put_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("sums/")
         .body(ByteStream::from_static(b"zz"))
         .checksum_crc32_c(&crc)
@@ -648,7 +654,7 @@ async fn directory_markers_with_a_body_read_back_exactly() {
         .unwrap();
     let h = c
         .head_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("sums/")
         .checksum_mode(ChecksumMode::Enabled)
         .send()
@@ -657,7 +663,7 @@ async fn directory_markers_with_a_body_read_back_exactly() {
     assert_eq!(h.checksum_crc32_c(), Some(crc.as_str()));
     let e = c
         .put_object()
-        .bucket("mk")
+        .bucket("mkr")
         .key("bad/")
         .body(ByteStream::from_static(b"zz"))
         .checksum_crc32_c("AAAAAA==")
