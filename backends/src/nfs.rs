@@ -1047,14 +1047,15 @@ impl Folder for NfsFolder {
         Ok(Box::new(st))
     }
 
-    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>> {
+    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)> {
         let s = self.shared.clone();
-        let mut staging = s
+        let (mut staging, stats) = s
             .timed("compose_parts", async {
                 let Some(dir) = self.uploads_dir(upload_id).await? else {
                     return Err(BackendError::PartNotFound(parts.first().copied().unwrap_or(0)));
                 };
                 let mut staging = self.new_staging().await?;
+                let mut stats = Vec::with_capacity(parts.len());
                 // NFSv3 has no server-side copy: bytes pass through the gateway, several RPCs in
                 // flight each way.
                 let block = s.chunk() * s.depth;
@@ -1065,6 +1066,9 @@ impl Folder for NfsFolder {
                         Err(f) if f.is(status::NOENT) => return Err(BackendError::PartNotFound(part)),
                         Err(f) => return Err(f.into()),
                     };
+                    // Reads go by this handle: a part renamed over meanwhile reads as stale,
+                    // never as the newer file.
+                    stats.push(to_stat(&attr).expect("regular file"));
                     let mut off = 0u64;
                     while off < attr.filesize {
                         let n = (attr.filesize - off).min(block as u64) as usize;
@@ -1076,11 +1080,11 @@ impl Folder for NfsFolder {
                         staging.write_inner(data).await?;
                     }
                 }
-                Ok(staging)
+                Ok((staging, stats))
             })
             .await?;
         staging.drain().await?;
-        Ok(Box::new(staging))
+        Ok((Box::new(staging), stats))
     }
 
     async fn make_dir(&self, path: &ObjectPath) -> Result<()> {

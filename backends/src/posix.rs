@@ -580,7 +580,7 @@ impl Folder for PosixFolder {
         Ok(Box::new(PosixStaging::new(root, io, direct, size_hint)))
     }
 
-    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>> {
+    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)> {
         check_upload_id(upload_id)?;
         let root = self.root.clone();
         let upload_dir = format!("{STAGING_DIR}/uploads/{upload_id}");
@@ -592,19 +592,21 @@ impl Folder for PosixFolder {
                 let mut staging = PosixStaging::create(root.clone(), io, false, None)?;
                 let file = staging.file();
                 let mut out: &File = &file;
+                let mut stats = Vec::with_capacity(parts.len());
                 for part in parts {
                     let fd = match open_beneath(&root, &format!("{upload_dir}/{part}"), OFlags::RDONLY) {
                         Ok(fd) => fd,
                         Err(Errno::NOENT) => return Err(BackendError::PartNotFound(part)),
                         Err(e) => return Err(e.into()),
                     };
+                    stats.push(stat_fd(&fd)?);
                     // std::io::copy between files uses copy_file_range, so no bytes cross user space.
                     staging.len += std::io::copy(&mut File::from(fd), &mut out)?;
                 }
-                Ok(staging)
+                Ok((staging, stats))
             })
             .await?;
-        Ok(Box::new(staging))
+        Ok((Box::new(staging.0), staging.1))
     }
 
     async fn make_dir(&self, path: &ObjectPath) -> Result<()> {

@@ -77,8 +77,11 @@ pub trait Folder: Send + Sync {
     /// Starts a new staging file inside the folder's hidden directory. `size_hint` is the
     /// payload's declared size, when known, so a backend can choose how to write it.
     async fn create_staging(&self, size_hint: Option<u64>) -> Result<Box<dyn StagingFile>>;
-    /// Starts a staging file whose contents are the given parts of an upload, in order.
-    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<Box<dyn StagingFile>>;
+    /// Starts a staging file whose contents are the given parts of an upload, in order. Also
+    /// returns the attributes of each part file as it was read (taken from the opened file, not
+    /// the path), so the caller can check that the bytes it joined are the parts it recorded even
+    /// when a part is uploaded again meanwhile.
+    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)>;
     /// Creates the directory for a marker key (`a/b/`) and its parents, and drops the payload
     /// the marker had (an empty marker is a bare directory).
     async fn make_dir(&self, path: &ObjectPath) -> Result<()>;

@@ -205,6 +205,7 @@ async fn multipart_parts(v: Arc<dyn Volume>) {
     v.create_folder(&l).await.unwrap();
     let f = v.open_folder(&l).await.unwrap();
     let id = Uuid::new_v4().simple().to_string();
+    let mut sealed = Vec::new();
     for (n, body) in [
         (1u32, b"hello ".as_slice()),
         (2, b"world".as_slice()),
@@ -212,10 +213,12 @@ async fn multipart_parts(v: Arc<dyn Volume>) {
     ] {
         let mut s = f.create_staging(None).await.unwrap();
         s.write(Bytes::copy_from_slice(body)).await.unwrap();
-        s.seal(false).await.unwrap();
+        sealed.push(s.seal(false).await.unwrap());
         s.publish_part(&id, n, false).await.unwrap();
     }
-    let mut s = f.compose_parts(&id, &[1, 3]).await.unwrap();
+    let (mut s, stats) = f.compose_parts(&id, &[1, 3]).await.unwrap();
+    // The parts read are the files sealed for them (same identity as at seal time).
+    assert_eq!(stats, [sealed[0], sealed[2]]);
     assert_eq!(s.seal(false).await.unwrap().size, 8);
     s.publish(&p("joined"), false).await.unwrap();
     assert_eq!(read(&f, "joined").await.unwrap(), b"hello !!");
@@ -252,7 +255,7 @@ async fn composed_sizes_roundtrip(v: Arc<dyn Volume>) {
     }
     for (name, numbers) in [("all", vec![1, 2, 3, 4, 5, 6]), ("some", vec![2, 4, 3])] {
         let want: Vec<u8> = numbers.iter().flat_map(|&n| bodies[n as usize - 1].clone()).collect();
-        let mut s = f.compose_parts(&id, &numbers).await.unwrap();
+        let (mut s, _) = f.compose_parts(&id, &numbers).await.unwrap();
         assert_eq!(s.len(), want.len() as u64);
         assert_eq!(s.seal(true).await.unwrap().size, want.len() as u64);
         s.publish(&p(name), true).await.unwrap();

@@ -237,4 +237,10 @@ pub struct PartRecord {
     pub last_modified_ms: i64,
     #[serde(default, skip_serializing_if = "Checksums::is_empty")]
     pub checksums: Checksums,
+    /// The part file this record describes. CompleteMultipartUpload joins a part only when the
+    /// file it read is this one: a part uploaded again meanwhile (or torn by a crash between its
+    /// rename and this record) is refused instead of joined under another upload's ETag. Absent
+    /// in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
 }

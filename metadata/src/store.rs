@@ -628,6 +628,7 @@ mod tests {
                 size: n as u64,
                 last_modified_ms: 0,
                 checksums: Default::default(),
+                fingerprint: None,
             };
             s.put_part("1", &p).unwrap();
             s.put_part("10", &p).unwrap();

@@ -264,6 +264,52 @@ async fn resent_part_that_finishes_last_is_the_part() {
     assert_eq!(e.code(), Some("InvalidPart"));
     complete(etag_first).await.unwrap();
     assert_eq!(get(&c, "resent", "obj").await, first);
+
+    // The bytes joined are always the recorded part: a part file that is not the one its record
+    // describes (replaced after the ETags were checked, or torn from its record) is refused.
+    put(&c, "resent", "anchor", b"a").await;
+    let up = c
+        .create_multipart_upload()
+        .bucket("resent")
+        .key("obj2")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let r = c
+        .upload_part()
+        .bucket("resent")
+        .key("obj2")
+        .upload_id(id)
+        .part_number(1)
+        .body(ByteStream::from(second.clone()))
+        .send()
+        .await
+        .unwrap();
+    let uploads = gw.folder_dir("anchor").join(".penstock/uploads").join(id);
+    std::fs::write(uploads.join("swap"), pattern(3, second.len())).unwrap();
+    std::fs::rename(uploads.join("swap"), uploads.join("1")).unwrap();
+    let e = c
+        .complete_multipart_upload()
+        .bucket("resent")
+        .key("obj2")
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(r.e_tag().unwrap())
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("InvalidPart"));
+    let e = c.head_object().bucket("resent").key("obj2").send().await.unwrap_err();
+    assert_eq!(e.raw_response().unwrap().status().as_u16(), 404);
 }
 
 /// A part read (`?partNumber=N`) of a COMPOSITE multipart object answers that part's checksum

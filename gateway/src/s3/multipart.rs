@@ -13,7 +13,7 @@ use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::WriteConditions;
 use super::rdma::{reply_headers, Admission};
-use super::{caller, owner_of, peer, BucketCtx, Gateway};
+use super::{caller, internal, meta_err, owner_of, peer, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
 const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
@@ -189,22 +189,33 @@ impl Gateway {
             size: st.size,
             last_modified_ms: now_ms(),
             checksums: d.checksums,
+            fingerprint: Some(fingerprint(&st)),
         };
         let id = up.upload_id.clone();
-        let _guard = self.locks.lock(b.rec.folder_id, &format!("\0part/{id}/{n}")).await;
+        let guard = self
+            .locks
+            .lock_owned(b.rec.folder_id, &format!("\0part/{id}/{n}"))
+            .await;
         let previous = self.meta(move |s| s.part(&id, n)).await?.map_or(0, |p| p.size);
         let delta = st.size as i64 - previous as i64;
         // Made durable by the part record's synced write below.
         self.charge_deferred(&b.rec.quota_scope, delta).await?;
-        let stored = async {
-            staging
-                .publish_part(&up.upload_id, n, self.durable)
+        // The rename and the record go together even if the client disconnects meanwhile (the
+        // request's future is dropped): a task of its own finishes them, holding the part's lock,
+        // so the part file and its record always describe the same upload of the part.
+        let (store, durable) = (self.store.clone(), self.durable);
+        let (id, p) = (up.upload_id.clone(), part.clone());
+        let stored = tokio::spawn(async move {
+            let _guard = guard;
+            staging.publish_part(&id, n, durable).await.map_err(backend_err)?;
+            tokio::task::spawn_blocking(move || store.put_part(&id, &p))
                 .await
-                .map_err(backend_err)?;
-            let (id, p) = (up.upload_id.clone(), part.clone());
-            self.meta(move |s| s.put_part(&id, &p)).await
-        }
-        .await;
+                .map_err(internal)?
+                .map_err(meta_err)
+        })
+        .await
+        .map_err(internal)
+        .and_then(|r| r);
         if let Err(e) = stored {
             let _ = self.charge(&b.rec.quota_scope, -delta).await;
             return Err(e);
@@ -294,11 +305,22 @@ impl Gateway {
         let md5s: Vec<&str> = chosen.iter().map(|p| p.md5_hex.as_str()).collect();
         let etag_value = multipart_etag(&md5s).ok_or_else(|| s3_error!(InternalError, "corrupt part record"))?;
         let numbers: Vec<u32> = chosen.iter().map(|p| p.part_number).collect();
-        let mut staging = b
+        let (mut staging, read) = b
             .folder
             .compose_parts(&up.upload_id, &numbers)
             .await
             .map_err(backend_err)?;
+        // The bytes joined must be the parts whose ETags were checked above: a part uploaded again
+        // since we read its record is refused, not joined under the older upload's ETag.
+        for (p, st) in chosen.iter().zip(&read) {
+            if p.fingerprint.is_some_and(|f| f != fingerprint(st)) {
+                return Err(s3_error!(
+                    InvalidPart,
+                    "Part {} was uploaded again while the upload was completing; list the parts and complete again.",
+                    p.part_number
+                ));
+            }
+        }
         let st = staging.seal(self.durable).await.map_err(backend_err)?;
 
         // Object checksums: composite over part checksums, or the CRC of the whole object.
