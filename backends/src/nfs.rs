@@ -933,6 +933,16 @@ impl NfsFolder {
         })
     }
 
+    /// A reader of the file `fh`; `None` unless it is a regular file.
+    fn reader(&self, fh: Bytes, attr: &Attr) -> Option<Box<dyn ReadHandle>> {
+        let stat = to_stat(attr).filter(|_| attr.type_ == NF_REG)?;
+        Some(Box::new(NfsReader {
+            shared: self.shared.clone(),
+            fh,
+            stat,
+        }))
+    }
+
     /// Makes the directory of a marker key and its parents; a file at the key is `IsFile`.
     async fn make_marker_dir(&self, segs: &[String]) -> Result<()> {
         let (leaf, parent) = segs.split_last().expect("non-empty path");
@@ -1027,17 +1037,10 @@ impl Folder for NfsFolder {
                 if path.is_dir() {
                     return Ok(None);
                 }
-                match self.resolve(path.segments(), true).await? {
-                    Some((fh, attr)) if attr.type_ == NF_REG => {
-                        let stat = to_stat(&attr).expect("regular file");
-                        Ok(Some(Box::new(NfsReader {
-                            shared: self.shared.clone(),
-                            fh,
-                            stat,
-                        }) as Box<dyn ReadHandle>))
-                    }
-                    _ => Ok(None),
-                }
+                Ok(self
+                    .resolve(path.segments(), true)
+                    .await?
+                    .and_then(|(fh, attr)| self.reader(fh, &attr)))
             })
             .await
     }
@@ -1109,15 +1112,7 @@ impl Folder for NfsFolder {
                     return Ok(None);
                 };
                 match self.shared.lookup(&dir, &name).await {
-                    Ok((fh, attr)) if attr.type_ == NF_REG => {
-                        let stat = to_stat(&attr).expect("regular file");
-                        Ok(Some(Box::new(NfsReader {
-                            shared: self.shared.clone(),
-                            fh,
-                            stat,
-                        }) as Box<dyn ReadHandle>))
-                    }
-                    Ok(_) => Ok(None),
+                    Ok((fh, attr)) => Ok(self.reader(fh, &attr)),
                     Err(f) if f.is(status::NOENT) => Ok(None),
                     Err(f) => Err(f.into()),
                 }

@@ -534,6 +534,32 @@ pub struct PosixFolder {
     direct_from: Option<u64>,
 }
 
+impl PosixFolder {
+    /// Opens the regular file at `rel` (beneath the folder) for reading; `None` when absent or
+    /// not a regular file.
+    async fn open_file(&self, op: &'static str, rel: String) -> Result<Option<Box<dyn ReadHandle>>> {
+        let root = self.root.clone();
+        let opened = self
+            .io
+            .run(op, move || {
+                let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
+                    Ok(fd) => fd,
+                    Err(e) => return absent_is_none(e),
+                };
+                let stat = stat_fd(&fd)?;
+                Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
+            })
+            .await?;
+        Ok(opened.map(|(file, stat)| {
+            Box::new(PosixReader {
+                file,
+                stat,
+                io: self.io.clone(),
+            }) as Box<dyn ReadHandle>
+        }))
+    }
+}
+
 #[async_trait]
 impl Folder for PosixFolder {
     async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>> {
@@ -548,29 +574,7 @@ impl Folder for PosixFolder {
     }
 
     async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
-        let root = self.root.clone();
-        let rel = path.rel();
-        let opened = self
-            .io
-            .run("open_read", move || {
-                let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
-                    Ok(fd) => fd,
-                    Err(e) => return absent_is_none(e),
-                };
-                let stat = stat_fd(&fd)?;
-                if stat.kind != EntryKind::File {
-                    return Ok(None);
-                }
-                Ok(Some((Arc::new(File::from(fd)), stat)))
-            })
-            .await?;
-        Ok(opened.map(|(file, stat)| {
-            Box::new(PosixReader {
-                file,
-                stat,
-                io: self.io.clone(),
-            }) as Box<dyn ReadHandle>
-        }))
+        self.open_file("open_read", path.rel()).await
     }
 
     async fn create_staging(&self, size_hint: Option<u64>) -> Result<Box<dyn StagingFile>> {
@@ -628,25 +632,8 @@ impl Folder for PosixFolder {
         let Some(name) = path.marker_name() else {
             return Ok(None);
         };
-        let root = self.root.clone();
-        let opened = self
-            .io
-            .run("open_marker", move || {
-                let fd = match open_beneath(&root, &format!("{STAGING_DIR}/{MARKERS_DIR}/{name}"), OFlags::RDONLY) {
-                    Ok(fd) => fd,
-                    Err(e) => return absent_is_none(e),
-                };
-                let stat = stat_fd(&fd)?;
-                Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
-            })
-            .await?;
-        Ok(opened.map(|(file, stat)| {
-            Box::new(PosixReader {
-                file,
-                stat,
-                io: self.io.clone(),
-            }) as Box<dyn ReadHandle>
-        }))
+        self.open_file("open_marker", format!("{STAGING_DIR}/{MARKERS_DIR}/{name}"))
+            .await
     }
 
     async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {

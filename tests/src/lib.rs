@@ -227,3 +227,20 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// PUTs `body` at `bucket/key`; panics on failure.
+pub async fn put(c: &aws_sdk_s3::Client, bucket: &str, key: &str, body: &[u8]) {
+    c.put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(aws_sdk_s3::primitives::ByteStream::from(body.to_vec()))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// The bytes at `bucket/key`; panics on failure.
+pub async fn get(c: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Vec<u8> {
+    let o = c.get_object().bucket(bucket).key(key).send().await.unwrap();
+    o.body.collect().await.unwrap().into_bytes().to_vec()
+}

@@ -15,7 +15,7 @@ use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, ChecksumType, Completed
 use aws_sdk_s3::Client;
 use base64::Engine;
 use md5::{Digest, Md5};
-use penstock_tests::{pattern, Gateway};
+use penstock_tests::{get, pattern, put, Gateway};
 
 fn presigning() -> PresigningConfig {
     PresigningConfig::expires_in(Duration::from_secs(600)).unwrap()
@@ -110,21 +110,6 @@ impl Conn {
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
-}
-
-async fn put(c: &Client, b: &str, k: &str, body: &[u8]) {
-    c.put_object()
-        .bucket(b)
-        .key(k)
-        .body(ByteStream::from(body.to_vec()))
-        .send()
-        .await
-        .unwrap();
-}
-
-async fn get(c: &Client, b: &str, k: &str) -> Vec<u8> {
-    let o = c.get_object().bucket(b).key(k).send().await.unwrap();
-    o.body.collect().await.unwrap().into_bytes().to_vec()
 }
 
 /// botocore sends `Expect: 100-continue` on every PUT with a file-like body, empty ones too,

@@ -8,7 +8,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use md5::{Digest, Md5};
 use penstock_tests::ganesha::Ganesha;
-use penstock_tests::{find_folder, pattern as payload, Gateway};
+use penstock_tests::{find_folder, get, pattern as payload, Gateway};
 
 /// A gateway whose default volume is the server's export (subdirectory `penstock`).
 fn gateway_on(server: &Ganesha, version: &str) -> Gateway {
@@ -16,11 +16,6 @@ fn gateway_on(server: &Ganesha, version: &str) -> Gateway {
         "default_volume = \"nfs\"\nfsync = true\n[[volumes]]\nname = \"nfs\"\nbackend = \"nfs\"\nurl = \"{}\"\npath = \"penstock\"\nretry_secs = 1.0\n",
         server.url(version)
     ))
-}
-
-async fn get(c: &aws_sdk_s3::Client, b: &str, k: &str) -> Vec<u8> {
-    let o = c.get_object().bucket(b).key(k).send().await.unwrap();
-    o.body.collect().await.unwrap().into_bytes().to_vec()
 }
 
 async fn s3_round_trip(version: &str) {
