@@ -12,7 +12,6 @@ use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::presigning::{PresignedRequest, PresigningConfig};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, ChecksumType, CompletedMultipartUpload, CompletedPart};
-use aws_sdk_s3::Client;
 use base64::Engine;
 use md5::{Digest, Md5};
 use penstock_tests::{get, pattern, put, Gateway};
