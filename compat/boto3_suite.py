@@ -199,6 +199,15 @@ for label, c in [("sigv4", s3), ("default", client(s3={"addressing_style": "path
     st, _ = http("GET", url.replace(urllib.parse.quote(sig, safe=""), urllib.parse.quote(bad_sig, safe="")).replace(sig, bad_sig))
     check(f"tampered presigned {label}", st == 403, st)
 
+# SigV4 presigned URLs live at most 7 days (S3: 400 AuthorizationQueryParametersError beyond).
+for secs, want in [(604800, 200), (604801, 400), (10**9, 400)]:
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "pre/sigv4"}, ExpiresIn=secs)
+    st, data = http("GET", url)
+    check(f"presigned lifetime {secs}", st == want and (want == 200 or b"AuthorizationQueryParametersError" in data),
+          (st, data[:200]))
+    st, data = http("GET", url, headers={"Range": "bytes=5-2"})
+    check(f"presigned lifetime {secs} with an ignored Range", st == want, (st, data[:200]))
+
 # POST policy upload (browser form).
 post = s3.generate_presigned_post(B, "post/up.txt", ExpiresIn=300)
 boundary = "----penstock" + uuid.uuid4().hex

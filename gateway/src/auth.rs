@@ -106,6 +106,30 @@ pub fn required(op: &str) -> Need {
     })
 }
 
+/// The longest lifetime S3 accepts for a SigV4 presigned URL: seven days.
+const MAX_PRESIGNED_SECS: u64 = 604_800;
+
+/// Refuses a SigV4 presigned URL that claims to live longer than S3 allows (s3s only checks
+/// that it has not expired). Called by every path that admits a request: the access check and
+/// the re-dispatching Range route.
+pub(crate) fn check_presigned_lifetime(uri: &http::Uri) -> S3Result<()> {
+    let Some(q) = uri.query() else { return Ok(()) };
+    for pair in q.split('&') {
+        let Some(("X-Amz-Expires", v)) = pair.split_once('=') else {
+            continue;
+        };
+        if v.parse::<u64>().map_or(true, |secs| secs > MAX_PRESIGNED_SECS) {
+            let mut e = s3s::S3Error::with_message(
+                s3s::S3ErrorCode::Custom("AuthorizationQueryParametersError".into()),
+                "X-Amz-Expires must be less than a week (in seconds) that is 604800",
+            );
+            e.set_status_code(http::StatusCode::BAD_REQUEST);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Secret-key lookup for signature verification.
 pub struct GatewayAuth {
     store: Arc<Store>,
@@ -154,6 +178,7 @@ impl S3Access for GatewayAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
         // A request re-dispatched after s3s verified its signature (s3/range.rs) carries the
         // verified access key in an extension that only the gateway sets.
+        check_presigned_lifetime(cx.uri())?;
         let verified = cx.extensions_mut().get::<Verified>().map(|v| v.0.clone());
         let ak = match (cx.credentials(), verified) {
             (Some(cred), _) => cred.access_key.clone(),
@@ -273,6 +298,17 @@ mod tests {
         assert_eq!(member.perm_on(&pb), Some(Perm::Rw));
         assert_eq!(outsider.perm_on(&pb), None);
         assert_eq!(foreign_member.perm_on(&pb), None, "domains are walls");
+    }
+
+    #[test]
+    fn presigned_urls_live_at_most_a_week() {
+        let ok = |u: &str| check_presigned_lifetime(&u.parse().unwrap()).is_ok();
+        assert!(ok("/b/k?X-Amz-Expires=604800&X-Amz-Signature=x"));
+        assert!(ok("/b/k"));
+        assert!(ok("/b/k?Expires=99999999999"), "SigV2 expiry is a date");
+        assert!(!ok("/b/k?X-Amz-Expires=604801"));
+        assert!(!ok("/b/k?a=1&X-Amz-Expires=1000000000"));
+        assert!(!ok("/b/k?X-Amz-Expires=-1"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Behaviours that stock S3 clients depend on, each found by using the gateway as a new user
 //! would (issue #23): interim responses, resent parts, part checksums, tag counts, content
-//! encodings, ignored Range headers, request ids in errors, directory markers with a body.
+//! encodings, ignored Range headers, request ids in errors, directory markers with a body; and
+//! two limits S3 enforces (#16): key length, presigned URL lifetime (the latter in the boto3 suite).
 //! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
 //! with presigned URLs.
 
@@ -702,4 +703,27 @@ async fn directory_markers_with_a_body_read_back_exactly() {
         .unwrap_err();
     assert_eq!(e.code(), Some("BadDigest"));
     assert!(!dir.join("bad").exists(), "a refused marker leaves nothing");
+}
+
+/// Keys are at most 1024 bytes, as on S3 (`KeyTooLongError`); the longest one works.
+#[tokio::test]
+async fn keys_longer_than_1024_bytes_are_refused() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("long").send().await.unwrap();
+    let seg = "s".repeat(200);
+    let longest = format!("{seg}/{seg}/{seg}/{seg}/{seg}/{}", "k".repeat(19));
+    assert_eq!(longest.len(), 1024);
+    put(&c, "long", &longest, b"1").await;
+    assert_eq!(get(&c, "long", &longest).await, b"1");
+    let e = c
+        .put_object()
+        .bucket("long")
+        .key(format!("{longest}x"))
+        .body(ByteStream::from_static(b"2"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("KeyTooLongError"));
+    assert_eq!(e.raw_response().unwrap().status().as_u16(), 400);
 }

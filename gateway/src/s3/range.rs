@@ -79,6 +79,15 @@ impl S3Route for IgnoredRange {
         (method == Method::GET || method == Method::HEAD) && ignored(headers)
     }
 
+    async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
+        // The second pass runs the full access check; what only the first pass can see (its
+        // presigning parameters) is checked here.
+        if req.credentials.is_none() {
+            return Err(s3_error!(AccessDenied, "Anonymous access is not allowed"));
+        }
+        crate::auth::check_presigned_lifetime(&req.uri)
+    }
+
     async fn call(&self, req: S3Request<Body>) -> S3Result<S3Response<Body>> {
         let cred = req
             .credentials
