@@ -1393,6 +1393,23 @@ impl NfsStaging {
             shared: self.shared.clone(),
         }
     }
+
+    /// Moves the sealed file to `leaf` in the directory `dir` below the folder's hidden one,
+    /// making that directory as needed (parts, marker payloads).
+    async fn rename_into_hidden(&mut self, dir: &[&str], leaf: &str) -> Result<()> {
+        let segs: Vec<String> = std::iter::once(STAGING_DIR)
+            .chain(dir.iter().copied())
+            .map(str::to_owned)
+            .collect();
+        let target = self.folder().ensure_dir(&segs).await?;
+        match self.rename_into(&target, leaf).await? {
+            true => Ok(()),
+            false => Err(BackendError::Unavailable(format!(
+                "{} removed while a file was moved into it",
+                segs.join("/")
+            ))),
+        }
+    }
 }
 
 /// Writes all of `data` at `off`, continuing after short writes.
@@ -1453,17 +1470,8 @@ impl StagingFile for NfsStaging {
             // A marker with a body: the directory at the key, the bytes in the hidden area.
             return s
                 .timed("rename", async {
-                    let folder = self.folder();
-                    folder.make_marker_dir(path.segments()).await?;
-                    let dir = folder
-                        .ensure_dir(&[STAGING_DIR.to_owned(), MARKERS_DIR.to_owned()])
-                        .await?;
-                    match self.rename_into(&dir, &payload).await? {
-                        true => Ok(()),
-                        false => Err(BackendError::Unavailable(
-                            "marker directory removed during the write".into(),
-                        )),
-                    }
+                    self.folder().make_marker_dir(path.segments()).await?;
+                    self.rename_into_hidden(&[MARKERS_DIR], &payload).await
                 })
                 .await;
         }
@@ -1497,18 +1505,10 @@ impl StagingFile for NfsStaging {
     async fn publish_part(mut self: Box<Self>, upload_id: &str, part: u32, _durable: bool) -> Result<()> {
         check_upload_id(upload_id)?;
         let s = self.shared.clone();
-        s.timed("rename", async {
-            let dir = self
-                .folder()
-                .ensure_dir(&[STAGING_DIR.to_owned(), "uploads".to_owned(), upload_id.to_owned()])
-                .await?;
-            match self.rename_into(&dir, &part.to_string()).await? {
-                true => Ok(()),
-                false => Err(BackendError::Unavailable(
-                    "upload directory removed during the part's upload".into(),
-                )),
-            }
-        })
+        s.timed(
+            "rename",
+            self.rename_into_hidden(&["uploads", upload_id], &part.to_string()),
+        )
         .await
     }
 }

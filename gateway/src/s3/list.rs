@@ -233,35 +233,26 @@ impl Gateway {
             .await?;
         let mut listed = Vec::with_capacity(objects.len());
         for ((key, st), stored) in objects.into_iter().zip(records) {
-            let item = match stored {
-                // A marker written with a body (its record's ETag is not the empty one) lists
-                // with that payload's size and record.
-                Some(r) if key.ends_with('/') && r.etag != EMPTY_MD5 => {
+            let marker = key.ends_with('/');
+            // A marker written with a body (its record's ETag is not the empty one) lists with
+            // that payload's size and record.
+            let payload = match &stored {
+                Some(r) if marker && r.etag != EMPTY_MD5 => {
                     let path = penstock_backends::ObjectPath::parse(&key).map_err(super::error::key_err)?;
-                    match b.folder.open_marker(&path).await.map_err(backend_err)? {
-                        Some(h) => {
-                            let st = *h.stat();
-                            let rec = effective_record(&key, &st, Some(r));
-                            Listed { key, st, rec }
-                        }
-                        None => {
-                            let mut rec = effective_record(&key, &st, None);
-                            rec.etag = r.etag;
-                            Listed { key, st, rec }
-                        }
-                    }
+                    b.folder.open_marker(&path).await.map_err(backend_err)?
                 }
-                stored if key.ends_with('/') => {
+                _ => None,
+            };
+            let (st, rec) = match payload {
+                Some(h) => (*h.stat(), effective_record(&key, h.stat(), stored)),
+                None if marker => {
                     let mut rec = effective_record(&key, &st, None);
                     rec.etag = stored.map_or_else(|| EMPTY_MD5.to_owned(), |s| s.etag);
-                    Listed { key, st, rec }
+                    (st, rec)
                 }
-                stored => {
-                    let rec = effective_record(&key, &st, stored);
-                    Listed { key, st, rec }
-                }
+                None => (st, effective_record(&key, &st, stored)),
             };
-            listed.push(item);
+            listed.push(Listed { key, st, rec });
         }
         let objects = listed;
         Ok(Page {

@@ -115,12 +115,7 @@ impl Gateway {
         T: Send + 'static,
         F: FnOnce(&Store) -> Result<T, MetaError> + Send + 'static,
     {
-        let store = self.store.clone();
-        let span = tracing::debug_span!("metadata");
-        tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
-            .await
-            .map_err(internal)?
-            .map_err(meta_err)
+        run_meta(self.store.clone(), f).await
     }
 
     /// Runs a point read of tenancy records (keys, users, buckets) on the calling task. These
@@ -178,6 +173,19 @@ impl Gateway {
             .map_err(error::backend_err)?;
         Ok(BucketCtx { rec, folder })
     }
+}
+
+/// [`Gateway::meta`] for work that outlives the request (a spawned task holds the store).
+pub(crate) async fn run_meta<T, F>(store: Arc<Store>, f: F) -> S3Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Store) -> Result<T, MetaError> + Send + 'static,
+{
+    let span = tracing::debug_span!("metadata");
+    tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
+        .await
+        .map_err(internal)?
+        .map_err(meta_err)
 }
 
 /// The folder location recorded for a bucket.

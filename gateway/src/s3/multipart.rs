@@ -13,7 +13,7 @@ use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::WriteConditions;
 use super::rdma::{reply_headers, Admission};
-use super::{caller, internal, meta_err, owner_of, peer, BucketCtx, Gateway};
+use super::{caller, internal, owner_of, peer, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
 const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
@@ -208,10 +208,7 @@ impl Gateway {
         let stored = tokio::spawn(async move {
             let _guard = guard;
             staging.publish_part(&id, n, durable).await.map_err(backend_err)?;
-            tokio::task::spawn_blocking(move || store.put_part(&id, &p))
-                .await
-                .map_err(internal)?
-                .map_err(meta_err)
+            super::run_meta(store, move |s| s.put_part(&id, &p)).await
         })
         .await
         .map_err(internal)

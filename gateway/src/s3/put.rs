@@ -66,31 +66,24 @@ impl Gateway {
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&digests, trailers.as_ref())?;
 
-        if path.is_dir() && staging.is_empty() {
+        let (rec, size) = if path.is_dir() && staging.is_empty() {
             // An empty marker is a bare directory; one with a body keeps it in the hidden area
-            // (`StagingFile::publish`) and takes the file path below.
+            // (`StagingFile::publish`) like any other file.
             drop(staging);
-            let rec = self.store_empty_marker(&b, &path, digests, attrs, tags).await?;
-            return Ok(S3Response::new(with_checksums!(
-                &rec.checksums,
-                PutObjectOutput {
-                    e_tag: Some(etag(&rec.etag)),
-                    checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
-                    size: Some(0),
-                },
-                ..Default::default()
-            )));
-        }
-        let st = staging.seal(self.durable).await.map_err(backend_err)?;
-        let rec = new_record(digests, &st, attrs, tags);
-        self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
+            (self.store_empty_marker(&b, &path, digests, attrs, tags).await?, 0)
+        } else {
+            let st = staging.seal(self.durable).await.map_err(backend_err)?;
+            let rec = new_record(digests, &st, attrs, tags);
+            self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
+            (rec, st.size)
+        };
 
         let output = with_checksums!(
             &rec.checksums,
             PutObjectOutput {
                 e_tag: Some(etag(&rec.etag)),
                 checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
-                size: Some(st.size as i64),
+                size: Some(size as i64),
             },
             ..Default::default()
         );
