@@ -203,6 +203,40 @@ pub struct ObjectRecord {
     /// succeeded is answered from the object while it is still this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upload_id: Option<String>,
+    /// Set only while this record's file is being published at the key: the record of the file it
+    /// replaces (if that file had one). Until the rename lands, or forever if a crash stops it,
+    /// the old file is at the key and its record must stay findable; readers pick whichever of
+    /// the two describes the file they opened ([`ObjectRecord::describing`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Box<ObjectRecord>>,
+}
+
+impl ObjectRecord {
+    /// The record, of this one and the one it replaces, that describes the file with fingerprint
+    /// `fp`; `None` when neither does (the file changed outside the gateway).
+    pub fn describing(self, fp: &Fingerprint) -> Option<ObjectRecord> {
+        if self.fingerprint == *fp {
+            Some(self.settled())
+        } else {
+            self.replaces.and_then(|r| r.describing(fp))
+        }
+    }
+
+    /// This record without the one it replaces.
+    pub fn settled(mut self) -> ObjectRecord {
+        self.replaces = None;
+        self
+    }
+
+    /// The record in force when nothing identifies the file (a directory marker without a
+    /// payload, whose directory's mtime moves with its contents): the replaced one while a
+    /// publish is pending, since the new file has not landed, else this one.
+    pub fn in_force(self) -> ObjectRecord {
+        match self.replaces {
+            Some(r) => r.in_force(),
+            None => self,
+        }
+    }
 }
 
 /// An ongoing multipart upload.

@@ -10,6 +10,7 @@
 //! | `buckets` | domain ‖ 0x00 ‖ bucket name | [`BucketRecord`](crate::BucketRecord) |
 //! | `quotas` | quota scope (`user:<uuid>`) | [`Quota`](crate::Quota) |
 //! | `objects` | folder id (16 bytes) ‖ object key | [`ObjectRecord`](crate::ObjectRecord) |
+//! | `publishing` | folder id ‖ object key | Unix ms when a publish of that key began |
 //! | `uploads` | folder id ‖ object key ‖ 0x00 ‖ upload id | [`UploadRecord`](crate::UploadRecord) |
 //! | `parts` | upload id ‖ 0x00 ‖ part number (u32 BE) | [`PartRecord`](crate::PartRecord) |
 //!
@@ -31,7 +32,10 @@ pub(crate) const CF_BUCKETS: &str = "buckets";
 pub(crate) const CF_OBJECTS: &str = "objects";
 pub(crate) const CF_UPLOADS: &str = "uploads";
 pub(crate) const CF_PARTS: &str = "parts";
-pub(crate) const ALL_CFS: [&str; 10] = [
+/// Keys whose object record carries a pending `replaces` (a publish not yet settled): the
+/// start-up sweep settles them without scanning every record.
+pub(crate) const CF_PUBLISHING: &str = "publishing";
+pub(crate) const ALL_CFS: [&str; 11] = [
     CF_SYSTEM,
     CF_DOMAINS,
     CF_PROJECTS,
@@ -42,6 +46,7 @@ pub(crate) const ALL_CFS: [&str; 10] = [
     CF_OBJECTS,
     CF_UPLOADS,
     CF_PARTS,
+    CF_PUBLISHING,
 ];
 pub(crate) const SCHEMA_KEY: &[u8] = b"schema_version";
 

@@ -255,6 +255,7 @@ impl Store {
         let (lo, hi) = folder_range(b.folder_id);
         batch.delete_range_cf(self.cf(CF_OBJECTS), &lo, &hi);
         batch.delete_range_cf(self.cf(CF_UPLOADS), &lo, &hi);
+        batch.delete_range_cf(self.cf(CF_PUBLISHING), &lo, &hi);
         for id in uploads {
             let (plo, phi) = parts_range(&id);
             batch.delete_range_cf(self.cf(CF_PARTS), &plo, &phi);
@@ -357,6 +358,51 @@ impl Store {
     /// Removes an object record.
     pub fn delete_object(&self, folder: Uuid, key: &str) -> Result<()> {
         self.delete(CF_OBJECTS, &object_key(folder, key))
+    }
+
+    /// First half of publishing a file at a key: stores `rec` (whose `replaces` names the record
+    /// of the file now at the key) and notes the key as publishing, durably, before the file is
+    /// renamed into place.
+    pub fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> Result<()> {
+        let k = object_key(folder, key);
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(CF_OBJECTS), &k, encode(rec));
+        batch.put_cf(self.cf(CF_PUBLISHING), &k, encode(&now_ms));
+        self.db.write_opt(batch, &self.wopts())?;
+        Ok(())
+    }
+
+    /// Second half: the key's record becomes `rec` (the published one, or the replaced one if the
+    /// rename failed; `None` removes it) and the key stops being publishing.
+    ///
+    /// Not synced: until it is durable the stored pair still resolves to the right record by
+    /// fingerprint, and the next synced write (RocksDB's log is ordered) or the start-up sweep
+    /// settles it. That keeps one WAL fsync per PUT.
+    pub fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> Result<()> {
+        let k = object_key(folder, key);
+        let mut batch = WriteBatch::default();
+        match rec {
+            Some(r) => batch.put_cf(self.cf(CF_OBJECTS), &k, encode(r)),
+            None => batch.delete_cf(self.cf(CF_OBJECTS), &k),
+        }
+        batch.delete_cf(self.cf(CF_PUBLISHING), &k);
+        let mut w = WriteOptions::default();
+        w.set_sync(false);
+        self.db.write_opt(batch, &w)?;
+        Ok(())
+    }
+
+    /// Keys with a publish that was begun and not ended (a crash interrupted it), as
+    /// (folder, key).
+    pub fn publishing(&self) -> Result<Vec<(Uuid, String)>> {
+        let mut out = Vec::new();
+        self.scan(CF_PUBLISHING, b"", b"", |k, _: i64| {
+            if let (Some(f), Ok(key)) = (k.get(..16), std::str::from_utf8(k.get(16..).unwrap_or_default())) {
+                out.push((Uuid::from_slice(f).expect("16 bytes"), key.to_owned()));
+            }
+            true
+        })?;
+        Ok(out)
     }
 
     // ---- multipart
@@ -508,7 +554,39 @@ mod tests {
             tags: vec![("t".into(), "1".into())],
             parts: vec![],
             upload_id: Some("0123456789abcdef0123456789abcdef".into()),
+            replaces: None,
         }
+    }
+
+    #[test]
+    fn a_publish_keeps_the_replaced_record_until_it_ends() {
+        let (dir, s) = store();
+        let f = Uuid::from_u128(5);
+        let old = rec("\"old\"");
+        s.put_object(f, "k", &old).unwrap();
+        let mut new = rec("\"new\"");
+        new.fingerprint.inode = 77;
+        let pending = ObjectRecord {
+            replaces: Some(Box::new(old.clone())),
+            ..new.clone()
+        };
+        s.begin_publish(f, "k", &pending, 1).unwrap();
+        assert_eq!(s.publishing().unwrap(), [(f, "k".to_owned())]);
+        // Both files resolve to their own record while the publish is pending, and after a
+        // restart (a crash before the rename).
+        drop(s);
+        let s = Store::open(dir.path(), StoreOptions { sync: false }).unwrap();
+        let stored = s.object(f, "k").unwrap().unwrap();
+        assert_eq!(stored.clone().describing(&old.fingerprint), Some(old.clone()));
+        assert_eq!(stored.clone().describing(&new.fingerprint), Some(new.clone()));
+        assert_eq!(stored.in_force(), old);
+        s.end_publish(f, "k", Some(&new)).unwrap();
+        assert!(s.publishing().unwrap().is_empty());
+        let stored = s.object(f, "k").unwrap().unwrap();
+        assert_eq!(stored.clone().describing(&old.fingerprint), None);
+        assert_eq!(stored, new);
+        s.end_publish(f, "k", None).unwrap();
+        assert_eq!(s.object(f, "k").unwrap(), None);
     }
 
     #[test]

@@ -9,7 +9,9 @@ use penstock_metadata::{ObjectRecord, Perm};
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{with_checksums, Algo, BodyHasher, ALL_ALGOS};
 use super::error::backend_err;
-use super::object::{attr_input, etag, last_modified, new_record, parse_key, parse_tagging_header, Conditions};
+use super::object::{
+    attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
+};
 use super::{caller, BucketCtx, Gateway};
 
 /// Bytes per block when copying between files.
@@ -106,15 +108,27 @@ impl Gateway {
             src.rec.attrs.clone()
         };
 
-        let rec = if same && src.handle.is_some() {
-            // Metadata-only change of an object onto itself (s3fs chmod/utimens): no byte copy.
-            let mut rec = src.rec.clone();
-            rec.attrs = attrs;
-            rec.tags = tags;
+        let mut updated = None;
+        if same && src.handle.is_some() {
+            // Metadata-only change of an object onto itself (s3fs chmod/utimens): no byte copy,
+            // as long as the file is still the one read above. If a writer replaced it since,
+            // the bytes read (the handle still holds them) are copied below like any source's.
             let (folder, key) = (b.rec.folder_id, path.key());
             let _guard = self.locks.lock(folder, &key).await;
-            let r = rec.clone();
-            self.meta(move |s| s.put_object(folder, &key, &r)).await?;
+            let unchanged = match self.open_object(&b, &key).await {
+                Ok((_, now, _)) => fingerprint(&now) == fingerprint(&src.st),
+                Err(_) => false,
+            };
+            if unchanged {
+                let mut rec = src.rec.clone();
+                rec.attrs = attrs.clone();
+                rec.tags = tags.clone();
+                let r = rec.clone();
+                self.meta(move |s| s.put_object(folder, &key, &r)).await?;
+                updated = Some(rec);
+            }
+        }
+        let rec = if let Some(rec) = updated {
             rec
         } else {
             let algos = copy_algos(&src.rec, requested.as_deref())?;

@@ -15,7 +15,9 @@ use penstock_rdma::transport::PushError;
 
 use super::checksum::{with_checksums, ALL_ALGOS};
 use super::error::backend_err;
-use super::object::{effective_record, etag, last_modified, metadata_out, parse_http_date, parse_key, Conditions};
+use super::object::{
+    effective_record, etag, fingerprint, last_modified, metadata_out, parse_http_date, parse_key, Conditions,
+};
 use super::rdma::{reply_headers, transfer_failed, window_too_small, Admission, Admitted};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
@@ -408,10 +410,10 @@ impl Gateway {
                 let st = *h.stat();
                 return Ok((effective_record(key, &st, stored), st, Some(Arc::from(h))));
             }
-            let rec = match stored {
+            let rec = match stored.map(ObjectRecord::in_force) {
                 Some(mut r) => {
                     // Directory mtimes change with their contents; the marker's identity is its record.
-                    r.fingerprint = super::object::fingerprint(&st);
+                    r.fingerprint = fingerprint(&st);
                     r
                 }
                 None if b
@@ -431,19 +433,37 @@ impl Gateway {
             let st = Stat { size: 0, ..st };
             return Ok((rec, st, None));
         }
-        let handle: Arc<dyn ReadHandle> = Arc::from(
-            b.folder
-                .open_read(&path)
-                .await
-                .map_err(backend_err)?
-                .ok_or_else(no_such_key)?,
-        );
-        let st = *handle.stat();
-        let k = key.to_owned();
-        let stored = self.meta(move |s| s.object(folder, &k)).await?;
-        Ok((effective_record(key, &st, stored), st, Some(handle)))
+        let mut attempt = 0;
+        loop {
+            let handle: Arc<dyn ReadHandle> = Arc::from(
+                b.folder
+                    .open_read(&path)
+                    .await
+                    .map_err(backend_err)?
+                    .ok_or_else(no_such_key)?,
+            );
+            let st = *handle.stat();
+            let k = key.to_owned();
+            let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            if let Some(rec) = stored.and_then(|r| r.describing(&fingerprint(&st))) {
+                return Ok((rec, st, Some(handle)));
+            }
+            // No record describes the file we opened. Either it changed outside the gateway (any
+            // record is stale: synthesize one), or a writer replaced or removed it after we
+            // opened it and the record now describes what came next: then open again, so the
+            // answer is one writer's bytes with that writer's metadata (or a 404).
+            match b.folder.stat(&path).await.map_err(backend_err)? {
+                None => return Err(no_such_key()),
+                Some(now) if fingerprint(&now) != fingerprint(&st) && attempt < MAX_REOPENS => attempt += 1,
+                Some(_) => return Ok((effective_record(key, &st, None), st, Some(handle))),
+            }
+        }
     }
 }
+
+/// How often a read opens a key again because a writer replaced it between open and record
+/// lookup. Each retry races only the next overwrite's few-microsecond window.
+pub(crate) const MAX_REOPENS: u32 = 8;
 
 const DEFAULT_TYPE: &str = "application/octet-stream";
 

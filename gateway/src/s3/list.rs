@@ -16,7 +16,7 @@ use penstock_metadata::ObjectRecord;
 
 use super::error::backend_err;
 use super::get::EMPTY_MD5;
-use super::object::{effective_record, etag, last_modified};
+use super::object::{effective_record, etag, fingerprint, last_modified};
 use super::{caller, owner_of, BucketCtx, Gateway};
 
 /// Where a listing resumes.
@@ -250,7 +250,16 @@ impl Gateway {
                     rec.etag = stored.map_or_else(|| EMPTY_MD5.to_owned(), |s| s.etag);
                     (st, rec)
                 }
-                None => (st, effective_record(&key, &st, stored)),
+                None => match stored.and_then(|r| r.describing(&fingerprint(&st))) {
+                    Some(rec) => (st, rec),
+                    // No record describes the file read from the directory: a writer replaced or
+                    // removed it since (list what is there now, or nothing), or it was written
+                    // outside the gateway (then it is still there, unchanged, and synthesized).
+                    None => match self.reread(b, &key, &st).await? {
+                        Some(now) => now,
+                        None => continue,
+                    },
+                },
             };
             listed.push(Listed { key, st, rec });
         }
@@ -260,6 +269,34 @@ impl Gateway {
             prefixes,
             next,
         })
+    }
+
+    /// The file at a listed key and its record, when no stored record described the file the
+    /// directory listing saw (`listed`): `None` when the key holds no file now; a synthesized
+    /// record when the file has not changed since (it was written outside the gateway); else
+    /// the file a writer put there since, with its record.
+    async fn reread(&self, b: &BucketCtx, key: &str, listed: &Stat) -> S3Result<Option<(Stat, ObjectRecord)>> {
+        let path = penstock_backends::ObjectPath::parse(key).map_err(super::error::key_err)?;
+        let mut seen = *listed;
+        for _ in 0..=super::get::MAX_REOPENS {
+            let Some(st) = b.folder.stat(&path).await.map_err(backend_err)? else {
+                return Ok(None);
+            };
+            if st.kind != penstock_backends::EntryKind::File {
+                return Ok(None);
+            }
+            if fingerprint(&st) == fingerprint(&seen) {
+                // Unchanged since a moment when no record described it: not the gateway's.
+                return Ok(Some((st, effective_record(key, &st, None))));
+            }
+            let (folder, k) = (b.rec.folder_id, key.to_owned());
+            let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            if let Some(rec) = stored.and_then(|r| r.describing(&fingerprint(&st))) {
+                return Ok(Some((st, rec)));
+            }
+            seen = st;
+        }
+        Ok(Some((seen, effective_record(key, &seen, None))))
     }
 
     /// A listing that resumes after a key (ListObjects, ListObjectVersions). A marker that ends

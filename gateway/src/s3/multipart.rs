@@ -229,6 +229,7 @@ impl Gateway {
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
+        let _racing_abort = self.upload_locks.lock(b.rec.folder_id, &input.upload_id).await;
         let up = match self.upload_record(&b, &input.key, &input.upload_id).await {
             Ok(up) => up,
             Err(gone) => return self.completed_before(&b, input, gone).await,
@@ -365,6 +366,7 @@ impl Gateway {
                 })
                 .collect(),
             upload_id: Some(up.upload_id.clone()),
+            replaces: None,
         };
         let conds = WriteConditions {
             if_match: input.if_match.take(),
@@ -423,6 +425,7 @@ impl Gateway {
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        let _racing_complete = self.upload_locks.lock(b.rec.folder_id, &i.upload_id).await;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let (f, k, id) = (b.rec.folder_id, up.key.clone(), up.upload_id.clone());
         let pid = up.upload_id.clone();

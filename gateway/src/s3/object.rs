@@ -31,12 +31,13 @@ pub(crate) fn synthetic_etag(st: &Stat) -> String {
     format!("{:x}{:x}-{:x}", st.inode, st.mtime_ns, st.size)
 }
 
-/// The record that describes the file as it is now: the stored one when its fingerprint still
-/// matches, else a synthesized one (content type guessed from the extension).
+/// The record that describes the file as it is now: the stored one (or, while a publish at the
+/// key is pending, the one it replaces) whose fingerprint matches, else a synthesized one
+/// (content type guessed from the extension).
 pub(crate) fn effective_record(key: &str, st: &Stat, stored: Option<ObjectRecord>) -> ObjectRecord {
-    match stored {
-        Some(r) if r.fingerprint == fingerprint(st) => r,
-        _ => ObjectRecord {
+    match stored.and_then(|r| r.describing(&fingerprint(st))) {
+        Some(r) => r,
+        None => ObjectRecord {
             etag: synthetic_etag(st),
             fingerprint: fingerprint(st),
             attrs: ObjectAttrs {
@@ -47,6 +48,7 @@ pub(crate) fn effective_record(key: &str, st: &Stat, stored: Option<ObjectRecord
             tags: Vec::new(),
             parts: Vec::new(),
             upload_id: None,
+            replaces: None,
         },
     }
 }
@@ -67,6 +69,7 @@ pub(crate) fn new_record(
         tags,
         parts: Vec::new(),
         upload_id: None,
+        replaces: None,
     }
 }
 

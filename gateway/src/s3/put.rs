@@ -11,7 +11,9 @@ use penstock_metadata::{ObjectAttrs, ObjectRecord};
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{with_checksums, BodyHasher, Claims};
 use super::error::backend_err;
-use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
+use super::object::{
+    attr_input, effective_record, etag, fingerprint, new_record, now_ms, parse_key, parse_tagging_header,
+};
 use super::rdma::{reply_headers, transfer_failed, Admission};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
@@ -162,6 +164,7 @@ impl Gateway {
             tags,
             parts: Vec::new(),
             upload_id: None,
+            replaces: None,
         };
         let folder = b.rec.folder_id;
         let r = rec.clone();
@@ -181,10 +184,14 @@ impl Gateway {
     /// Makes a sealed staging file the object at `path`, with its record, charging the size
     /// difference (minus `released` bytes of multipart parts it consumes) to the folder's scope.
     ///
-    /// The record is written before the rename: rename keeps inode and mtime, so the record's
-    /// fingerprint matches the file the moment it appears. A crash between the two leaves a record
-    /// whose fingerprint matches nothing, which readers ignore. The key lock makes the pair atomic
-    /// with respect to other writers of the same key: last to commit wins for record and bytes.
+    /// Two metadata writes surround the rename. The first (synced) stores the new record with
+    /// the record of the file it replaces inside it and notes the key as publishing; the rename
+    /// then puts the file in place (rename keeps inode and mtime, so the new record's fingerprint
+    /// matches the moment the file appears); the second keeps only the record of the file that
+    /// ended up at the key. At every instant, a crash included, the file at the key has its
+    /// record in the store: readers choose by fingerprint and the start-up sweep
+    /// ([`Gateway::settle_publishes`]) finishes what a crash interrupted. The key lock orders
+    /// writers of one key: the last to commit wins for record and bytes.
     pub(crate) async fn commit(
         &self,
         b: &BucketCtx,
@@ -200,28 +207,95 @@ impl Gateway {
         if let Some(c) = conds {
             self.check_write_conditions(b, path, c).await?;
         }
-        let old = match b.folder.stat(path).await.map_err(backend_err)? {
-            Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
-            _ => self.marker_payload_size(b, path).await?,
-        };
+        let (old, replaced) = self.in_place(b, path).await?;
         let delta = rec.fingerprint.size as i64 - old as i64 - released as i64;
         // Made durable by the record's synced write right below.
         self.charge_deferred(&b.rec.quota_scope, delta).await?;
-        let (k, r) = (key.clone(), rec.clone());
-        let published = async {
-            self.meta(move |s| s.put_object(folder, &k, &r)).await?;
-            if let Err(e) = staging.publish(path, self.durable).await {
-                // Conflicts mean nothing was at this key as a file, so no valid record is lost.
-                let _ = self.meta(move |s| s.delete_object(folder, &key)).await;
-                return Err(backend_err(e));
-            }
-            Ok(())
-        }
-        .await;
-        if published.is_err() {
+        let pending = ObjectRecord {
+            replaces: replaced.clone().map(Box::new),
+            ..rec.clone()
+        };
+        let (k, now) = (key.clone(), now_ms());
+        if let Err(e) = self.meta(move |s| s.begin_publish(folder, &k, &pending, now)).await {
             let _ = self.charge(&b.rec.quota_scope, -delta).await;
+            return Err(e);
         }
-        published
+        let outcome = staging.publish(path, self.durable).await;
+        // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
+        let settled = if outcome.is_ok() { Some(rec.clone()) } else { replaced };
+        let k = key.clone();
+        if let Err(e) = self.meta(move |s| s.end_publish(folder, &k, settled.as_ref())).await {
+            // The stored pair still resolves by fingerprint; the next start-up settles it.
+            tracing::warn!(%key, error = ?e, "could not settle a published record");
+        }
+        if let Err(e) = outcome {
+            let _ = self.charge(&b.rec.quota_scope, -delta).await;
+            return Err(backend_err(e));
+        }
+        Ok(())
+    }
+
+    /// What the key holds now: its size in bytes (a file's, or a directory marker's payload's)
+    /// and the stored record that describes it, if any.
+    pub(crate) async fn in_place(&self, b: &BucketCtx, path: &ObjectPath) -> S3Result<(u64, Option<ObjectRecord>)> {
+        let (folder, k) = (b.rec.folder_id, path.key());
+        let stored = self.meta(move |s| s.object(folder, &k)).await?;
+        match b.folder.stat(path).await.map_err(backend_err)? {
+            Some(st) if st.kind == penstock_backends::EntryKind::File => {
+                Ok((st.size, stored.and_then(|r| r.describing(&fingerprint(&st)))))
+            }
+            Some(st) if st.kind == penstock_backends::EntryKind::Dir && path.is_dir() => {
+                match b.folder.open_marker(path).await.map_err(backend_err)? {
+                    Some(h) => Ok((h.stat().size, stored.and_then(|r| r.describing(&fingerprint(h.stat()))))),
+                    None => Ok((0, stored.map(ObjectRecord::in_force))),
+                }
+            }
+            _ => Ok((0, None)),
+        }
+    }
+
+    /// Settles the publishes a crash interrupted: each key noted as publishing keeps only the
+    /// record of the file that is at it now (or none, if nothing is). Runs at start-up, beside
+    /// serving; the key lock keeps it from racing a new write of the same key.
+    pub async fn settle_publishes(&self) {
+        let pending = match self.meta(|s| s.publishing()).await {
+            Ok(p) => p,
+            Err(e) => return tracing::warn!(error = ?e, "publish sweep: cannot read pending publishes"),
+        };
+        if pending.is_empty() {
+            return;
+        }
+        let buckets = match self.meta(|s| s.buckets()).await {
+            Ok(b) => b,
+            Err(e) => return tracing::warn!(error = ?e, "publish sweep: cannot list buckets"),
+        };
+        let mut settled = 0;
+        for (folder, key) in pending {
+            let outcome: S3Result<()> = async {
+                let Some(rec) = buckets.iter().find(|b| b.folder_id == folder).cloned() else {
+                    // The bucket is gone; so are its records except this note.
+                    return self.meta(move |s| s.end_publish(folder, &key, None)).await;
+                };
+                let b = BucketCtx {
+                    folder: self
+                        .volume(&rec.volume)?
+                        .open_folder(&super::location(&rec)?)
+                        .await
+                        .map_err(backend_err)?,
+                    rec,
+                };
+                let path = parse_key(&key)?;
+                let _guard = self.locks.lock(folder, &key).await;
+                let (_, current) = self.in_place(&b, &path).await?;
+                self.meta(move |s| s.end_publish(folder, &key, current.as_ref())).await
+            }
+            .await;
+            match outcome {
+                Ok(()) => settled += 1,
+                Err(e) => tracing::warn!(%folder, error = ?e, "publish sweep: could not settle a key"),
+            }
+        }
+        tracing::info!(settled, "settled records of publishes a restart interrupted");
     }
 
     async fn check_write_conditions(&self, b: &BucketCtx, path: &ObjectPath, c: &WriteConditions) -> S3Result<()> {
