@@ -236,6 +236,9 @@ impl S3Access for GatewayAccess {
                 }
             }
         }
+        // Documents whose digests do not hold are refused before any handler sees them.
+        let op = cx.s3_op().name().to_owned();
+        crate::s3::body_digest::enforce(&op, cx.extensions_mut().get::<crate::s3::body_digest::BodyDigest>())?;
         cx.extensions_mut().insert(caller);
         Ok(())
     }

@@ -45,6 +45,50 @@ pub struct Config {
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
     pub tls_key: Option<PathBuf>,
+    /// Limits and timeouts of client connections on the S3 listener.
+    pub connections: ConnectionLimits,
+}
+
+/// How many client connections the S3 listener keeps, and how long it waits for them
+/// (`[connections]`). The admin listener is not counted, so health checks still answer when the
+/// S3 listener is full.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConnectionLimits {
+    /// Most connections open at once; further clients wait in the kernel's accept queue until
+    /// one closes. `0` (default) derives it from the open-file limit: a quarter of it, between
+    /// 64 and 16384, so files and the metadata store keep descriptors to work with.
+    pub max: usize,
+    /// Seconds an HTTP/1 client has to send a complete request head, counted from the moment
+    /// the gateway is ready for it: on a new connection, and after each response on a
+    /// keep-alive connection (so it also closes idle HTTP/1 connections).
+    pub header_read_timeout_secs: f64,
+    /// Seconds without a request and without a byte either way after which a connection
+    /// (HTTP/1 or HTTP/2) is closed gracefully.
+    pub idle_timeout_secs: f64,
+    /// Seconds a request body may stop arriving before the request fails with 400
+    /// `RequestTimeout`. Slow uploads are fine as long as bytes keep coming.
+    pub body_stall_timeout_secs: f64,
+    /// Seconds between HTTP/2 PING frames that check an idle peer is alive; `0` turns them off.
+    pub h2_keepalive_interval_secs: f64,
+    /// Seconds to wait for a PING's answer before closing the HTTP/2 connection.
+    pub h2_keepalive_timeout_secs: f64,
+    /// Streams one HTTP/2 connection may have open at once.
+    pub h2_max_concurrent_streams: u32,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max: 0,
+            header_read_timeout_secs: 20.0,
+            idle_timeout_secs: 60.0,
+            body_stall_timeout_secs: 60.0,
+            h2_keepalive_interval_secs: 30.0,
+            h2_keepalive_timeout_secs: 20.0,
+            h2_max_concurrent_streams: 256,
+        }
+    }
 }
 
 /// How to answer a token the gateway cannot serve.
@@ -116,6 +160,7 @@ impl Default for Config {
             rdma: RdmaConfig::default(),
             tls_cert: None,
             tls_key: None,
+            connections: ConnectionLimits::default(),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod bootstrap;
 pub mod config;
 pub mod interim;
+pub mod limits;
 mod md5pool;
 pub mod metrics;
 pub mod observe;

@@ -120,6 +120,38 @@ pub struct Metrics {
     rocksdb: Family<PropertyLabel, Gauge<u64, AtomicU64>>,
     rdma_declines: Family<TokenLabel, Counter>,
     rdma_errors: Family<TokenLabel, Counter>,
+    connections_open: Gauge,
+    connections_closed: Family<ReasonLabel, Counter>,
+    connections_deferred: Counter,
+}
+
+/// Why the gateway closed a connection itself.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The request head did not arrive in time (HTTP/1), including idle keep-alive connections.
+    HeaderTimeout,
+    /// No request and no byte either way for the idle timeout.
+    Idle,
+    /// A request body stopped arriving for the stall timeout.
+    BodyStall,
+    /// A connection with nothing in flight stayed silent after being asked to close.
+    Forced,
+}
+
+impl EncodeLabelValue for CloseReason {
+    fn encode(&self, e: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        e.write_str(match self {
+            CloseReason::HeaderTimeout => "header_timeout",
+            CloseReason::Idle => "idle",
+            CloseReason::BodyStall => "body_stall",
+            CloseReason::Forced => "forced",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: CloseReason,
 }
 
 impl Default for Metrics {
@@ -196,6 +228,24 @@ impl Metrics {
             "Token transfers that failed midway, by token kind",
             rdma_errors.clone(),
         );
+        let connections_open = Gauge::default();
+        registry.register(
+            "connections_open",
+            "Client connections open on the S3 listener",
+            connections_open.clone(),
+        );
+        let connections_closed = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "connections_closed_by_gateway",
+            "Connections the gateway closed because of a timeout, by reason",
+            connections_closed.clone(),
+        );
+        let connections_deferred = Counter::default();
+        registry.register(
+            "connections_deferred",
+            "Times the accept loop waited because max_connections were open or accept failed",
+            connections_deferred.clone(),
+        );
         Self {
             registry,
             requests,
@@ -210,7 +260,25 @@ impl Metrics {
             rocksdb,
             rdma_declines,
             rdma_errors,
+            connections_open,
+            connections_closed,
+            connections_deferred,
         }
+    }
+
+    /// Open client connections (S3 listener).
+    pub fn connections_open(&self) -> &Gauge {
+        &self.connections_open
+    }
+
+    /// Counts a connection the gateway closed for `reason`.
+    pub fn connection_closed(&self, reason: CloseReason) {
+        self.connections_closed.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    /// Counts a wait of the accept loop.
+    pub fn connection_deferred(&self) {
+        self.connections_deferred.inc();
     }
 
     /// Counts a declined token of kind `kind` (`dc`, `software`).

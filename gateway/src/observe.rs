@@ -7,7 +7,7 @@
 //! into the request's extensions.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response};
@@ -19,6 +19,7 @@ use tracing::{field, Instrument};
 
 use crate::auth::GatewayAuth;
 use crate::interim::{wants_interim_continue, ContinueSignal};
+use crate::limits::{Activity, StallGuard};
 use crate::metrics::Metrics;
 
 /// What the access check learned about a request.
@@ -43,6 +44,8 @@ pub struct Observed {
     auth: Arc<GatewayAuth>,
     peer: Option<std::net::SocketAddr>,
     interim: Option<ContinueSignal>,
+    activity: Option<Arc<Activity>>,
+    body_stall: Option<Duration>,
 }
 
 impl Observed {
@@ -54,15 +57,26 @@ impl Observed {
             auth: Arc::new(auth),
             peer: None,
             interim: None,
+            activity: None,
+            body_stall: None,
         }
     }
 
     /// The service for one connection from `peer`; `interim` asks the connection for a
-    /// `100 Continue` (see [`crate::interim`]).
-    pub fn for_connection(&self, peer: std::net::SocketAddr, interim: ContinueSignal) -> Self {
+    /// `100 Continue` (see [`crate::interim`]); `activity` learns which requests are in flight;
+    /// request bodies that stall for `body_stall` fail (see [`crate::limits`]).
+    pub fn for_connection(
+        &self,
+        peer: std::net::SocketAddr,
+        interim: ContinueSignal,
+        activity: Arc<Activity>,
+        body_stall: Option<Duration>,
+    ) -> Self {
         Self {
             peer: Some(peer),
             interim: Some(interim),
+            activity: Some(activity),
+            body_stall,
             ..self.clone()
         }
     }
@@ -132,6 +146,8 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         if let Some(p) = self.peer {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
+        let in_flight = self.activity.as_ref().map(|a| a.begin());
+        let body_stall = self.body_stall;
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
             signal.request();
@@ -157,10 +173,12 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 let req = if close {
                     req.map(|_| Body::empty())
                 } else {
-                    req.map(Body::from)
+                    let guarded = req.map(|b| StallGuard::new(b, body_stall, metrics.clone()));
+                    crate::s3::body_digest::inspect(guarded).await
                 };
                 let result = inner.call(req).await;
                 metrics.in_flight().dec();
+                drop(in_flight);
                 let mut resp = result?;
                 let elapsed = start.elapsed();
                 let status = resp.status();

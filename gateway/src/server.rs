@@ -4,15 +4,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::net::SocketAddr;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
-use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
 
 use crate::bootstrap::{ensure_admin, Bootstrap};
 use crate::config::Config;
 use crate::interim::ContinueIo;
+use crate::limits::{secs, ActiveIo, Activity};
+use crate::metrics::{CloseReason, Metrics};
+use crate::observe::Observed;
 use crate::s3::Gateway;
 
 /// HTTP/2 flow control. Only the connection window paces uploads; it bounds what one connection
@@ -34,9 +40,13 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
     let gateway = Arc::new(Gateway::open(&cfg).await?);
     let banner = ensure_admin(&gateway.store, &gateway.master)?;
-    // Staging files older than this process belong to writes a crash interrupted.
+    // Records of publishes and staging files older than this process belong to writes a crash
+    // interrupted.
     let sweeper = gateway.clone();
-    tokio::spawn(async move { sweeper.sweep_staging(started).await });
+    tokio::spawn(async move {
+        sweeper.settle_publishes().await;
+        sweeper.sweep_staging(started).await;
+    });
     let service = crate::s3::build_service(gateway.clone(), &cfg);
     let admin_token = crate::admin::load_token(cfg.admin_token.as_deref(), &cfg.data_dir)?;
     let admin_listener = tokio::net::TcpListener::bind(cfg.admin_listen)
@@ -54,77 +64,175 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     print_banner(&banner, &format!("{scheme}://{addr}"));
 
+    let limits = cfg.connections.clone();
+    let nofile = crate::limits::raise_nofile();
+    let max_conns = crate::limits::max_connections(&limits, nofile);
+    info!(
+        max_connections = max_conns,
+        open_file_limit = nofile,
+        "connection limits"
+    );
     let mut builder = ConnBuilder::new(TokioExecutor::new());
-    builder.http1().keep_alive(true).half_close(false);
+    builder
+        .http1()
+        .keep_alive(true)
+        .half_close(false)
+        .timer(TokioTimer::new())
+        .header_read_timeout(secs(limits.header_read_timeout_secs));
     builder
         .http2()
-        .max_concurrent_streams(256)
+        .timer(TokioTimer::new())
+        .keep_alive_interval(secs(limits.h2_keepalive_interval_secs))
+        .keep_alive_timeout(secs(limits.h2_keepalive_timeout_secs).unwrap_or(Duration::from_secs(20)))
+        .max_concurrent_streams(limits.h2_max_concurrent_streams)
         .initial_stream_window_size(H2_STREAM_WINDOW)
         .initial_connection_window_size(H2_CONNECTION_WINDOW);
-    let graceful = GracefulShutdown::new();
+    let conn_opts = ConnOpts {
+        idle: secs(limits.idle_timeout_secs),
+        body_stall: secs(limits.body_stall_timeout_secs),
+        metrics: gateway.metrics.clone(),
+    };
+    // One permit per open connection: the cap, and what shutdown waits for to drain.
+    let slots = Arc::new(Semaphore::new(max_conns));
+    let (closing, _) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown_signal());
+    let mut backoff = ACCEPT_BACKOFF_MIN;
 
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        // Out of file descriptors and similar: back off instead of spinning.
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                match &tls {
-                    None => {
-                        let (stream, signal) = ContinueIo::new(stream);
-                        let svc = service.for_connection(peer, signal);
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-                        let conn = graceful.watch(conn.into_owned());
-                        tokio::spawn(async move {
-                            if let Err(e) = conn.await {
-                                tracing::debug!(%peer, error = %e, "connection ended with error");
-                            }
-                        });
-                    }
-                    Some(acceptor) => {
-                        // The handshake runs in the connection's task so a slow client cannot
-                        // stall the accept loop.
-                        let (acceptor, builder, service) = (acceptor.clone(), builder.clone(), service.clone());
-                        let watcher = graceful.watcher();
-                        tokio::spawn(async move {
-                            let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
-                            let stream = match hs {
-                                Ok(Ok(s)) => s,
-                                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-                            };
-                            let (stream, signal) = ContinueIo::new(stream);
-                            let svc = service.for_connection(peer, signal);
-                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-                            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                                tracing::debug!(%peer, error = %e, "connection ended with error");
-                            }
-                        });
-                    }
+        // Wait for a free slot before accepting: at the cap, clients wait in the kernel's accept
+        // queue instead of costing a descriptor each.
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                gateway.metrics.connection_deferred();
+                tokio::select! {
+                    p = slots.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+                    () = &mut shutdown => break,
                 }
             }
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(x) => {
+                    backoff = ACCEPT_BACKOFF_MIN;
+                    x
+                }
+                Err(e) => {
+                    // Out of file descriptors and similar: back off (up to a second) instead
+                    // of spinning; connections closing will free what accept needs.
+                    warn!(error = %e, "accept failed");
+                    gateway.metrics.connection_deferred();
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                    continue;
+                }
+            },
             () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let (builder, service, opts, closing) =
+            (builder.clone(), service.clone(), conn_opts.clone(), closing.subscribe());
+        match &tls {
+            None => {
+                tokio::spawn(serve_connection(stream, peer, builder, service, opts, closing, permit));
+            }
+            Some(acceptor) => {
+                // The handshake runs in the connection's task so a slow client cannot stall the
+                // accept loop.
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
+                    match hs {
+                        Ok(Ok(s)) => serve_connection(s, peer, builder, service, opts, closing, permit).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                });
+            }
         }
     }
 
     drop(listener);
     admin.abort();
     info!("shutting down: waiting for in-flight requests");
+    let _ = closing.send(true);
     tokio::select! {
-        () = graceful.shutdown() => info!("all connections closed"),
+        _ = slots.acquire_many(max_conns as u32) => info!("all connections closed"),
         () = tokio::time::sleep(Duration::from_secs(cfg.shutdown_grace_secs)) => {
             error!("grace period over, closing remaining connections");
         }
     }
     Ok(())
+}
+
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// What every connection's task needs to know about limits.
+#[derive(Clone)]
+struct ConnOpts {
+    idle: Option<Duration>,
+    body_stall: Option<Duration>,
+    metrics: Arc<Metrics>,
+}
+
+/// Serves one connection until it ends, closing it gracefully when it has been idle for
+/// `opts.idle` or the gateway shuts down, and dropping it when it then stays silent for as long
+/// again with no request in flight (a client that stopped reading its response).
+async fn serve_connection<S>(
+    stream: S,
+    peer: SocketAddr,
+    builder: ConnBuilder<TokioExecutor>,
+    service: Observed,
+    opts: ConnOpts,
+    mut closing: watch::Receiver<bool>,
+    _slot: OwnedSemaphorePermit,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    opts.metrics.connections_open().inc();
+    let activity = Arc::new(Activity::default());
+    let (stream, signal) = ContinueIo::new(ActiveIo::new(stream, activity.clone()));
+    let svc = service.for_connection(peer, signal, activity.clone(), opts.body_stall);
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+    let mut conn = std::pin::pin!(conn);
+    let period = opts.idle.map_or(Duration::from_secs(1), |t| {
+        (t / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    });
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut asked_to_close = false;
+    let outcome = loop {
+        tokio::select! {
+            r = conn.as_mut() => break r,
+            _ = closing.changed(), if !asked_to_close => {
+                conn.as_mut().graceful_shutdown();
+                asked_to_close = true;
+            }
+            _ = tick.tick() => {
+                let Some(idle) = opts.idle else { continue };
+                if activity.in_flight() > 0 {
+                    continue;
+                }
+                let quiet = activity.quiet_for();
+                if !asked_to_close && quiet >= idle {
+                    opts.metrics.connection_closed(CloseReason::Idle);
+                    conn.as_mut().graceful_shutdown();
+                    asked_to_close = true;
+                } else if asked_to_close && quiet >= 2 * idle {
+                    opts.metrics.connection_closed(CloseReason::Forced);
+                    break Ok(());
+                }
+            }
+        }
+    };
+    if let Err(e) = outcome {
+        if e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_timeout) {
+            opts.metrics.connection_closed(CloseReason::HeaderTimeout);
+        }
+        tracing::debug!(%peer, error = %e, "connection ended with error");
+    }
+    opts.metrics.connections_open().dec();
 }
 
 async fn shutdown_signal() {

@@ -239,6 +239,11 @@ impl Claims {
         })
     }
 
+    /// Whether the request states any digest of its body (`Content-MD5` or a checksum value).
+    pub(crate) fn claims_any(&self) -> bool {
+        self.content_md5.is_some() || !self.checksums.is_empty()
+    }
+
     /// Algorithms to compute: everything claimed or requested; CRC64NVME when nothing is, as S3
     /// does by default for new objects.
     pub(crate) fn algos(&self) -> Vec<Algo> {

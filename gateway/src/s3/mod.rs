@@ -5,6 +5,7 @@
 //! below only routes to them.
 
 mod acl;
+pub(crate) mod body_digest;
 pub(crate) mod bucket;
 mod checksum;
 mod copy;
@@ -58,6 +59,10 @@ pub struct Gateway {
     region: String,
     locks: locks::KeyLocks,
     quota_locks: locks::KeyLocks,
+    /// Orders CompleteMultipartUpload and AbortMultipartUpload of one upload, so exactly one of
+    /// two racing wins and the other finds the upload gone. Separate from `locks`: Complete takes
+    /// a key lock while holding this one, and stripes of one table could coincide.
+    upload_locks: locks::KeyLocks,
     rdma: rdma::RdmaPath,
 }
 
@@ -105,6 +110,7 @@ impl Gateway {
             region: cfg.region.clone(),
             locks: locks::KeyLocks::new(),
             quota_locks: locks::KeyLocks::new(),
+            upload_locks: locks::KeyLocks::new(),
             rdma: rdma::RdmaPath::new(&cfg.rdma),
         })
     }

@@ -1,0 +1,212 @@
+//! Digests of request bodies that s3s parses itself (DeleteObjects, PutObjectTagging,
+//! CompleteMultipartUpload, bucket configurations, ...).
+//!
+//! Object data (PutObject, UploadPart) is hashed while it streams to disk (`put.rs`). The XML
+//! and JSON documents of other operations reach the handlers already parsed, so their
+//! `Content-MD5` and `x-amz-checksum-*` claims are checked here instead: the HTTP layer buffers
+//! such a body (small, and s3s buffers it anyway), hashes it, and leaves the verdict in the
+//! request's extensions. The access check enforces it once the request is authenticated and its
+//! operation known, so a bad digest is refused before any handler changes anything, and an
+//! unauthenticated caller still learns nothing but `AccessDenied`.
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request};
+use http_body_util::BodyExt;
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
+
+use super::checksum::{BodyHasher, Claims};
+use crate::limits::StallGuard;
+
+/// Largest document buffered for checking. Beyond it the body streams through untouched and
+/// s3s's own XML size limit refuses it.
+const MAX_DOCUMENT: u64 = 4 << 20;
+
+/// A PUT without a sub-resource is PutObject, CreateBucket or CopyObject; only bodies this small
+/// (a CreateBucketConfiguration) are buffered, so object uploads keep streaming.
+const MAX_UNQUALIFIED_PUT: u64 = 64 << 10;
+
+/// The verdict on a buffered body's digests, left in the request's extensions.
+#[derive(Debug, Clone)]
+pub(crate) enum BodyDigest {
+    /// The request claimed no digest.
+    Unclaimed,
+    /// Every claimed digest matched.
+    Verified,
+    /// A claim was malformed or did not match: the error S3 answers.
+    Refused(S3ErrorCode, String),
+    /// The body could not be read (the client stalled or went away): refused whatever the
+    /// operation, since the handler would see an empty body.
+    Unreadable(S3ErrorCode, String),
+}
+
+/// Whether the body of `req` is a document to check here rather than object data.
+fn is_document(method: &Method, query: &str, headers: &HeaderMap) -> bool {
+    let streaming = headers
+        .get("x-amz-content-sha256")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("STREAMING-"))
+        || headers.contains_key("x-amz-decoded-content-length")
+        || headers
+            .get(http::header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("aws-chunked"));
+    let Some(len) = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    else {
+        return false;
+    };
+    if streaming || len > MAX_DOCUMENT {
+        return false;
+    }
+    let names: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
+        .filter(|k| !k.starts_with("X-Amz-") && !k.starts_with("x-amz-"))
+        .collect();
+    match *method {
+        // UploadPart carries object data; everything else with a query names a sub-resource.
+        Method::PUT if names.contains(&"partNumber") => false,
+        Method::PUT if names.is_empty() => len <= MAX_UNQUALIFIED_PUT,
+        Method::PUT => true,
+        // POST without a query is a browser form upload (object data).
+        Method::POST => !names.is_empty(),
+        _ => false,
+    }
+}
+
+/// Buffers the body of a document request and records its [`BodyDigest`]; other requests pass
+/// through with their body untouched.
+pub(crate) async fn inspect(req: Request<StallGuard<hyper::body::Incoming>>) -> Request<s3s::Body> {
+    let query = req.uri().query().unwrap_or("");
+    if !is_document(req.method(), query, req.headers()) {
+        return req.map(s3s::Body::http_body);
+    }
+    let (mut parts, body) = req.into_parts();
+    let (verdict, bytes) = match body.collect().await {
+        Ok(c) => {
+            let bytes = c.to_bytes();
+            (verdict(&parts.headers, &bytes).await, bytes)
+        }
+        Err(e) => (
+            match e.downcast::<S3Error>() {
+                Ok(e) => BodyDigest::Unreadable(e.code().clone(), e.message().unwrap_or_default().to_owned()),
+                Err(e) => BodyDigest::Unreadable(
+                    S3ErrorCode::IncompleteBody,
+                    format!("The request body could not be read: {e}"),
+                ),
+            },
+            Bytes::new(),
+        ),
+    };
+    parts.extensions.insert(verdict);
+    Request::from_parts(parts, s3s::Body::from(bytes))
+}
+
+async fn verdict(headers: &HeaderMap, body: &Bytes) -> BodyDigest {
+    let claims = match Claims::from_headers(headers, None) {
+        Ok(c) => c,
+        Err(e) => return refused(e),
+    };
+    if !claims.claims_any() {
+        return BodyDigest::Unclaimed;
+    }
+    let mut hasher = BodyHasher::new(&claims.algos());
+    hasher.update(body).await;
+    match claims.verify(&hasher.finish().await, None) {
+        Ok(()) => BodyDigest::Verified,
+        Err(e) => refused(e),
+    }
+}
+
+fn refused(e: S3Error) -> BodyDigest {
+    BodyDigest::Refused(e.code().clone(), e.message().unwrap_or_default().to_owned())
+}
+
+/// Applies the verdict for operation `op`: refuses bad digests on any document, and a
+/// DeleteObjects that claims none (S3 requires Content-MD5 or a checksum there).
+pub(crate) fn enforce(op: &str, verdict: Option<&BodyDigest>) -> S3Result<()> {
+    if let Some(BodyDigest::Unreadable(code, msg)) = verdict {
+        return Err(S3Error::with_message(code.clone(), msg.clone()));
+    }
+    // Object data is verified while it streams (put.rs, multipart.rs).
+    if matches!(op, "PutObject" | "UploadPart" | "PostObject") {
+        return Ok(());
+    }
+    match verdict {
+        Some(BodyDigest::Refused(code, msg)) => Err(S3Error::with_message(code.clone(), msg.clone())),
+        Some(BodyDigest::Unclaimed) if op == "DeleteObjects" => Err(s3_error!(
+            InvalidRequest,
+            "Missing required header for this request: Content-MD5"
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn documents_are_told_from_object_data() {
+        let small = headers(&[("content-length", "100")]);
+        assert!(is_document(&Method::POST, "delete", &small));
+        assert!(is_document(&Method::POST, "uploadId=abc", &small));
+        assert!(is_document(&Method::PUT, "tagging", &small));
+        assert!(is_document(&Method::PUT, "", &small));
+        assert!(!is_document(&Method::PUT, "partNumber=1&uploadId=abc", &small));
+        assert!(!is_document(&Method::POST, "", &small));
+        assert!(!is_document(&Method::GET, "tagging", &small));
+        let big = headers(&[("content-length", "1000000")]);
+        assert!(!is_document(&Method::PUT, "", &big));
+        assert!(!is_document(&Method::PUT, "X-Amz-Signature=x&X-Amz-Date=y", &big));
+        assert!(is_document(&Method::POST, "delete", &big));
+        let streamed = headers(&[
+            ("content-length", "100"),
+            ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
+        ]);
+        assert!(!is_document(&Method::POST, "delete", &streamed));
+        assert!(!is_document(&Method::POST, "delete", &HeaderMap::new()));
+    }
+
+    #[tokio::test]
+    async fn verdicts() {
+        let body = Bytes::from_static(b"<Delete><Object><Key>a</Key></Object></Delete>");
+        let md5 = {
+            use base64::Engine as _;
+            use md5::Digest as _;
+            base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&body[..]))
+        };
+        assert!(matches!(verdict(&HeaderMap::new(), &body).await, BodyDigest::Unclaimed));
+        let good = headers(&[("content-md5", &md5)]);
+        assert!(matches!(verdict(&good, &body).await, BodyDigest::Verified));
+        let other = headers(&[("content-md5", "1B2M2Y8AsgTpgAmY7PhCfg==")]);
+        assert!(matches!(verdict(&other, &body).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest));
+        let junk = headers(&[("content-md5", "notbase64!!")]);
+        assert!(matches!(verdict(&junk, &body).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::InvalidDigest));
+        let crc = headers(&[("x-amz-checksum-crc32", "AAAAAA==")]);
+        assert!(matches!(verdict(&crc, &body).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest));
+        assert!(enforce("DeleteObjects", Some(&BodyDigest::Unclaimed)).is_err());
+        assert!(enforce("PutObjectTagging", Some(&BodyDigest::Unclaimed)).is_ok());
+        assert!(enforce(
+            "PutObject",
+            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new()))
+        )
+        .is_ok());
+        assert!(enforce(
+            "CompleteMultipartUpload",
+            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new()))
+        )
+        .is_err());
+    }
+}
