@@ -3,6 +3,109 @@
 
 pub mod ganesha;
 
+/// Raw HTTP/1.1 over a socket, for bytes on the wire that an SDK would not send (interim
+/// responses, stalled bodies, malformed headers), with presigned URLs for authentication.
+pub mod raw {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    use aws_sdk_s3::presigning::PresignedRequest;
+
+    use crate::Gateway;
+
+    /// One HTTP/1.1 response read off a socket.
+    pub struct Answer {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Answer {
+        /// The value of header `name` (any case).
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    /// A keep-alive HTTP/1.1 connection to the gateway.
+    pub struct Conn {
+        /// The socket, for writes.
+        pub w: TcpStream,
+        r: BufReader<TcpStream>,
+        host: String,
+    }
+
+    impl Conn {
+        /// Connects to the gateway (10 s read timeout).
+        pub fn open(gw: &Gateway) -> Self {
+            let host = gw.endpoint.trim_start_matches("http://").to_owned();
+            let w = TcpStream::connect(&host).unwrap();
+            w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let r = BufReader::new(w.try_clone().unwrap());
+            Self { w, r, host }
+        }
+
+        /// Sends a request head for a presigned URL, with extra header lines.
+        pub fn send_head(&mut self, req: &PresignedRequest, extra: &[(&str, String)]) {
+            let uri: http::Uri = req.uri().parse().unwrap();
+            let mut head = format!(
+                "{} {} HTTP/1.1\r\nHost: {}\r\n",
+                req.method(),
+                uri.path_and_query().unwrap(),
+                self.host
+            );
+            for (k, v) in req.headers() {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            for (k, v) in extra {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            self.w.write_all(head.as_bytes()).unwrap();
+        }
+
+        /// Writes raw bytes.
+        pub fn send(&mut self, bytes: &[u8]) {
+            self.w.write_all(bytes).unwrap();
+        }
+
+        /// Reads one response (interim ones included); `head_only` for answers to HEAD.
+        pub fn answer(&mut self, head_only: bool) -> Answer {
+            let mut line = String::new();
+            self.r
+                .read_line(&mut line)
+                .expect("a status line before the read timeout");
+            let status: u16 = line.split_whitespace().nth(1).expect("status line").parse().unwrap();
+            let mut headers = Vec::new();
+            loop {
+                let mut l = String::new();
+                self.r.read_line(&mut l).unwrap();
+                let l = l.trim_end();
+                if l.is_empty() {
+                    break;
+                }
+                let (k, v) = l.split_once(':').unwrap();
+                headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+            let mut a = Answer {
+                status,
+                headers,
+                body: Vec::new(),
+            };
+            if status >= 200 && !head_only && status != 204 && status != 304 {
+                let n: usize = a.header("content-length").expect("content-length").parse().unwrap();
+                a.body = vec![0; n];
+                self.r.read_exact(&mut a.body).unwrap();
+            }
+            a
+        }
+    }
+}
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -87,8 +190,18 @@ impl Gateway {
 
     /// Kills the process with SIGKILL (a crash) and starts it again on the same data and port.
     pub fn crash_and_restart(&mut self) {
-        self.child.kill().unwrap();
+        self.kill();
+        self.restart();
+    }
+
+    /// Kills the process with SIGKILL and waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
         self.child.wait().unwrap();
+    }
+
+    /// Starts the process again (after [`Gateway::kill`]) on the same data and port.
+    pub fn restart(&mut self) {
         self.child = spawn(
             &self.config,
             &self.data_dir,
@@ -139,6 +252,11 @@ impl Gateway {
             .http_client(aws_smithy_http_client::Builder::new().build_http())
             .build();
         aws_sdk_s3::Client::from_conf(conf)
+    }
+
+    /// The process id of the running gateway.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The admin API's address.

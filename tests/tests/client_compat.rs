@@ -5,107 +5,19 @@
 //! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
 //! with presigned URLs.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use aws_sdk_s3::error::ProvideErrorMetadata;
-use aws_sdk_s3::presigning::{PresignedRequest, PresigningConfig};
+use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, ChecksumType, CompletedMultipartUpload, CompletedPart};
 use base64::Engine;
 use md5::{Digest, Md5};
+use penstock_tests::raw::Conn;
 use penstock_tests::{get, pattern, put, Gateway};
 
 fn presigning() -> PresigningConfig {
     PresigningConfig::expires_in(Duration::from_secs(600)).unwrap()
-}
-
-/// One HTTP/1.1 response read off a socket.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A keep-alive HTTP/1.1 connection to the gateway.
-struct Conn {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
-    host: String,
-}
-
-impl Conn {
-    fn open(gw: &Gateway) -> Self {
-        let host = gw.endpoint.trim_start_matches("http://").to_owned();
-        let w = TcpStream::connect(&host).unwrap();
-        w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let r = BufReader::new(w.try_clone().unwrap());
-        Self { w, r, host }
-    }
-
-    /// Sends a request head for a presigned URL, with extra header lines.
-    fn send_head(&mut self, req: &PresignedRequest, extra: &[(&str, String)]) {
-        let uri: http::Uri = req.uri().parse().unwrap();
-        let mut head = format!(
-            "{} {} HTTP/1.1\r\nHost: {}\r\n",
-            req.method(),
-            uri.path_and_query().unwrap(),
-            self.host
-        );
-        for (k, v) in req.headers() {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        for (k, v) in extra {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        head.push_str("\r\n");
-        self.w.write_all(head.as_bytes()).unwrap();
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.w.write_all(bytes).unwrap();
-    }
-
-    /// Reads one response (interim ones included); `head_only` for answers to HEAD.
-    fn answer(&mut self, head_only: bool) -> Answer {
-        let mut line = String::new();
-        self.r
-            .read_line(&mut line)
-            .expect("a status line before the read timeout");
-        let status: u16 = line.split_whitespace().nth(1).expect("status line").parse().unwrap();
-        let mut headers = Vec::new();
-        loop {
-            let mut l = String::new();
-            self.r.read_line(&mut l).unwrap();
-            let l = l.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            let (k, v) = l.split_once(':').unwrap();
-            headers.push((k.trim().to_owned(), v.trim().to_owned()));
-        }
-        let mut a = Answer {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        if status >= 200 && !head_only && status != 204 && status != 304 {
-            let n: usize = a.header("content-length").expect("content-length").parse().unwrap();
-            a.body = vec![0; n];
-            self.r.read_exact(&mut a.body).unwrap();
-        }
-        a
-    }
 }
 
 fn md5_hex(b: &[u8]) -> String {

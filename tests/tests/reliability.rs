@@ -1,0 +1,754 @@
+//! Reliability under races, crashes and hostile clients (issue #16), against the real binary:
+//! readers racing writers see one writer's bytes with that writer's metadata; SIGKILL at random
+//! instants loses no acknowledged write and no metadata of one; digests on XML bodies are
+//! checked; Complete racing Abort has one winner; slow, stalled and idle connections are closed
+//! while slow uploads that make progress are not.
+//!
+//! `PENSTOCK_CRASH_ROUNDS` (default 4) and `PENSTOCK_RACE_SECS` (default 4) make the crash and
+//! race suites longer.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::error::ProvideErrorMetadata;
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use base64::Engine;
+use bytes::Bytes;
+use md5::{Digest, Md5};
+use penstock_tests::raw::Conn;
+use penstock_tests::{pattern, Gateway, ACCESS_KEY, SECRET_KEY};
+
+fn md5_hex(b: &[u8]) -> String {
+    hex::encode(Md5::digest(b))
+}
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The body a writer PUTs for version `v`: its ETag and metadata can be recomputed from `v`.
+fn versioned_body(v: u64) -> Vec<u8> {
+    pattern(v, 4096)
+}
+
+/// Checks one answer of a reader: the bytes (if read), ETag, content type and user metadata all
+/// belong to the same write. Returns a description of what is wrong.
+fn check_answer(
+    body: Option<&[u8]>,
+    etag: Option<&str>,
+    content_type: Option<&str>,
+    meta_v: Option<&str>,
+) -> Result<(), String> {
+    let v: u64 = meta_v
+        .ok_or("no x-amz-meta-v")?
+        .parse()
+        .map_err(|_| "x-amz-meta-v is not a number")?;
+    if content_type != Some("application/x-qa") {
+        return Err(format!("content type {content_type:?}"));
+    }
+    let want = format!("\"{}\"", md5_hex(&versioned_body(v)));
+    if etag != Some(want.as_str()) {
+        return Err(format!("ETag {etag:?} is not that of version {v} ({want})"));
+    }
+    if let Some(b) = body {
+        if b != versioned_body(v).as_slice() {
+            return Err(format!("bytes are not those of version {v}"));
+        }
+    }
+    Ok(())
+}
+
+/// Readers (GET, HEAD, LIST) racing two overwriting writers and a deleter on one key: every
+/// answer is one writer's complete bytes with that writer's ETag, content type and metadata, or
+/// a 404. Before the publish kept the replaced record, about one answer in eight carried a
+/// synthesized ETag and no metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn readers_racing_writers_see_one_writers_bytes_and_metadata() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("race").send().await.unwrap();
+    let secs = env_num("PENSTOCK_RACE_SECS", 4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let version = Arc::new(std::sync::atomic::AtomicU64::new(1));
+    let mut writers = Vec::new();
+    for w in 0..3 {
+        let (c, stop, version) = (c.clone(), stop.clone(), version.clone());
+        writers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                if w == 2 {
+                    // The deleter.
+                    c.delete_object().bucket("race").key("k").send().await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                let v = version.fetch_add(1, Ordering::Relaxed);
+                c.put_object()
+                    .bucket("race")
+                    .key("k")
+                    .content_type("application/x-qa")
+                    .metadata("v", v.to_string())
+                    .body(ByteStream::from(versioned_body(v)))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let answers = Arc::new(AtomicUsize::new(0));
+    let missing = Arc::new(AtomicUsize::new(0));
+    let mut readers = Vec::new();
+    for r in 0..5 {
+        let (c, stop, answers, missing) = (c.clone(), stop.clone(), answers.clone(), missing.clone());
+        readers.push(tokio::spawn(async move {
+            let mut bad = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let outcome = match r % 3 {
+                    0 => match c.get_object().bucket("race").key("k").send().await {
+                        Ok(o) => {
+                            let (etag, ct) = (o.e_tag().map(str::to_owned), o.content_type().map(str::to_owned));
+                            let v = o.metadata().and_then(|m| m.get("v")).cloned();
+                            let body = o.body.collect().await.unwrap().into_bytes();
+                            Some(check_answer(Some(&body), etag.as_deref(), ct.as_deref(), v.as_deref()))
+                        }
+                        Err(e) if e.code() == Some("NoSuchKey") => None,
+                        Err(e) => Some(Err(format!("GET failed: {e:?}"))),
+                    },
+                    1 => match c.head_object().bucket("race").key("k").send().await {
+                        Ok(o) => {
+                            let v = o.metadata().and_then(|m| m.get("v")).cloned();
+                            Some(check_answer(None, o.e_tag(), o.content_type(), v.as_deref()))
+                        }
+                        Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => None,
+                        Err(e) => Some(Err(format!("HEAD failed: {e:?}"))),
+                    },
+                    _ => {
+                        let l = c.list_objects_v2().bucket("race").send().await.unwrap();
+                        match l.contents().first() {
+                            Some(o) if o.e_tag().is_some_and(|e| e.contains('-')) => {
+                                Some(Err(format!("listed with a synthesized ETag {:?}", o.e_tag())))
+                            }
+                            Some(_) => Some(Ok(())),
+                            None => None,
+                        }
+                    }
+                };
+                match outcome {
+                    Some(Err(e)) => bad.push(e),
+                    Some(Ok(())) => {
+                        answers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => {
+                        missing.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            bad
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    let mut bad = Vec::new();
+    for r in readers {
+        bad.extend(r.await.unwrap());
+    }
+    let (ok, gone) = (answers.load(Ordering::Relaxed), missing.load(Ordering::Relaxed));
+    eprintln!("{ok} consistent answers, {gone} 404s, {} inconsistent", bad.len());
+    assert!(ok > 100, "too few answers to mean anything: {ok}");
+    assert!(
+        bad.is_empty(),
+        "{} inconsistent answers, first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
+}
+
+/// What a key should hold: absent, or one write's bytes and metadata.
+#[derive(Clone, Debug, PartialEq)]
+enum State {
+    Absent,
+    Present {
+        etag: String,
+        md5: String,
+        len: usize,
+        v: u64,
+    },
+}
+
+/// What the gateway answers for a key now.
+async fn observe(c: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<State, String> {
+    match c.get_object().bucket(bucket).key(key).send().await {
+        Ok(o) => {
+            let etag = o.e_tag().unwrap_or_default().to_owned();
+            if o.content_type() != Some("application/x-qa") {
+                return Err(format!("{key}: content type {:?}", o.content_type()));
+            }
+            let v = o
+                .metadata()
+                .and_then(|m| m.get("v"))
+                .and_then(|v| v.parse().ok())
+                .ok_or(format!("{key}: metadata lost (ETag {etag})"))?;
+            let body = o.body.collect().await.unwrap().into_bytes();
+            Ok(State::Present {
+                etag,
+                md5: md5_hex(&body),
+                len: body.len(),
+                v,
+            })
+        }
+        Err(e) if e.code() == Some("NoSuchKey") => Ok(State::Absent),
+        Err(e) => Err(format!("{key}: GET failed: {e:?}")),
+    }
+}
+
+/// One worker's keys: what was acknowledged, and the write in flight when the gateway died.
+#[derive(Default)]
+struct Ledger {
+    acked: HashMap<String, State>,
+    in_flight: Option<(String, State)>,
+}
+
+/// Writes to its own keys (PUT, overwrite, multipart, delete) until the gateway goes away.
+async fn crash_worker(c: aws_sdk_s3::Client, w: u64, round: u64, mut ledger: Ledger) -> Ledger {
+    let mut seq = 0u64;
+    loop {
+        seq += 1;
+        let v = (round << 40) | (w << 32) | seq;
+        let key = format!("w{w}/k{}", seq % 4);
+        let op = seq % 7;
+        let (expect, result) = if op == 6 {
+            ledger.in_flight = Some((key.clone(), State::Absent));
+            let r = c.delete_object().bucket("crash").key(&key).send().await.map(|_| ());
+            (State::Absent, r.map_err(|e| format!("{e:?}")))
+        } else if op == 5 {
+            // A one-part multipart upload.
+            let body = pattern(v, 100_000 + (seq as usize % 5) * 1000);
+            let part_md5 = Md5::digest(&body);
+            let mut all = Md5::new();
+            all.update(part_md5);
+            let etag = format!("\"{}-1\"", hex::encode(all.finalize()));
+            let state = State::Present {
+                etag,
+                md5: md5_hex(&body),
+                len: body.len(),
+                v,
+            };
+            ledger.in_flight = Some((key.clone(), state.clone()));
+            let r = async {
+                let up = c
+                    .create_multipart_upload()
+                    .bucket("crash")
+                    .key(&key)
+                    .content_type("application/x-qa")
+                    .metadata("v", v.to_string())
+                    .send()
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                let id = up.upload_id().unwrap().to_owned();
+                let p = c
+                    .upload_part()
+                    .bucket("crash")
+                    .key(&key)
+                    .upload_id(&id)
+                    .part_number(1)
+                    .body(ByteStream::from(body))
+                    .send()
+                    .await
+                    .map_err(|e| format!("{e:?}"))?;
+                let parts = CompletedMultipartUpload::builder()
+                    .parts(
+                        CompletedPart::builder()
+                            .part_number(1)
+                            .e_tag(p.e_tag().unwrap())
+                            .build(),
+                    )
+                    .build();
+                c.complete_multipart_upload()
+                    .bucket("crash")
+                    .key(&key)
+                    .upload_id(&id)
+                    .multipart_upload(parts)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("{e:?}"))
+            }
+            .await;
+            (state, r)
+        } else {
+            let len = [0usize, 1, 4096, 70_000, 1 << 20][(seq % 5) as usize];
+            let body = pattern(v, len);
+            let state = State::Present {
+                etag: format!("\"{}\"", md5_hex(&body)),
+                md5: md5_hex(&body),
+                len,
+                v,
+            };
+            ledger.in_flight = Some((key.clone(), state.clone()));
+            let r = c
+                .put_object()
+                .bucket("crash")
+                .key(&key)
+                .content_type("application/x-qa")
+                .metadata("v", v.to_string())
+                .body(ByteStream::from(body))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("{e:?}"));
+            (state, r)
+        };
+        match result {
+            Ok(()) => {
+                ledger.acked.insert(key, expect);
+                ledger.in_flight = None;
+            }
+            // The gateway was killed: this write may or may not have happened.
+            Err(_) => return ledger,
+        }
+    }
+}
+
+/// SIGKILL at random instants while workers overwrite, delete and complete multipart uploads:
+/// after each restart every acknowledged write is there with its bytes, ETag, content type and
+/// metadata (or, for the one write in flight per worker, either outcome), no acknowledged
+/// delete comes back, listings match, and staging leftovers are swept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_nine_at_random_instants_keeps_every_acknowledged_write() {
+    use rand::Rng;
+    let mut gw = Gateway::start();
+    gw.client().create_bucket().bucket("crash").send().await.unwrap();
+    let rounds = env_num("PENSTOCK_CRASH_ROUNDS", 4);
+    let workers = 4u64;
+    let mut ledgers: Vec<Ledger> = (0..workers).map(|_| Ledger::default()).collect();
+    for round in 0..rounds {
+        let c = client_without_retries(&gw);
+        let tasks: Vec<_> = ledgers
+            .drain(..)
+            .enumerate()
+            .map(|(w, l)| tokio::spawn(crash_worker(c.clone(), w as u64, round, l)))
+            .collect();
+        let wait = rand::thread_rng().gen_range(200..1200);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        tokio::task::block_in_place(|| gw.kill());
+        for t in tasks {
+            ledgers.push(t.await.unwrap());
+        }
+        tokio::task::block_in_place(|| gw.restart());
+
+        let c = gw.client();
+        let mut problems = Vec::new();
+        for l in &mut ledgers {
+            let mut keys: Vec<String> = l.acked.keys().cloned().collect();
+            if let Some((k, _)) = &l.in_flight {
+                keys.push(k.clone());
+            }
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let now = match observe(&c, "crash", &key).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        problems.push(e);
+                        continue;
+                    }
+                };
+                let acked = l.acked.get(&key).cloned().unwrap_or(State::Absent);
+                let pending = l.in_flight.as_ref().filter(|(k, _)| *k == key).map(|(_, s)| s.clone());
+                let fits = |s: &State| match (s, &now) {
+                    (State::Absent, State::Absent) => true,
+                    (
+                        State::Present { etag, md5, len, v },
+                        State::Present {
+                            etag: e2,
+                            md5: m2,
+                            len: l2,
+                            v: v2,
+                        },
+                    ) => etag == e2 && md5 == m2 && len == l2 && v == v2,
+                    _ => false,
+                };
+                if fits(&acked) {
+                    continue;
+                }
+                match pending {
+                    Some(p) if fits(&p) => {
+                        // The write in flight landed: it is now the acknowledged state.
+                        l.acked.insert(key.clone(), p);
+                    }
+                    _ => problems.push(format!(
+                        "round {round}: {key} is {now:?}, acknowledged {acked:?}, in flight {:?}",
+                        l.in_flight
+                    )),
+                }
+            }
+            l.in_flight = None;
+        }
+        // Listings show exactly the keys that are present, with their records' ETags.
+        let listed = c.list_objects_v2().bucket("crash").send().await.unwrap();
+        let mut present: HashMap<String, String> = HashMap::new();
+        for l in &ledgers {
+            for (k, s) in &l.acked {
+                if let State::Present { etag, .. } = s {
+                    present.insert(k.clone(), etag.clone());
+                }
+            }
+        }
+        let seen: HashMap<String, String> = listed
+            .contents()
+            .iter()
+            .map(|o| (o.key().unwrap().to_owned(), o.e_tag().unwrap_or_default().to_owned()))
+            .collect();
+        if seen != present {
+            problems.push(format!("round {round}: listing {seen:?} != present {present:?}"));
+        }
+        assert!(problems.is_empty(), "after kill -9 in round {round}: {problems:#?}");
+    }
+    // Staging files of the interrupted writes are swept after a restart.
+    let tmp = gw.folder_dir(".penstock").join(".penstock/tmp");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_dir(&tmp).map(|mut d| d.next().is_some()).unwrap_or(false) {
+        assert!(Instant::now() < deadline, "staging leftovers were not swept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A client that fails at once when the gateway is gone, so a worker stops at the kill.
+fn client_without_retries(gw: &Gateway) -> aws_sdk_s3::Client {
+    let conf = gw
+        .client()
+        .config()
+        .to_builder()
+        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
+fn raw_client(gw: &Gateway) -> penstock_client::Client {
+    penstock_client::Client::new(&gw.endpoint, ACCESS_KEY, SECRET_KEY)
+}
+
+fn b64_md5(b: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(Md5::digest(b))
+}
+
+fn error_code(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(body);
+    s.split("<Code>")
+        .nth(1)
+        .and_then(|r| r.split("</Code>").next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Content-MD5 and checksums of XML bodies are checked like those of object data: a wrong or
+/// malformed digest is refused with S3's error and changes nothing; DeleteObjects without one
+/// is refused as S3 refuses it.
+#[tokio::test]
+async fn digests_of_xml_bodies_are_checked() {
+    use http::Method;
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("dig").send().await.unwrap();
+    penstock_tests::put(&c, "dig", "a", b"keep me").await;
+    let raw = raw_client(&gw);
+    let delete_url = format!("{}/dig?delete", gw.endpoint);
+    let doc = Bytes::from_static(b"<Delete><Object><Key>a</Key></Object></Delete>");
+    let wrong = b64_md5(b"another body");
+    let cases: [(&[(&str, &str)], u16, &str); 4] = [
+        (&[("content-md5", &wrong)], 400, "BadDigest"),
+        (&[("content-md5", "notbase64!!")], 400, "InvalidDigest"),
+        (&[("x-amz-checksum-crc32", "AAAAAA==")], 400, "BadDigest"),
+        (&[], 400, "InvalidRequest"),
+    ];
+    for (headers, status, code) in cases {
+        let r = raw.send(Method::POST, &delete_url, headers, doc.clone()).await.unwrap();
+        assert_eq!(
+            (r.status.as_u16(), error_code(&r.body).as_str()),
+            (status, code),
+            "DeleteObjects with {headers:?}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
+        assert_eq!(
+            penstock_tests::get(&c, "dig", "a").await,
+            b"keep me",
+            "{headers:?} deleted the object"
+        );
+    }
+
+    // PutObjectTagging with a wrong Content-MD5 leaves the tags alone.
+    let tag_url = format!("{}/dig/a?tagging", gw.endpoint);
+    let tags = Bytes::from_static(b"<Tagging><TagSet><Tag><Key>t</Key><Value>1</Value></Tag></TagSet></Tagging>");
+    let r = raw
+        .send(Method::PUT, &tag_url, &[("content-md5", &wrong)], tags.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status.as_u16(), error_code(&r.body).as_str()), (400, "BadDigest"));
+    let t = c.get_object_tagging().bucket("dig").key("a").send().await.unwrap();
+    assert!(t.tag_set().is_empty(), "a refused tagging changed the tags");
+    let right = b64_md5(&tags);
+    let r = raw
+        .send(Method::PUT, &tag_url, &[("content-md5", &right)], tags)
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 200, "{}", String::from_utf8_lossy(&r.body));
+
+    // CompleteMultipartUpload with a wrong Content-MD5 leaves the upload open.
+    let up = c.create_multipart_upload().bucket("dig").key("m").send().await.unwrap();
+    let id = up.upload_id().unwrap().to_owned();
+    let p = c
+        .upload_part()
+        .bucket("dig")
+        .key("m")
+        .upload_id(&id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"part one"))
+        .send()
+        .await
+        .unwrap();
+    let complete_url = format!("{}/dig/m?uploadId={id}", gw.endpoint);
+    let xml = Bytes::from(format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{}</ETag></Part></CompleteMultipartUpload>",
+        p.e_tag().unwrap()
+    ));
+    let r = raw
+        .send(Method::POST, &complete_url, &[("content-md5", &wrong)], xml.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status.as_u16(), error_code(&r.body).as_str()), (400, "BadDigest"));
+    assert!(c.head_object().bucket("dig").key("m").send().await.is_err());
+    let r = raw
+        .send(Method::POST, &complete_url, &[("content-md5", &b64_md5(&xml))], xml)
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 200, "{}", String::from_utf8_lossy(&r.body));
+
+    // The right digest deletes.
+    let r = raw
+        .send(Method::POST, &delete_url, &[("content-md5", &b64_md5(&doc))], doc)
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 200);
+    assert!(c.head_object().bucket("dig").key("a").send().await.is_err());
+}
+
+/// CompleteMultipartUpload racing AbortMultipartUpload: exactly one wins; the other gets 404
+/// NoSuchUpload; the object exists exactly when Complete won.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn complete_racing_abort_has_one_winner() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("complete-abort").send().await.unwrap();
+    let mut wins = [0; 2];
+    for i in 0..12 {
+        let key = format!("k{i}");
+        let up = c
+            .create_multipart_upload()
+            .bucket("complete-abort")
+            .key(&key)
+            .send()
+            .await
+            .unwrap();
+        let id = up.upload_id().unwrap().to_owned();
+        let p = c
+            .upload_part()
+            .bucket("complete-abort")
+            .key(&key)
+            .upload_id(&id)
+            .part_number(1)
+            .body(ByteStream::from(pattern(i, 3 << 20)))
+            .send()
+            .await
+            .unwrap();
+        let parts = CompletedMultipartUpload::builder()
+            .parts(
+                CompletedPart::builder()
+                    .part_number(1)
+                    .e_tag(p.e_tag().unwrap())
+                    .build(),
+            )
+            .build();
+        let complete = c
+            .complete_multipart_upload()
+            .bucket("complete-abort")
+            .key(&key)
+            .upload_id(&id)
+            .multipart_upload(parts)
+            .send();
+        let abort = c
+            .abort_multipart_upload()
+            .bucket("complete-abort")
+            .key(&key)
+            .upload_id(&id)
+            .send();
+        let (done, aborted) = if i % 2 == 0 {
+            tokio::join!(complete, abort)
+        } else {
+            let (a, d) = tokio::join!(abort, complete);
+            (d, a)
+        };
+        let exists = c.head_object().bucket("complete-abort").key(&key).send().await.is_ok();
+        match (done, aborted) {
+            (Ok(_), Err(e)) => {
+                assert_eq!(e.code(), Some("NoSuchUpload"), "abort lost with {e:?}");
+                assert!(exists, "Complete won but there is no object");
+                wins[0] += 1;
+            }
+            (Err(e), Ok(_)) => {
+                assert_eq!(e.code(), Some("NoSuchUpload"), "complete lost with {e:?}");
+                assert!(!exists, "Abort won but the object exists");
+                wins[1] += 1;
+            }
+            (d, a) => panic!("round {i}: both or neither won: complete {d:?}, abort {a:?}"),
+        }
+    }
+    eprintln!("complete won {} times, abort {}", wins[0], wins[1]);
+}
+
+/// Reads from `s` until EOF or error; true when the peer closed within `limit`.
+fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+fn metric(gw: &Gateway, name: &str) -> f64 {
+    let mut s = TcpStream::connect(gw.admin_addr()).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn open_fds(gw: &Gateway) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", gw.pid())).unwrap().count()
+}
+
+/// Slowloris heads, idle keep-alive connections and stalled bodies are closed; a slow upload
+/// that keeps sending is not; at the connection cap the gateway stops accepting (descriptors
+/// stay bounded) and serves again as soon as connections go away; the admin listener answers
+/// throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_idle_and_stalled_connections_are_closed() {
+    let gw = Gateway::start_with_config(
+        "[connections]\nmax = 16\nheader_read_timeout_secs = 1\nidle_timeout_secs = 2\nbody_stall_timeout_secs = 1\n",
+    );
+    let c = gw.client();
+    c.create_bucket().bucket("slow").send().await.unwrap();
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+
+    // A request head that trickles in is cut off.
+    let mut slow = TcpStream::connect(&host).unwrap();
+    slow.write_all(b"GET /slow HTTP/1.1\r\nHo").unwrap();
+    assert!(
+        closed_within(&mut slow, Duration::from_secs(4)),
+        "a slowloris head was kept"
+    );
+
+    // An idle keep-alive connection is closed after its request.
+    let url = c
+        .put_object()
+        .bucket("slow")
+        .key("k")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&url, &[("Content-Length", "3".into())]);
+    conn.send(b"abc");
+    assert_eq!(conn.answer(false).status, 200);
+    assert!(
+        closed_within(&mut conn.w, Duration::from_secs(5)),
+        "an idle connection was kept"
+    );
+
+    // A body that stops arriving fails with RequestTimeout and stores nothing.
+    let url = c
+        .put_object()
+        .bucket("slow")
+        .key("stalled")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&url, &[("Content-Length", "100".into())]);
+    conn.send(b"0123456789");
+    let a = conn.answer(false);
+    assert_eq!(a.status, 400, "{}", String::from_utf8_lossy(&a.body));
+    assert!(String::from_utf8_lossy(&a.body).contains("RequestTimeout"));
+    assert!(c.head_object().bucket("slow").key("stalled").send().await.is_err());
+
+    // A slow body that keeps coming (a byte every 0.4 s against a 1 s stall limit) is stored.
+    let url = c
+        .put_object()
+        .bucket("slow")
+        .key("trickle")
+        .presigned(PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&url, &[("Content-Length", "8".into())]);
+    for b in b"trickled" {
+        std::thread::sleep(Duration::from_millis(400));
+        conn.send(&[*b]);
+    }
+    assert_eq!(conn.answer(false).status, 200);
+    assert_eq!(penstock_tests::get(&c, "slow", "trickle").await, b"trickled");
+
+    // 40 silent connections against a cap of 16: descriptors stay bounded, the admin listener
+    // answers, and a real request gets through once the silent ones time out.
+    let before = open_fds(&gw);
+    let idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(&host).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let during = open_fds(&gw);
+    assert!(
+        during <= before + 16 + 2,
+        "descriptors grew from {before} to {during} past the cap"
+    );
+    let mut health = TcpStream::connect(gw.admin_addr()).unwrap();
+    write!(health, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut h = String::new();
+    health.read_to_string(&mut h).unwrap();
+    assert!(h.starts_with("HTTP/1.1 200"), "health: {h}");
+    let started = Instant::now();
+    let body = penstock_tests::get(&c, "slow", "k").await;
+    assert_eq!(body, b"abc");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    drop(idle);
+
+    assert!(
+        metric(
+            &gw,
+            "penstock_connections_closed_by_gateway_total{reason=\"header_timeout\"}"
+        ) >= 1.0
+    );
+    assert!(
+        metric(
+            &gw,
+            "penstock_connections_closed_by_gateway_total{reason=\"body_stall\"}"
+        ) >= 1.0
+    );
+    assert!(metric(&gw, "penstock_connections_deferred_total") >= 1.0);
+    assert!(metric(&gw, "penstock_connections_open") >= 0.0);
+}
