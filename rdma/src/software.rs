@@ -401,35 +401,54 @@ impl Drop for Region {
     }
 }
 
+/// Most bytes a connection stages at once between the socket and registered memory.
+const BOUNCE: usize = 1 << 20;
+
 async fn serve_connection(mut s: TcpStream, registry: Arc<Registry>) {
     let mut h = [0u8; HEADER];
+    // Registered memory is reached only by raw copies to and from this private buffer, never
+    // through a Rust reference: the owner and other connections may touch the same range at
+    // the same time (the protocol, like RDMA, leaves such bytes unspecified), and a `&mut [u8]`
+    // over memory someone else writes, held across an `.await`, is undefined behaviour.
+    let mut bounce = Vec::new();
     loop {
         if s.read_exact(&mut h).await.is_err() {
             return;
         }
         let status = match check(&h, &registry) {
-            Ok((op, mem, off, len)) => match op {
-                OP_WRITE => {
-                    // SAFETY: `check` confined [off, off+len) to the registration, which `mem`
-                    // keeps alive; no Rust reference to this memory exists elsewhere.
-                    let dst = unsafe { std::slice::from_raw_parts_mut(mem.ptr.add(off), len) };
-                    if s.read_exact(dst).await.is_err() {
-                        return;
+            Ok((op, mem, off, len)) => {
+                bounce.resize(len.min(BOUNCE), 0);
+                let mut done = 0;
+                if op == OP_WRITE {
+                    while done < len {
+                        let n = (len - done).min(BOUNCE);
+                        if s.read_exact(&mut bounce[..n]).await.is_err() {
+                            return;
+                        }
+                        // SAFETY: `check` confined [off, off+len) to the registration, which
+                        // `mem` keeps alive; `bounce` is ours, so the ranges cannot overlap.
+                        unsafe { std::ptr::copy_nonoverlapping(bounce.as_ptr(), mem.ptr.add(off + done), n) };
+                        done += n;
                     }
                     if s.write_all(&reply(ST_OK)).await.is_err() {
                         return;
                     }
-                    continue;
-                }
-                _ => {
-                    // SAFETY: as above.
-                    let src = unsafe { std::slice::from_raw_parts(mem.ptr.add(off), len) };
-                    if s.write_all(&reply(ST_OK)).await.is_err() || s.write_all(src).await.is_err() {
+                } else {
+                    if s.write_all(&reply(ST_OK)).await.is_err() {
                         return;
                     }
-                    continue;
+                    while done < len {
+                        let n = (len - done).min(BOUNCE);
+                        // SAFETY: as above, in the other direction.
+                        unsafe { std::ptr::copy_nonoverlapping(mem.ptr.add(off + done), bounce.as_mut_ptr(), n) };
+                        if s.write_all(&bounce[..n]).await.is_err() {
+                            return;
+                        }
+                        done += n;
+                    }
                 }
-            },
+                continue;
+            }
             Err(st) => st,
         };
         // A refused write's payload is still on the wire: answer and close.
