@@ -263,6 +263,62 @@ impl Client {
         Ok(())
     }
 
+    /// A multipart upload of `parts` in order (every part but the last at least 5 MiB);
+    /// returns the object's ETag. The upload is aborted if a step fails.
+    pub async fn multipart_upload(&self, bucket: &str, key: &str, parts: &[Bytes]) -> anyhow::Result<String> {
+        let url = self.url(bucket, Some(key));
+        let r = self
+            .send(Method::POST, &format!("{url}?uploads"), &[], Bytes::new())
+            .await?
+            .ok("create multipart upload")?;
+        let text = String::from_utf8_lossy(&r.body);
+        let id = text
+            .split("<UploadId>")
+            .nth(1)
+            .and_then(|s| s.split("</UploadId>").next())
+            .context("no UploadId in the answer")?
+            .to_owned();
+        let done = async {
+            let mut xml = String::from("<CompleteMultipartUpload>");
+            for (i, part) in parts.iter().enumerate() {
+                let n = i + 1;
+                let r = self
+                    .send(
+                        Method::PUT,
+                        &format!("{url}?partNumber={n}&uploadId={id}"),
+                        &[],
+                        part.clone(),
+                    )
+                    .await?
+                    .ok("upload part")?;
+                let etag = r.headers.get("etag").and_then(|v| v.to_str().ok()).unwrap_or("");
+                xml.push_str(&format!("<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>"));
+            }
+            xml.push_str("</CompleteMultipartUpload>");
+            let r = self
+                .send(Method::POST, &format!("{url}?uploadId={id}"), &[], Bytes::from(xml))
+                .await?
+                .ok("complete multipart upload")?;
+            let text = String::from_utf8_lossy(&r.body);
+            if text.contains("<Error>") {
+                bail!("complete multipart upload: {text}");
+            }
+            Ok(text
+                .split("<ETag>")
+                .nth(1)
+                .and_then(|s| s.split("</ETag>").next())
+                .unwrap_or("")
+                .replace("&quot;", "\""))
+        }
+        .await;
+        if done.is_err() {
+            let _ = self
+                .send(Method::DELETE, &format!("{url}?uploadId={id}"), &[], Bytes::new())
+                .await;
+        }
+        done
+    }
+
     /// One ListObjectsV2 page: the keys.
     pub async fn list_objects_v2(&self, bucket: &str, prefix: &str, max_keys: u32) -> anyhow::Result<Vec<String>> {
         let url = format!(

@@ -26,6 +26,10 @@ enum Workload {
     Delete,
     /// 70% GET, 20% PUT, 10% HEAD over the same objects.
     Mixed,
+    /// Every operation a client makes, for soak runs: GET (verified) 40%, HEAD 15%, overwriting
+    /// PUT of the same bytes 15%, LIST 10%, PUT then DELETE of a scratch key 10%, and a two-part
+    /// multipart upload of a scratch key read back, verified and deleted 10%.
+    Soak,
 }
 
 #[derive(Parser, Debug)]
@@ -298,6 +302,39 @@ impl Shared {
                 self.client.delete_object(&a.bucket, &key).await.map_err(e)?;
                 Ok(0)
             }
+            Workload::Soak => match n % 20 {
+                0..=7 => Box::pin(self.op(n, Workload::Get, slot)).await,
+                8..=10 => Box::pin(self.op(n, Workload::Head, slot)).await,
+                11..=13 => Box::pin(self.op(n, Workload::Put, slot)).await,
+                14 | 15 => Box::pin(self.op(n, Workload::List, slot)).await,
+                16 | 17 => {
+                    let scratch = format!("{}-scratch-{n}", a.prefix);
+                    let body = self.payloads[idx as usize % self.payloads.len()].clone();
+                    let len = body.len() as u64;
+                    self.client.put_object(&a.bucket, &scratch, body).await.map_err(e)?;
+                    self.client.delete_object(&a.bucket, &scratch).await.map_err(e)?;
+                    Ok(len)
+                }
+                _ => {
+                    // Parts of 5 MiB and of the object size; the whole is checked on the way back.
+                    let scratch = format!("{}-multipart-{n}", a.prefix);
+                    let first = object(a.seed, n, 5 << 20);
+                    let second = self.payloads[idx as usize % self.payloads.len()].clone();
+                    self.client
+                        .multipart_upload(&a.bucket, &scratch, &[first.clone(), second.clone()])
+                        .await
+                        .map_err(e)?;
+                    let back = self.client.get_object(&a.bucket, &scratch).await.map_err(e)?;
+                    if back.len() != first.len() + second.len()
+                        || back[..first.len()] != first[..]
+                        || back[first.len()..] != second[..]
+                    {
+                        return Err(format!("{scratch}: multipart object read back wrong"));
+                    }
+                    self.client.delete_object(&a.bucket, &scratch).await.map_err(e)?;
+                    Ok(back.len() as u64 * 2)
+                }
+            },
             Workload::Mixed => {
                 let w = match n % 10 {
                     0..=6 => Workload::Get,
