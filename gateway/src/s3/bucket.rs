@@ -66,7 +66,6 @@ impl Gateway {
             id: Uuid::new_v4(),
         };
         let volume = self.volume(&self.default_volume)?.clone();
-        volume.create_folder(&loc).await.map_err(backend_err)?;
         let rec = BucketRecord {
             name: name.clone(),
             domain: who.user.domain.clone(),
@@ -79,10 +78,23 @@ impl Gateway {
             permission: Perm::Wd,
             grants: Default::default(),
         };
-        let r = rec.clone();
-        if !self.meta(move |s| s.create_bucket(&r)).await? {
-            // Lost a race for the name: undo the folder.
-            let _ = volume.delete_folder(&loc).await;
+        // Folder and record are made, or the folder undone, in a task of its own: a client that
+        // disconnects midway (dropping this future) must not leave a folder without a record.
+        let store = self.store.clone();
+        let created = tokio::spawn(async move {
+            volume.create_folder(&loc).await.map_err(backend_err)?;
+            match super::run_meta(store, move |s| s.create_bucket(&rec)).await {
+                Ok(true) => Ok(true),
+                outcome => {
+                    // Lost a race for the name, or the record could not be written.
+                    let _ = volume.delete_folder(&loc).await;
+                    outcome
+                }
+            }
+        })
+        .await
+        .map_err(super::internal)??;
+        if !created {
             return Err(s3_error!(
                 BucketAlreadyExists,
                 "The requested bucket name is not available."

@@ -58,7 +58,7 @@ pub struct Gateway {
     durable: bool,
     region: String,
     locks: locks::KeyLocks,
-    quota_locks: locks::KeyLocks,
+    quota_locks: Arc<locks::KeyLocks>,
     /// Orders CompleteMultipartUpload and AbortMultipartUpload of one upload, so exactly one of
     /// two racing wins and the other finds the upload gone. Separate from `locks`: Complete takes
     /// a key lock while holding this one, and stripes of one table could coincide.
@@ -109,7 +109,7 @@ impl Gateway {
             durable: cfg.fsync,
             region: cfg.region.clone(),
             locks: locks::KeyLocks::new(),
-            quota_locks: locks::KeyLocks::new(),
+            quota_locks: Arc::new(locks::KeyLocks::new()),
             upload_locks: locks::KeyLocks::new(),
             rdma: rdma::RdmaPath::new(&cfg.rdma),
         })

@@ -198,25 +198,33 @@ impl Gateway {
             .await;
         let previous = self.meta(move |s| s.part(&id, n)).await?.map_or(0, |p| p.size);
         let delta = st.size as i64 - previous as i64;
-        // Made durable by the part record's synced write below.
-        self.charge_deferred(&b.rec.quota_scope, delta).await?;
-        // The rename and the record go together even if the client disconnects meanwhile (the
-        // request's future is dropped): a task of its own finishes them, holding the part's lock,
-        // so the part file and its record always describe the same upload of the part.
-        let (store, durable) = (self.store.clone(), self.durable);
+        // The charge, the rename and the record go together even if the client disconnects
+        // meanwhile (the request's future is dropped): a task of its own finishes them (refunding
+        // on failure), holding the part's lock, so the part file and its record always describe
+        // the same upload of the part and the scope is charged exactly for what landed.
+        let (store, quota_locks, scope, durable) = (
+            self.store.clone(),
+            self.quota_locks.clone(),
+            b.rec.quota_scope.clone(),
+            self.durable,
+        );
         let (id, p) = (up.upload_id.clone(), part.clone());
-        let stored = tokio::spawn(async move {
+        tokio::spawn(async move {
             let _guard = guard;
-            staging.publish_part(&id, n, durable).await.map_err(backend_err)?;
-            super::run_meta(store, move |s| s.put_part(&id, &p)).await
+            // Made durable by the part record's synced write below.
+            super::quota::charge_scope(store.clone(), quota_locks.clone(), scope.clone(), delta, false).await?;
+            let stored = async {
+                staging.publish_part(&id, n, durable).await.map_err(backend_err)?;
+                super::run_meta(store.clone(), move |s| s.put_part(&id, &p)).await
+            }
+            .await;
+            if stored.is_err() {
+                let _ = super::quota::charge_scope(store, quota_locks, scope, -delta, true).await;
+            }
+            stored
         })
         .await
-        .map_err(internal)
-        .and_then(|r| r);
-        if let Err(e) = stored {
-            let _ = self.charge(&b.rec.quota_scope, -delta).await;
-            return Err(e);
-        }
+        .map_err(internal)??;
         Ok(part)
     }
 

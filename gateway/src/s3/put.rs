@@ -203,36 +203,50 @@ impl Gateway {
     ) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
-        let _guard = self.locks.lock(folder, &key).await;
+        let guard = self.locks.lock_owned(folder, &key).await;
         if let Some(c) = conds {
             self.check_write_conditions(b, path, c).await?;
         }
         let (old, replaced) = self.in_place(b, path).await?;
         let delta = rec.fingerprint.size as i64 - old as i64 - released as i64;
-        // Made durable by the record's synced write right below.
-        self.charge_deferred(&b.rec.quota_scope, delta).await?;
-        let pending = ObjectRecord {
-            replaces: replaced.clone().map(Box::new),
-            ..rec.clone()
+        // From the charge on, the publish runs in a task of its own: a client that disconnects
+        // (dropping this future) cannot stop it halfway, with the scope charged for a file that
+        // never landed or a pending record never settled. The key lock goes with it.
+        let (store, quota_locks, scope) = (self.store.clone(), self.quota_locks.clone(), b.rec.quota_scope.clone());
+        let (path, rec, durable) = (path.clone(), rec.clone(), self.durable);
+        let refund = {
+            let (store, quota_locks, scope) = (store.clone(), quota_locks.clone(), scope.clone());
+            move || super::quota::charge_scope(store, quota_locks, scope, -delta, true)
         };
-        let (k, now) = (key.clone(), now_ms());
-        if let Err(e) = self.meta(move |s| s.begin_publish(folder, &k, &pending, now)).await {
-            let _ = self.charge(&b.rec.quota_scope, -delta).await;
-            return Err(e);
-        }
-        let outcome = staging.publish(path, self.durable).await;
-        // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
-        let settled = if outcome.is_ok() { Some(rec.clone()) } else { replaced };
-        let k = key.clone();
-        if let Err(e) = self.meta(move |s| s.end_publish(folder, &k, settled.as_ref())).await {
-            // The stored pair still resolves by fingerprint; the next start-up settles it.
-            tracing::warn!(%key, error = ?e, "could not settle a published record");
-        }
-        if let Err(e) = outcome {
-            let _ = self.charge(&b.rec.quota_scope, -delta).await;
-            return Err(backend_err(e));
-        }
-        Ok(())
+        tokio::spawn(async move {
+            let _guard = guard;
+            // Made durable by the record's synced write right below.
+            super::quota::charge_scope(store.clone(), quota_locks, scope, delta, false).await?;
+            let pending = ObjectRecord {
+                replaces: replaced.clone().map(Box::new),
+                ..rec.clone()
+            };
+            let (k, now) = (key.clone(), now_ms());
+            if let Err(e) = super::run_meta(store.clone(), move |s| s.begin_publish(folder, &k, &pending, now)).await {
+                let _ = refund().await;
+                return Err(e);
+            }
+            let outcome = staging.publish(&path, durable).await;
+            // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
+            let settled = if outcome.is_ok() { Some(rec) } else { replaced };
+            let k = key.clone();
+            if let Err(e) = super::run_meta(store, move |s| s.end_publish(folder, &k, settled.as_ref())).await {
+                // The stored pair still resolves by fingerprint; the next start-up settles it.
+                tracing::warn!(%key, error = ?e, "could not settle a published record");
+            }
+            if let Err(e) = outcome {
+                let _ = refund().await;
+                return Err(backend_err(e));
+            }
+            Ok(())
+        })
+        .await
+        .map_err(super::internal)?
     }
 
     /// What the key holds now: its size in bytes (a file's, or a directory marker's payload's)

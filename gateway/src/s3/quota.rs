@@ -5,11 +5,14 @@
 //! moment they commit: the usage can never end above the limit. A write that would exceed it is
 //! refused before its file is published, and its staging file is dropped with it.
 
+use std::sync::Arc;
+
 use s3s::{S3Error, S3ErrorCode, S3Result};
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::Quota;
+use penstock_metadata::{Quota, Store};
 
+use super::locks::KeyLocks;
 use super::Gateway;
 
 impl Gateway {
@@ -62,54 +65,67 @@ impl Gateway {
     /// Adds `delta` bytes to the scope's usage, refusing growth beyond its limit. The change is
     /// durable when this returns.
     pub(crate) async fn charge(&self, scope: &str, delta: i64) -> S3Result<()> {
-        self.charge_with(scope, delta, true).await
+        charge_scope(
+            self.store.clone(),
+            self.quota_locks.clone(),
+            scope.to_owned(),
+            delta,
+            true,
+        )
+        .await
     }
+}
 
-    /// Like [`Gateway::charge`], but the usage change is not synced on its own: the caller's next
-    /// synced metadata write (the object or part record) makes it durable, as RocksDB syncs the
-    /// whole write-ahead log up to that write. The scope's lock is then held for a memtable
-    /// insert instead of an fsync, so concurrent writers of a scope no longer queue behind each
-    /// other's syncs and their record writes share group commits. If the process dies before
-    /// that record write, the write was not acknowledged and its charge is lost with it.
-    pub(crate) async fn charge_deferred(&self, scope: &str, delta: i64) -> S3Result<()> {
-        self.charge_with(scope, delta, false).await
+/// Adds `delta` bytes to `scope`'s usage under its lock, refusing growth beyond its limit;
+/// `sync` makes the change durable on its own.
+///
+/// Writers pass `sync = false` and let their next synced metadata write (the object or part
+/// record) make the change durable, as RocksDB syncs the whole write-ahead log up to that write:
+/// the scope's lock is then held for a memtable insert instead of an fsync, so concurrent writers
+/// of a scope do not queue behind each other's syncs. If the process dies before that record
+/// write, the write was not acknowledged and its charge is lost with it.
+///
+/// A free function over shared handles so that a task that outlives its request (a publish,
+/// which must finish once begun) can charge and refund.
+pub(crate) async fn charge_scope(
+    store: Arc<Store>,
+    locks: Arc<KeyLocks>,
+    scope: String,
+    delta: i64,
+    sync: bool,
+) -> S3Result<()> {
+    if delta == 0 {
+        return Ok(());
     }
-
-    async fn charge_with(&self, scope: &str, delta: i64, sync: bool) -> S3Result<()> {
-        if delta == 0 {
-            return Ok(());
-        }
-        let _guard = self.quota_locks.lock(uuid::Uuid::nil(), scope).await;
-        let s = scope.to_owned();
-        // One metadata round trip: read, check and write under the scope's lock.
-        let refused = self
-            .meta(move |st| {
-                let mut q = st.quota(&s)?.unwrap_or_else(|| Quota {
-                    scope: s.clone(),
-                    limit_bytes: None,
-                    usage_bytes: 0,
-                });
-                let new = (q.usage_bytes as i64).saturating_add(delta).max(0) as u64;
-                if delta > 0 {
-                    if let Some(limit) = q.limit_bytes {
-                        if new > limit {
-                            return Ok(Some((limit.saturating_sub(q.usage_bytes), limit)));
-                        }
-                    }
+    let _guard = locks.lock(uuid::Uuid::nil(), &scope).await;
+    let s = scope.clone();
+    // One metadata round trip: read, check and write under the scope's lock.
+    let refused = super::run_meta(store, move |st| {
+        let mut q = st.quota(&s)?.unwrap_or_else(|| Quota {
+            scope: s.clone(),
+            limit_bytes: None,
+            usage_bytes: 0,
+        });
+        let new = (q.usage_bytes as i64).saturating_add(delta).max(0) as u64;
+        if delta > 0 {
+            if let Some(limit) = q.limit_bytes {
+                if new > limit {
+                    return Ok(Some((limit.saturating_sub(q.usage_bytes), limit)));
                 }
-                q.usage_bytes = new;
-                st.put_quota_opt(&q, sync)?;
-                Ok(None)
-            })
-            .await?;
-        if let Some((left, limit)) = refused {
-            let mut e = S3Error::with_message(
-                S3ErrorCode::Custom("QuotaExceeded".into()),
-                format!("The write needs {delta} more bytes but quota scope {scope} has {left} of {limit} bytes left"),
-            );
-            e.set_status_code(http::StatusCode::FORBIDDEN);
-            return Err(e);
+            }
         }
-        Ok(())
+        q.usage_bytes = new;
+        st.put_quota_opt(&q, sync)?;
+        Ok(None)
+    })
+    .await?;
+    if let Some((left, limit)) = refused {
+        let mut e = S3Error::with_message(
+            S3ErrorCode::Custom("QuotaExceeded".into()),
+            format!("The write needs {delta} more bytes but quota scope {scope} has {left} of {limit} bytes left"),
+        );
+        e.set_status_code(http::StatusCode::FORBIDDEN);
+        return Err(e);
     }
+    Ok(())
 }
