@@ -452,6 +452,9 @@ fn error_code(body: &[u8]) -> String {
 /// Content-MD5 and checksums of XML bodies are checked like those of object data: a wrong or
 /// malformed digest is refused with S3's error and changes nothing; DeleteObjects without one
 /// is refused as S3 refuses it.
+/// Headers sent with a DeleteObjects body, and the status and code S3 answers.
+type DigestCase<'a> = (&'a [(&'a str, &'a str)], u16, &'a str);
+
 #[tokio::test]
 async fn digests_of_xml_bodies_are_checked() {
     use http::Method;
@@ -463,7 +466,7 @@ async fn digests_of_xml_bodies_are_checked() {
     let delete_url = format!("{}/dig?delete", gw.endpoint);
     let doc = Bytes::from_static(b"<Delete><Object><Key>a</Key></Object></Delete>");
     let wrong = b64_md5(b"another body");
-    let cases: [(&[(&str, &str)], u16, &str); 4] = [
+    let cases: [DigestCase; 4] = [
         (&[("content-md5", &wrong)], 400, "BadDigest"),
         (&[("content-md5", "notbase64!!")], 400, "InvalidDigest"),
         (&[("x-amz-checksum-crc32", "AAAAAA==")], 400, "BadDigest"),
