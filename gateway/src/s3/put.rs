@@ -387,11 +387,30 @@ async fn ingest(
     Ok(())
 }
 
-/// A failure while reading the request body: s3s's own errors (bad chunk signatures) pass
-/// through, anything else means the client did not deliver the body.
+/// A failure while reading the request body: s3s's own errors pass through, a chunk whose
+/// signature does not follow from the seed is 403 `SignatureDoesNotMatch` as on S3, and
+/// anything else means the client did not deliver the body.
 pub(crate) fn body_err(e: s3s::StdError) -> S3Error {
     match e.downcast::<S3Error>() {
         Ok(e) => *e,
+        Err(e) if is_chunk_signature_mismatch(&*e) => s3_error!(
+            SignatureDoesNotMatch,
+            "The request signature we calculated does not match the signature you provided. Check your key and signing method."
+        ),
         Err(e) => s3_error!(IncompleteBody, "The request body could not be read: {e}"),
     }
+}
+
+/// Whether `e` (or an error under it) is s3s's aws-chunked signature mismatch. s3s keeps that
+/// error type private, so it is known by its message; `a_bad_chunk_signature_is_refused` in
+/// tests/tests/reliability.rs fails if an s3s upgrade changes it.
+fn is_chunk_signature_mismatch(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.to_string() == "AwsChunkedStreamError: SignatureMismatch" {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
 }
