@@ -12,19 +12,22 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
-use s3s::dto::{
-    CompletedMultipartUpload, CreateBucketConfiguration, Delete, ETagCondition, Range, Tagging, Timestamp,
-};
+use s3s::dto::{CompletedMultipartUpload, CreateBucketConfiguration, Delete, ETagCondition, Range, Tagging, Timestamp};
 use s3s::xml;
 
 use penstock_backends::key::{ObjectPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
 use penstock_backends::{EntryKind, Stat, STAGING_DIR};
 
 use crate::s3::body_digest::{verdict, BodyDigest};
-use crate::s3::{check_part_number, copy_range, parse_http_date, parse_key, range_ignored, select, validate_tags, Conditions};
+use crate::s3::{
+    check_part_number, copy_range, parse_http_date, parse_key, range_ignored, select, validate_tags, Conditions,
+};
+
+/// The entry point of a target: takes the fuzzer's bytes, panics when an invariant breaks.
+pub type Target = fn(&[u8]);
 
 /// The names of the targets, as `fuzz/` and `fuzz/corpus/` spell them, with their entry points.
-pub const TARGETS: [(&str, fn(&[u8])); 6] = [
+pub const TARGETS: [(&str, Target); 6] = [
     ("key", key),
     ("range", range),
     ("conditional", conditional),
@@ -58,12 +61,9 @@ pub fn key(data: &[u8]) {
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_))));
     }
-    match parse_key(k) {
-        Ok(p) => {
-            assert!(k.len() <= 1024, "a key over 1024 bytes was accepted");
-            assert_eq!(p.key(), k);
-        }
-        Err(_) => {}
+    if let Ok(p) = parse_key(k) {
+        assert!(k.len() <= 1024, "a key over 1024 bytes was accepted");
+        assert_eq!(p.key(), k);
     }
 }
 
@@ -121,8 +121,7 @@ pub fn conditional(data: &[u8]) {
     let im = ETagCondition::parse_http_header(im).ok();
     let inm = ETagCondition::parse_http_header(inm).ok();
     let date = |f: Option<&[u8]>| -> Option<Timestamp> {
-        f.and_then(|b| std::str::from_utf8(b).ok())
-            .and_then(parse_http_date)
+        f.and_then(|b| std::str::from_utf8(b).ok()).and_then(parse_http_date)
     };
     let (ims, ius) = (date(ims), date(ius));
     let st = Stat {
@@ -157,7 +156,9 @@ pub fn conditional(data: &[u8]) {
 /// The XML documents of requests, as s3s parses them (the first byte picks which) and the
 /// gateway's checks on what they say; each either parses and is checked or is refused.
 pub fn xml_body(data: &[u8]) {
-    let Some((&which, doc)) = data.split_first() else { return };
+    let Some((&which, doc)) = data.split_first() else {
+        return;
+    };
     fn parse<'a, T: xml::Deserialize<'a>>(doc: &'a [u8]) -> Option<T> {
         let mut d = xml::Deserializer::new(doc);
         let t = T::deserialize(&mut d).ok()?;
@@ -167,7 +168,11 @@ pub fn xml_body(data: &[u8]) {
     match which % 4 {
         0 => {
             if let Some(t) = parse::<Tagging>(doc) {
-                let tags: Vec<(String, String)> = t.tag_set.into_iter().map(|t| (t.key.unwrap_or_default(), t.value.unwrap_or_default())).collect();
+                let tags: Vec<(String, String)> = t
+                    .tag_set
+                    .into_iter()
+                    .map(|t| (t.key.unwrap_or_default(), t.value.unwrap_or_default()))
+                    .collect();
                 if validate_tags(&tags).is_ok() {
                     assert!(tags.len() <= 10);
                 }
@@ -207,7 +212,9 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 /// Digest claims on document bodies: any `Content-MD5` / `x-amz-checksum-*` value is verified
 /// or refused without panicking, and the true Content-MD5 of the body is always accepted.
 pub fn digest(data: &[u8]) {
-    let Some((&which, rest)) = data.split_first() else { return };
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
     let (value, body) = match rest.iter().position(|&b| b == b'\n') {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => (rest, &[][..]),
@@ -235,7 +242,10 @@ pub fn digest(data: &[u8]) {
     let mut right = HeaderMap::new();
     right.insert("content-md5", HeaderValue::from_str(&md5).unwrap());
     let v = runtime().block_on(verdict(&right, &body));
-    assert!(matches!(v, BodyDigest::Verified), "the true Content-MD5 was refused: {v:?}");
+    assert!(
+        matches!(v, BodyDigest::Verified),
+        "the true Content-MD5 was refused: {v:?}"
+    );
 }
 
 /// RDMA tokens: whatever parses formats back to an equal token.

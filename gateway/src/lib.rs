@@ -9,6 +9,7 @@ pub mod admin_cli;
 pub mod auth;
 pub mod bootstrap;
 pub mod config;
+pub mod fuzzing;
 pub mod interim;
 pub mod limits;
 mod md5pool;

@@ -105,7 +105,7 @@ pub(crate) async fn inspect(req: Request<StallGuard<hyper::body::Incoming>>) -> 
     Request::from_parts(parts, s3s::Body::from(bytes))
 }
 
-async fn verdict(headers: &HeaderMap, body: &Bytes) -> BodyDigest {
+pub(crate) async fn verdict(headers: &HeaderMap, body: &Bytes) -> BodyDigest {
     let claims = match Claims::from_headers(headers, None) {
         Ok(c) => c,
         Err(e) => return refused(e),

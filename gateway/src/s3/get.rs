@@ -69,6 +69,79 @@ struct ReadRequest<'a> {
     version_id: Option<&'a str>,
 }
 
+/// The bytes of an object a read returns.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Selection {
+    /// First byte.
+    pub start: u64,
+    /// Number of bytes.
+    pub len: u64,
+    /// `Content-Range` of a partial answer (206).
+    pub content_range: Option<String>,
+    /// `x-amz-mp-parts-count` for a multipart object.
+    pub parts_count: Option<i32>,
+    /// Index of the part whose checksum the answer carries.
+    pub checksum_part: Option<usize>,
+}
+
+/// Selects the bytes of an object of `size` bytes (in parts of `part_sizes`, empty when it was
+/// not uploaded in parts) that a read with `partNumber` or a (parsed) `Range` returns.
+pub(crate) fn select(
+    size: u64,
+    part_sizes: &[u64],
+    part_number: Option<i32>,
+    range: Option<Range>,
+) -> S3Result<Selection> {
+    let multipart = !part_sizes.is_empty();
+    match (part_number, range) {
+        (Some(_), Some(_)) => Err(s3_error!(
+            InvalidRequest,
+            "Cannot specify both Range header and partNumber query parameter"
+        )),
+        (Some(n), None) => {
+            let whole = [size];
+            let parts = if multipart { part_sizes } else { &whole[..] };
+            if n < 1 || n as usize > parts.len() {
+                let mut e = S3Error::with_message(
+                    S3ErrorCode::Custom("InvalidPartNumber".into()),
+                    "The requested partnumber is not satisfiable",
+                );
+                e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+                return Err(e);
+            }
+            let idx = n as usize - 1;
+            let start: u64 = parts[..idx].iter().sum();
+            let len = parts[idx];
+            Ok(Selection {
+                start,
+                len,
+                content_range: Some(format!("bytes {}-{}/{size}", start, (start + len).saturating_sub(1))),
+                parts_count: multipart.then_some(parts.len() as i32),
+                checksum_part: multipart.then_some(idx),
+            })
+        }
+        (None, Some(range)) => {
+            let rg = range
+                .check(size)
+                .map_err(|_| s3_error!(InvalidRange, "The requested range is not satisfiable"))?;
+            Ok(Selection {
+                start: rg.start,
+                len: rg.end - rg.start,
+                content_range: Some(format!("bytes {}-{}/{size}", rg.start, rg.end - 1)),
+                parts_count: None,
+                checksum_part: None,
+            })
+        }
+        (None, None) => Ok(Selection {
+            start: 0,
+            len: size,
+            content_range: None,
+            parts_count: multipart.then_some(part_sizes.len() as i32),
+            checksum_part: None,
+        }),
+    }
+}
+
 /// Builds the [`ReadRequest`] of a GetObject or HeadObject input (same field names).
 macro_rules! read_request {
     ($i:expr, $who:expr) => {
@@ -328,50 +401,14 @@ impl Gateway {
         let (rec, st, handle) = self.open_object(&b, r.key).await?;
         r.conds.check(&rec.etag, &st, false)?;
 
-        let size = st.size;
-        let (start, len, content_range, parts_count, checksum_part) = match (r.part_number, r.range) {
-            (Some(_), Some(_)) => {
-                return Err(s3_error!(
-                    InvalidRequest,
-                    "Cannot specify both Range header and partNumber query parameter"
-                ))
-            }
-            (Some(n), None) => {
-                let parts: Vec<u64> = if rec.parts.is_empty() {
-                    vec![size]
-                } else {
-                    rec.parts.iter().map(|p| p.size).collect()
-                };
-                if n < 1 || n as usize > parts.len() {
-                    let mut e = S3Error::with_message(
-                        S3ErrorCode::Custom("InvalidPartNumber".into()),
-                        "The requested partnumber is not satisfiable",
-                    );
-                    e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
-                    return Err(e);
-                }
-                let idx = n as usize - 1;
-                let start: u64 = parts[..idx].iter().sum();
-                let len = parts[idx];
-                let cr = format!("bytes {}-{}/{size}", start, (start + len).saturating_sub(1));
-                let pc = (!rec.parts.is_empty()).then_some(rec.parts.len() as i32);
-                (start, len, Some(cr), pc, (!rec.parts.is_empty()).then_some(idx))
-            }
-            (None, Some(range)) => {
-                let rg = range
-                    .check(size)
-                    .map_err(|_| s3_error!(InvalidRange, "The requested range is not satisfiable"))?;
-                let cr = format!("bytes {}-{}/{size}", rg.start, rg.end - 1);
-                (rg.start, rg.end - rg.start, Some(cr), None, None)
-            }
-            (None, None) => (
-                0,
-                size,
-                None,
-                (!rec.parts.is_empty()).then_some(rec.parts.len() as i32),
-                None,
-            ),
-        };
+        let part_sizes: Vec<u64> = rec.parts.iter().map(|p| p.size).collect();
+        let Selection {
+            start,
+            len,
+            content_range,
+            parts_count,
+            checksum_part,
+        } = select(st.size, &part_sizes, r.part_number, r.range)?;
         Ok(ReadPlan {
             rec,
             st,

@@ -40,6 +40,11 @@ use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
+// The pure parsers and checks the fuzz targets drive (crate::fuzzing).
+pub(crate) use get::select;
+pub(crate) use multipart::{check_part_number, parse_copy_range as copy_range};
+pub(crate) use object::{parse_http_date, parse_key, validate_tags, Conditions};
+pub(crate) use range::ignored as range_ignored;
 pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 

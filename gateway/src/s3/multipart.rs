@@ -579,7 +579,7 @@ impl Gateway {
     }
 }
 
-fn check_part_number(n: i32) -> S3Result<()> {
+pub(crate) fn check_part_number(n: i32) -> S3Result<()> {
     if !(1..=MAX_PART_NUMBER).contains(&n) {
         return Err(s3_error!(
             InvalidArgument,
@@ -590,7 +590,7 @@ fn check_part_number(n: i32) -> S3Result<()> {
 }
 
 /// Parses `x-amz-copy-source-range: bytes=first-last` against the source size.
-fn parse_copy_range(r: &str, size: u64) -> S3Result<(u64, u64)> {
+pub(crate) fn parse_copy_range(r: &str, size: u64) -> S3Result<(u64, u64)> {
     let bad = || {
         s3_error!(InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
     };

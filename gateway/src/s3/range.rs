@@ -44,7 +44,7 @@ pub(crate) struct IgnoredRange {
 }
 
 /// Whether S3 would ignore this request's Range header (s3s would refuse it).
-fn ignored(headers: &HeaderMap) -> bool {
+pub(crate) fn ignored(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(http::header::RANGE).iter();
     let Some(first) = values.next() else { return false };
     if values.next().is_some() {
