@@ -210,6 +210,8 @@ struct Mem {
 // ranges do not alias, and the protocol (like RDMA) leaves overlapping transfers' bytes
 // unspecified without any other effect.
 unsafe impl Send for Mem {}
+// SAFETY: as for Send: shared access only ever copies through raw pointers, never through
+// references to the memory.
 unsafe impl Sync for Mem {}
 
 impl Drop for Mem {

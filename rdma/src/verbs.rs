@@ -139,6 +139,7 @@ struct Dc {
 // SAFETY: verbs objects are thread-safe per libibverbs; posting is serialized by `post`, the
 // pool's buffers are handed out exclusively through `free`.
 unsafe impl Send for Dc {}
+// SAFETY: as for Send: shared use posts under `post` and hands buffers out through `free`.
 unsafe impl Sync for Dc {}
 
 /// The DC transport.
@@ -155,151 +156,209 @@ impl DcTransport {
     /// Opens the device and sets up the DC initiator, or says why it cannot (no device, no
     /// kernel support, not an mlx5 NIC).
     pub fn open(o: &DcOptions) -> Result<Self, TransferError> {
-        // SAFETY: plain verbs calls; every pointer is checked before use and released on error
-        // by `Dc::drop`.
-        unsafe {
-            let mut n: c_int = 0;
-            let list = ibv_get_device_list(&mut n);
-            if list.is_null() {
-                return Err(os_err("no RDMA devices (ibv_get_device_list)"));
-            }
-            let mut chosen: *mut ibv_device = ptr::null_mut();
-            let mut names = Vec::new();
-            for i in 0..n.max(0) as usize {
-                let d = *list.add(i);
-                let name = CStr::from_ptr(ibv_get_device_name(d)).to_string_lossy().into_owned();
-                if chosen.is_null() && o.device.as_deref().is_none_or(|w| w == name) {
-                    chosen = d;
-                }
-                names.push(name);
-            }
-            let ctx = if chosen.is_null() {
-                ptr::null_mut()
-            } else {
-                ibv_open_device(chosen)
-            };
-            ibv_free_device_list(list);
-            if chosen.is_null() {
-                return Err(TransferError::Rdma(format!(
-                    "RDMA device {:?} not found (have {names:?})",
-                    o.device
-                )));
-            }
-            if ctx.is_null() {
-                return Err(os_err("ibv_open_device"));
-            }
-            let mut dc = Dc {
-                ctx,
-                pd: ptr::null_mut(),
-                cq: ptr::null_mut(),
-                qp: ptr::null_mut(),
-                qpx: ptr::null_mut(),
-                mqpx: ptr::null_mut(),
-                mr: ptr::null_mut(),
-                pool: ptr::null_mut(),
-                port: o.port,
-                gid_index: o.gid_index,
-                mtu: ibv_mtu::IBV_MTU_1024,
-                dc_key: o.dc_key,
-                post: Mutex::new(()),
-                free: Mutex::new((0..BUFFERS).collect()),
-                permits: Semaphore::new(BUFFERS),
-                pending: Mutex::default(),
-                next_id: AtomicU64::new(1),
-                ahs: Mutex::default(),
-                broken: AtomicBool::new(false),
-                stop: AtomicBool::new(false),
-            };
-            let mut pa: ibv_port_attr = std::mem::zeroed();
-            if ___ibv_query_port(ctx, o.port, &mut pa) != 0 {
-                return Err(os_err("ibv_query_port"));
-            }
-            dc.mtu = pa.active_mtu;
-            dc.pd = ibv_alloc_pd(ctx);
-            if dc.pd.is_null() {
-                return Err(os_err("ibv_alloc_pd"));
-            }
-            dc.cq = ibv_create_cq(ctx, (MAX_SEND_WR * 2) as c_int, ptr::null_mut(), ptr::null_mut(), 0);
-            if dc.cq.is_null() {
-                return Err(os_err("ibv_create_cq"));
-            }
-            let layout = std::alloc::Layout::from_size_align(BUFFERS * CHUNK, 4096).expect("layout");
-            dc.pool = std::alloc::alloc(layout);
-            if dc.pool.is_null() {
-                return Err(TransferError::Rdma("cannot allocate the staging pool".into()));
-            }
-            dc.mr = ibv_reg_mr(
+        let (ctx, names) = open_device(o.device.as_deref())?;
+        // From here on `dc` owns every object created; its Drop releases them, in reverse
+        // order, on every early return below.
+        let mut dc = Dc {
+            ctx,
+            pd: ptr::null_mut(),
+            cq: ptr::null_mut(),
+            qp: ptr::null_mut(),
+            qpx: ptr::null_mut(),
+            mqpx: ptr::null_mut(),
+            mr: ptr::null_mut(),
+            pool: ptr::null_mut(),
+            port: o.port,
+            gid_index: o.gid_index,
+            mtu: ibv_mtu::IBV_MTU_1024,
+            dc_key: o.dc_key,
+            post: Mutex::new(()),
+            free: Mutex::new((0..BUFFERS).collect()),
+            permits: Semaphore::new(BUFFERS),
+            pending: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            ahs: Mutex::default(),
+            broken: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        };
+        // SAFETY: ibv_port_attr is plain C data, for which all-zero bytes are a valid value.
+        let mut pa: ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: ctx is an open device context (checked non-null by open_device) and `pa` a
+        // live, writable ibv_port_attr for the duration of the call.
+        if unsafe { ___ibv_query_port(ctx, o.port, &mut pa) } != 0 {
+            return Err(os_err("ibv_query_port"));
+        }
+        dc.mtu = pa.active_mtu;
+        // SAFETY: ctx is an open device context.
+        dc.pd = unsafe { ibv_alloc_pd(ctx) };
+        if dc.pd.is_null() {
+            return Err(os_err("ibv_alloc_pd"));
+        }
+        // SAFETY: ctx is open; a null channel and context and vector 0 ask for a CQ without
+        // completion events, which poll_loop polls.
+        dc.cq = unsafe { ibv_create_cq(ctx, (MAX_SEND_WR * 2) as c_int, ptr::null_mut(), ptr::null_mut(), 0) };
+        if dc.cq.is_null() {
+            return Err(os_err("ibv_create_cq"));
+        }
+        let layout = std::alloc::Layout::from_size_align(BUFFERS * CHUNK, 4096).expect("layout");
+        // SAFETY: the layout has a non-zero size; the pool is freed with the same layout in
+        // Dc::drop.
+        dc.pool = unsafe { std::alloc::alloc(layout) };
+        if dc.pool.is_null() {
+            return Err(TransferError::Rdma("cannot allocate the staging pool".into()));
+        }
+        // SAFETY: pd is valid; the pool is BUFFERS * CHUNK bytes owned by `dc`, deregistered in
+        // Dc::drop before it is freed, so the NIC never writes memory that is no longer ours.
+        dc.mr = unsafe {
+            ibv_reg_mr(
                 dc.pd,
                 dc.pool as *mut c_void,
                 BUFFERS * CHUNK,
                 ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as c_int,
-            );
-            if dc.mr.is_null() {
-                return Err(os_err("ibv_reg_mr"));
-            }
-            let mut attr: ibv_qp_init_attr_ex = std::mem::zeroed();
-            attr.send_cq = dc.cq;
-            attr.recv_cq = dc.cq;
-            attr.qp_type = ibv_qp_type::IBV_QPT_DRIVER;
-            attr.pd = dc.pd;
-            attr.comp_mask =
-                (ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD | ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS).0;
-            attr.send_ops_flags = (ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE
-                | ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ)
-                .0 as u64;
-            attr.cap.max_send_wr = MAX_SEND_WR;
-            attr.cap.max_send_sge = 1;
-            let mut dv = Mlx5dvQpInitAttr {
-                comp_mask: MLX5DV_QP_INIT_ATTR_MASK_DC,
-                create_flags: 0,
-                dc_init_attr: Mlx5dvDcInitAttr {
-                    dc_type: MLX5DV_DCTYPE_DCI,
-                    dct_access_key: 0,
-                },
-                send_ops_flags: 0,
-            };
-            dc.qp = mlx5dv_create_qp(ctx, &mut attr, &mut dv);
-            if dc.qp.is_null() {
-                return Err(os_err("mlx5dv_create_qp (DCI; needs an mlx5 NIC)"));
-            }
-            dc.qpx = ibv_qp_to_qp_ex(dc.qp);
-            dc.mqpx = mlx5dv_qp_ex_from_ibv_qp_ex(dc.qpx);
-            if dc.qpx.is_null() || dc.mqpx.is_null() || (*dc.mqpx).wr_set_dc_addr.is_none() {
-                return Err(TransferError::Rdma("the DCI has no extended send API".into()));
-            }
-            dc.bring_up()?;
-            let dc = Arc::new(dc);
-            let poll = dc.clone();
-            let poller = std::thread::Builder::new()
-                .name("penstock-dc-cq".into())
-                .spawn(move || poll.poll_loop())
-                .map_err(TransferError::Io)?;
-            tracing::info!(device = ?names, port = o.port, "DC initiator ready");
-            Ok(Self {
-                dc,
-                poller: Some(poller),
-            })
+            )
+        };
+        if dc.mr.is_null() {
+            return Err(os_err("ibv_reg_mr"));
         }
+        // SAFETY: ibv_qp_init_attr_ex is plain C data; zero means "unset" for every field the
+        // mask below does not name.
+        let mut attr: ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+        attr.send_cq = dc.cq;
+        attr.recv_cq = dc.cq;
+        attr.qp_type = ibv_qp_type::IBV_QPT_DRIVER;
+        attr.pd = dc.pd;
+        attr.comp_mask =
+            (ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD | ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS).0;
+        attr.send_ops_flags = (ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE
+            | ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ)
+            .0 as u64;
+        attr.cap.max_send_wr = MAX_SEND_WR;
+        attr.cap.max_send_sge = 1;
+        let mut dv = Mlx5dvQpInitAttr {
+            comp_mask: MLX5DV_QP_INIT_ATTR_MASK_DC,
+            create_flags: 0,
+            dc_init_attr: Mlx5dvDcInitAttr {
+                dc_type: MLX5DV_DCTYPE_DCI,
+                dct_access_key: 0,
+            },
+            send_ops_flags: 0,
+        };
+        // SAFETY: ctx is open; attr and dv are initialized, live for the call, and laid out as
+        // mlx5dv.h declares them (checked by the mlx5dv_layouts_match_the_header test).
+        dc.qp = unsafe { mlx5dv_create_qp(ctx, &mut attr, &mut dv) };
+        if dc.qp.is_null() {
+            return Err(os_err("mlx5dv_create_qp (DCI; needs an mlx5 NIC)"));
+        }
+        // SAFETY: qp was created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, which is what makes the
+        // extended QP valid; the returned pointers live as long as the QP.
+        dc.qpx = unsafe { ibv_qp_to_qp_ex(dc.qp) };
+        if dc.qpx.is_null() {
+            return Err(TransferError::Rdma("the DCI has no extended send API".into()));
+        }
+        // SAFETY: qpx is the non-null extended QP of an mlx5 DCI.
+        dc.mqpx = unsafe { mlx5dv_qp_ex_from_ibv_qp_ex(dc.qpx) };
+        // SAFETY: mqpx, when non-null, points at the provider's mlx5dv_qp_ex, alive with the QP.
+        if dc.mqpx.is_null() || unsafe { (*dc.mqpx).wr_set_dc_addr.is_none() } {
+            return Err(TransferError::Rdma("the DCI has no extended send API".into()));
+        }
+        // SAFETY: nothing else can reach `dc` yet, so no work request is being posted.
+        unsafe { dc.bring_up()? };
+        let dc = Arc::new(dc);
+        let poll = dc.clone();
+        let poller = std::thread::Builder::new()
+            .name("penstock-dc-cq".into())
+            .spawn(move || poll.poll_loop())
+            .map_err(TransferError::Io)?;
+        tracing::info!(device = ?names, port = o.port, "DC initiator ready");
+        Ok(Self {
+            dc,
+            poller: Some(poller),
+        })
     }
+}
+
+/// Opens the RDMA device named `wanted` (the first one when `None`); returns its context,
+/// never null, and the names of every device seen.
+fn open_device(wanted: Option<&str>) -> Result<(*mut ibv_context, Vec<String>), TransferError> {
+    let mut n: c_int = 0;
+    // SAFETY: `n` is a live c_int the call writes the device count into.
+    let list = unsafe { ibv_get_device_list(&mut n) };
+    if list.is_null() {
+        return Err(os_err("no RDMA devices (ibv_get_device_list)"));
+    }
+    let mut chosen: *mut ibv_device = ptr::null_mut();
+    let mut names = Vec::new();
+    for i in 0..n.max(0) as usize {
+        // SAFETY: the list holds `n` device pointers (then a null), valid until it is freed
+        // below; ibv_get_device_name returns a NUL-terminated string owned by the device.
+        let (d, name) = unsafe {
+            let d = *list.add(i);
+            (d, CStr::from_ptr(ibv_get_device_name(d)).to_string_lossy().into_owned())
+        };
+        if chosen.is_null() && wanted.is_none_or(|w| w == name) {
+            chosen = d;
+        }
+        names.push(name);
+    }
+    let ctx = if chosen.is_null() {
+        ptr::null_mut()
+    } else {
+        // SAFETY: `chosen` comes from the list, which is still alive; an opened context stays
+        // valid after the list is freed (libibverbs reference-counts the device).
+        unsafe { ibv_open_device(chosen) }
+    };
+    // SAFETY: `list` came from ibv_get_device_list and is freed once, after its last use.
+    unsafe { ibv_free_device_list(list) };
+    if chosen.is_null() {
+        return Err(TransferError::Rdma(format!(
+            "RDMA device {wanted:?} not found (have {names:?})"
+        )));
+    }
+    if ctx.is_null() {
+        return Err(os_err("ibv_open_device"));
+    }
+    Ok((ctx, names))
 }
 
 impl Dc {
     /// RESET -> INIT -> RTR -> RTS, as a DC initiator.
+    ///
+    /// # Safety
+    /// `self.qp` is a live DCI, and no work request is being posted while this runs (callers
+    /// hold `post`, or nothing else can reach the `Dc` yet): resetting a QP under a concurrent
+    /// post corrupts the provider's send queue.
     unsafe fn bring_up(&self) -> Result<(), TransferError> {
-        let mut a: ibv_qp_attr = std::mem::zeroed();
-        a.qp_state = ibv_qp_state::IBV_QPS_RESET;
-        if ibv_modify_qp(self.qp, &mut a, ibv_qp_attr_mask::IBV_QP_STATE.0 as c_int) != 0 {
-            return Err(os_err("modify DCI to RESET"));
+        /// Moves the DCI to the state `a` names, with the attributes of `mask`.
+        fn modify(
+            qp: *mut ibv_qp,
+            mut a: ibv_qp_attr,
+            mask: ibv_qp_attr_mask,
+            what: &str,
+        ) -> Result<(), TransferError> {
+            // SAFETY: qp is live (the caller's contract) and `a` is an initialized attribute
+            // block that outlives the call.
+            if unsafe { ibv_modify_qp(qp, &mut a, mask.0 as c_int) } != 0 {
+                return Err(os_err(what));
+            }
+            Ok(())
         }
-        let mut a: ibv_qp_attr = std::mem::zeroed();
+        /// A zeroed attribute block: plain C data, where zero means "unset".
+        fn attrs() -> ibv_qp_attr {
+            // SAFETY: ibv_qp_attr is plain C data; all-zero bytes are a valid value.
+            unsafe { std::mem::zeroed() }
+        }
+        let mut a = attrs();
+        a.qp_state = ibv_qp_state::IBV_QPS_RESET;
+        modify(self.qp, a, ibv_qp_attr_mask::IBV_QP_STATE, "modify DCI to RESET")?;
+
+        let mut a = attrs();
         a.qp_state = ibv_qp_state::IBV_QPS_INIT;
         a.pkey_index = 0;
         a.port_num = self.port;
         let m = ibv_qp_attr_mask::IBV_QP_STATE | ibv_qp_attr_mask::IBV_QP_PKEY_INDEX | ibv_qp_attr_mask::IBV_QP_PORT;
-        if ibv_modify_qp(self.qp, &mut a, m.0 as c_int) != 0 {
-            return Err(os_err("modify DCI to INIT"));
-        }
-        let mut a: ibv_qp_attr = std::mem::zeroed();
+        modify(self.qp, a, m, "modify DCI to INIT")?;
+
+        let mut a = attrs();
         a.qp_state = ibv_qp_state::IBV_QPS_RTR;
         a.path_mtu = self.mtu;
         a.ah_attr.port_num = self.port;
@@ -307,10 +366,9 @@ impl Dc {
         a.ah_attr.grh.sgid_index = self.gid_index;
         a.ah_attr.grh.hop_limit = 64;
         let m = ibv_qp_attr_mask::IBV_QP_STATE | ibv_qp_attr_mask::IBV_QP_PATH_MTU | ibv_qp_attr_mask::IBV_QP_AV;
-        if ibv_modify_qp(self.qp, &mut a, m.0 as c_int) != 0 {
-            return Err(os_err("modify DCI to RTR"));
-        }
-        let mut a: ibv_qp_attr = std::mem::zeroed();
+        modify(self.qp, a, m, "modify DCI to RTR")?;
+
+        let mut a = attrs();
         a.qp_state = ibv_qp_state::IBV_QPS_RTS;
         a.timeout = 14;
         a.retry_cnt = 7;
@@ -323,16 +381,15 @@ impl Dc {
             | ibv_qp_attr_mask::IBV_QP_RNR_RETRY
             | ibv_qp_attr_mask::IBV_QP_SQ_PSN
             | ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC;
-        if ibv_modify_qp(self.qp, &mut a, m.0 as c_int) != 0 {
-            return Err(os_err("modify DCI to RTS"));
-        }
-        Ok(())
+        modify(self.qp, a, m, "modify DCI to RTS")
     }
 
     fn poll_loop(&self) {
-        // SAFETY: ibv_wc is plain data; the CQ outlives this thread (joined in Drop).
+        // SAFETY: ibv_wc is plain C data; all-zero bytes are a valid value.
         let mut wcs: Vec<ibv_wc> = (0..16).map(|_| unsafe { std::mem::zeroed() }).collect();
         while !self.stop.load(Ordering::Relaxed) {
+            // SAFETY: the CQ outlives this thread (DcTransport joins it before the Dc drops),
+            // and `wcs` has room for the number of completions the call may write.
             let n = unsafe { ibv_poll_cq(self.cq, wcs.len() as c_int, wcs.as_mut_ptr()) };
             if n <= 0 {
                 std::thread::sleep(std::time::Duration::from_micros(20));
@@ -360,7 +417,8 @@ impl Dc {
         if let Some(&a) = ahs.get(&k) {
             return Ok(a as *mut ibv_ah);
         }
-        // SAFETY: attr is fully initialized; pd is valid.
+        // SAFETY: ibv_ah_attr is plain C data (zero means unset) and fully set for the fields
+        // used; pd is valid for the Dc's life; the handle is destroyed once, in Drop.
         let ah = unsafe {
             let mut attr: ibv_ah_attr = std::mem::zeroed();
             attr.dlid = lid;
@@ -403,15 +461,19 @@ impl Dc {
             if self.broken.swap(false, Ordering::SeqCst) {
                 // Resetting discards queued work requests without completions: fail them now.
                 self.fail_pending();
-                // SAFETY: serialized with posting by `post`.
+                // SAFETY: the DCI is live, and `post` is held, so no work request is being
+                // posted while it resets.
                 unsafe { self.bring_up()? };
             }
             self.pending
                 .lock()
                 .map_err(|_| TransferError::Rdma("lock".into()))?
                 .insert(id, Pending { tx, buf, orphan: false });
-            // SAFETY: qpx/mqpx belong to a DCI in RTS; the buffer lies inside the registered
-            // pool and stays reserved for this operation until its completion arrives.
+            // SAFETY: `post` is held, so this is the only work request being built on the QP;
+            // qpx/mqpx belong to a DCI in RTS and wr_set_dc_addr was checked present at open;
+            // `ah` is a live address handle (kept until Drop); buf * CHUNK + len lies inside
+            // the registered pool (buf < BUFFERS, len <= CHUNK) and the buffer stays reserved
+            // for this operation until its completion arrives (BufGuard).
             let rc = unsafe {
                 ibv_wr_start(self.qpx);
                 (*self.qpx).wr_id = id;
@@ -484,7 +546,10 @@ impl Dc {
 
 impl Drop for Dc {
     fn drop(&mut self) {
-        // SAFETY: each object is released once, in reverse order of creation.
+        // SAFETY: every pointer is either null (never created) or owned by this Dc alone; each
+        // is released once, in reverse order of creation, and the poller that used the CQ has
+        // been joined (DcTransport::drop) before the last Arc goes. The MR is deregistered
+        // before the pool it covers is freed, with the layout it was allocated with.
         unsafe {
             if let Ok(ahs) = self.ahs.get_mut() {
                 for (_, a) in ahs.drain() {
