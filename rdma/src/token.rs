@@ -119,6 +119,10 @@ impl DcToken {
                 found: gid_text.len(),
             });
         }
+        // Byte offsets below are character offsets only in ASCII (the fuzzer found the panic).
+        if !gid_text.is_ascii() {
+            return Err(TokenError::NotHex { field: "gid" });
+        }
         let mut gid = [0u8; 16];
         for (i, byte) in gid.iter_mut().enumerate() {
             *byte = hex_field(&gid_text[2 * i..2 * i + 2], "gid", 2)? as u8;
@@ -232,6 +236,13 @@ mod tests {
             }
         );
         assert_eq!(t.to_string(), s);
+    }
+
+    #[test]
+    fn a_multibyte_character_in_the_gid_is_refused_not_a_panic() {
+        let bad = SAMPLE.replace("ffffc0a80a07", "ffff\u{35e}a80a07");
+        assert_eq!(bad.len(), SAMPLE.len());
+        assert_eq!(DcToken::parse(&bad), Err(TokenError::NotHex { field: "gid" }));
     }
 
     #[test]

@@ -124,6 +124,11 @@ pub(crate) fn select(
             let rg = range
                 .check(size)
                 .map_err(|_| s3_error!(InvalidRange, "The requested range is not satisfiable"))?;
+            if rg.is_empty() {
+                // A suffix range (`bytes=-N`) of an empty object: satisfiable under RFC 9110 yet
+                // selecting nothing, so S3 answers 200 with the whole (empty) object.
+                return select(size, part_sizes, None, None);
+            }
             Ok(Selection {
                 start: rg.start,
                 len: rg.end - rg.start,

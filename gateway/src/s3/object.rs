@@ -11,8 +11,19 @@ use penstock_metadata::{Checksums, Fingerprint, ObjectAttrs, ObjectRecord};
 
 use super::error::key_err;
 
-/// Validates an object key.
+/// Longest object key S3 accepts, in bytes (UTF-8).
+const MAX_KEY_BYTES: usize = 1024;
+
+/// Validates an object key: at most 1024 bytes, as on S3, wherever it comes from (a request
+/// path, a DeleteObjects document, a copy source), and a path the backend can store.
 pub(crate) fn parse_key(key: &str) -> S3Result<ObjectPath> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(s3_error!(
+            KeyTooLongError,
+            "Your key is too long: {} bytes, the most is {MAX_KEY_BYTES}",
+            key.len()
+        ));
+    }
     ObjectPath::parse(key).map_err(key_err)
 }
 
