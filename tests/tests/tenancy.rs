@@ -506,3 +506,104 @@ async fn import_existing_folder_and_admin_errors() {
     assert!(dir.join("data/existing.csv").exists());
     assert!(u.s3.head_bucket().bucket("legacy").send().await.is_err());
 }
+
+/// Clients that go away in the middle of an upload (PUT, overwrite, UploadPart) leave the
+/// quota where it was: whatever was reserved for their bytes is given back, and nothing of
+/// them is listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_disconnect_midway_leak_no_quota() {
+    use aws_sdk_s3::presigning::PresigningConfig;
+    use penstock_tests::raw::Conn;
+    use std::time::Duration;
+
+    let gw = Gateway::start();
+    gw.admin(&["domain", "create", "dq"]);
+    let u = user(&gw, "dq", "dquser", "user");
+    u.s3.create_bucket().bucket("dq-b").send().await.unwrap();
+    let scope = format!("user:{}", u.id);
+    gw.admin(&["quota", "set", &scope, &(64u64 << 20).to_string()]);
+    u.s3.put_object()
+        .bucket("dq-b")
+        .key("base")
+        .body(ByteStream::from(vec![7u8; 1 << 20]))
+        .send()
+        .await
+        .unwrap();
+    let usage = || gw.admin(&["quota", "show", &scope])["usage_bytes"].as_u64().unwrap();
+    assert_eq!(usage(), 1 << 20);
+    let upload =
+        u.s3.create_multipart_upload()
+            .bucket("dq-b")
+            .key("mp")
+            .send()
+            .await
+            .unwrap()
+            .upload_id()
+            .unwrap()
+            .to_owned();
+
+    let presign = || PresigningConfig::expires_in(Duration::from_secs(300)).unwrap();
+    let declared = 8usize << 20;
+    for round in 0..6 {
+        let req = match round % 3 {
+            0 => {
+                u.s3.put_object()
+                    .bucket("dq-b")
+                    .key(format!("new{round}"))
+                    .presigned(presign())
+                    .await
+                    .unwrap()
+            }
+            1 => {
+                u.s3.put_object()
+                    .bucket("dq-b")
+                    .key("base")
+                    .presigned(presign())
+                    .await
+                    .unwrap()
+            }
+            _ => {
+                u.s3.upload_part()
+                    .bucket("dq-b")
+                    .key("mp")
+                    .upload_id(&upload)
+                    .part_number(round)
+                    .presigned(presign())
+                    .await
+                    .unwrap()
+            }
+        };
+        let mut conn = Conn::open(&gw);
+        conn.send_head(&req, &[("content-length", declared.to_string())]);
+        // Part of the body, then the client is gone.
+        conn.send(&vec![1u8; (round as usize + 1) << 19]);
+        std::thread::sleep(Duration::from_millis(100));
+        conn.w.shutdown(std::net::Shutdown::Both).unwrap();
+    }
+
+    // The gateway notices each disconnect as the body ends early; give it a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while usage() != 1 << 20 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(usage(), 1 << 20, "an abandoned upload kept its reservation");
+    let rescanned = gw.admin(&["quota", "rescan", &scope])["usage_bytes"].as_u64().unwrap();
+    assert_eq!(rescanned, 1 << 20);
+    let listed = u.s3.list_objects_v2().bucket("dq-b").send().await.unwrap();
+    let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys, ["base"]);
+    let base = u.s3.get_object().bucket("dq-b").key("base").send().await.unwrap();
+    assert_eq!(
+        base.body.collect().await.unwrap().into_bytes().as_ref(),
+        &vec![7u8; 1 << 20][..]
+    );
+    let parts =
+        u.s3.list_parts()
+            .bucket("dq-b")
+            .key("mp")
+            .upload_id(&upload)
+            .send()
+            .await
+            .unwrap();
+    assert!(parts.parts().is_empty(), "an abandoned part was stored");
+}
