@@ -1,0 +1,239 @@
+//! Hostile input on the request path (issue #16): digests of XML bodies and signatures of
+//! aws-chunked bodies are checked, and a refused request changes nothing.
+
+use aws_sdk_s3::primitives::ByteStream;
+use base64::Engine;
+use bytes::Bytes;
+use md5::{Digest, Md5};
+use penstock_tests::raw::Conn;
+use penstock_tests::{pattern, Gateway, ACCESS_KEY, SECRET_KEY};
+
+fn raw_client(gw: &Gateway) -> penstock_client::Client {
+    penstock_client::Client::new(&gw.endpoint, ACCESS_KEY, SECRET_KEY)
+}
+
+fn b64_md5(b: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(Md5::digest(b))
+}
+
+fn error_code(body: &[u8]) -> String {
+    let s = String::from_utf8_lossy(body);
+    s.split("<Code>")
+        .nth(1)
+        .and_then(|r| r.split("</Code>").next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Headers sent with a DeleteObjects body, and the status and code S3 answers.
+type DigestCase<'a> = (&'a [(&'a str, &'a str)], u16, &'a str);
+
+/// Content-MD5 and checksums of XML bodies are checked like those of object data: a wrong or
+/// malformed digest is refused with S3's error and changes nothing; DeleteObjects without one
+/// is refused as S3 refuses it.
+#[tokio::test]
+async fn digests_of_xml_bodies_are_checked() {
+    use http::Method;
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("dig").send().await.unwrap();
+    penstock_tests::put(&c, "dig", "a", b"keep me").await;
+    let raw = raw_client(&gw);
+    let delete_url = format!("{}/dig?delete", gw.endpoint);
+    let doc = Bytes::from_static(b"<Delete><Object><Key>a</Key></Object></Delete>");
+    let wrong = b64_md5(b"another body");
+    let cases: [DigestCase; 4] = [
+        (&[("content-md5", &wrong)], 400, "BadDigest"),
+        (&[("content-md5", "notbase64!!")], 400, "InvalidDigest"),
+        (&[("x-amz-checksum-crc32", "AAAAAA==")], 400, "BadDigest"),
+        (&[], 400, "InvalidRequest"),
+    ];
+    for (headers, status, code) in cases {
+        let r = raw.send(Method::POST, &delete_url, headers, doc.clone()).await.unwrap();
+        assert_eq!(
+            (r.status.as_u16(), error_code(&r.body).as_str()),
+            (status, code),
+            "DeleteObjects with {headers:?}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
+        assert_eq!(
+            penstock_tests::get(&c, "dig", "a").await,
+            b"keep me",
+            "{headers:?} deleted the object"
+        );
+    }
+
+    // PutObjectTagging with a wrong Content-MD5 leaves the tags alone.
+    let tag_url = format!("{}/dig/a?tagging", gw.endpoint);
+    let tags = Bytes::from_static(b"<Tagging><TagSet><Tag><Key>t</Key><Value>1</Value></Tag></TagSet></Tagging>");
+    let r = raw
+        .send(Method::PUT, &tag_url, &[("content-md5", &wrong)], tags.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status.as_u16(), error_code(&r.body).as_str()), (400, "BadDigest"));
+    let t = c.get_object_tagging().bucket("dig").key("a").send().await.unwrap();
+    assert!(t.tag_set().is_empty(), "a refused tagging changed the tags");
+    let right = b64_md5(&tags);
+    let r = raw
+        .send(Method::PUT, &tag_url, &[("content-md5", &right)], tags)
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 200, "{}", String::from_utf8_lossy(&r.body));
+
+    // CompleteMultipartUpload with a wrong Content-MD5 leaves the upload open.
+    let up = c.create_multipart_upload().bucket("dig").key("m").send().await.unwrap();
+    let id = up.upload_id().unwrap().to_owned();
+    let p = c
+        .upload_part()
+        .bucket("dig")
+        .key("m")
+        .upload_id(&id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"part one"))
+        .send()
+        .await
+        .unwrap();
+    let complete_url = format!("{}/dig/m?uploadId={id}", gw.endpoint);
+    let xml = Bytes::from(format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{}</ETag></Part></CompleteMultipartUpload>",
+        p.e_tag().unwrap()
+    ));
+    let r = raw
+        .send(Method::POST, &complete_url, &[("content-md5", &wrong)], xml.clone())
+        .await
+        .unwrap();
+    assert_eq!((r.status.as_u16(), error_code(&r.body).as_str()), (400, "BadDigest"));
+    assert!(c.head_object().bucket("dig").key("m").send().await.is_err());
+    let r = raw
+        .send(Method::POST, &complete_url, &[("content-md5", &b64_md5(&xml))], xml)
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 200, "{}", String::from_utf8_lossy(&r.body));
+
+    // The right digest deletes.
+    let r = raw
+        .send(Method::POST, &delete_url, &[("content-md5", &b64_md5(&doc))], doc)
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 200);
+    assert!(c.head_object().bucket("dig").key("a").send().await.is_err());
+}
+
+/// A signed aws-chunked PUT (`STREAMING-AWS4-HMAC-SHA256-PAYLOAD`) of `chunks`, as raw bytes on
+/// the wire; `tamper` flips one byte of that chunk's signature (the final, empty chunk is the
+/// last index).
+fn signed_chunked_put(gw: &Gateway, path: &str, chunks: &[&[u8]], tamper: Option<usize>) -> Vec<u8> {
+    use aws_credential_types::Credentials;
+    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::sign::v4;
+
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let decoded: usize = chunks.iter().map(|c| c.len()).sum();
+    let identity = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "test").into();
+    let now = std::time::SystemTime::now();
+    let params = || {
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        v4::SigningParams::builder()
+            .identity(&identity)
+            .region("us-east-1")
+            .name("s3")
+            .time(now)
+            .settings(settings)
+            .build()
+            .unwrap()
+    };
+
+    let seed_headers = [
+        ("host", host),
+        ("content-encoding", "aws-chunked".to_owned()),
+        ("x-amz-decoded-content-length", decoded.to_string()),
+    ];
+    let signable = SignableRequest::new(
+        "PUT",
+        format!("{}{path}", gw.endpoint),
+        seed_headers.iter().map(|(k, v)| (*k, v.as_str())),
+        SignableBody::Precomputed("STREAMING-AWS4-HMAC-SHA256-PAYLOAD".to_owned()),
+    )
+    .unwrap();
+    let (instructions, seed) = sign(signable, &params().into()).unwrap().into_parts();
+
+    // The body: every data chunk, then the empty final chunk, each signed over the one before.
+    let params = params();
+    let mut running = seed;
+    let mut body = Vec::new();
+    for (i, data) in chunks.iter().copied().chain([&b""[..]]).enumerate() {
+        let sig = v4::sign_chunk(&Bytes::copy_from_slice(data), &running, &params)
+            .unwrap()
+            .signature()
+            .to_owned();
+        running = sig.clone();
+        let mut sent = sig.into_bytes();
+        if tamper == Some(i) {
+            sent[0] = if sent[0] == b'0' { b'1' } else { b'0' };
+        }
+        body.extend_from_slice(format!("{:x};chunk-signature=", data.len()).as_bytes());
+        body.extend_from_slice(&sent);
+        body.extend_from_slice(b"\r\n");
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\r\n");
+    }
+
+    let mut req = format!("PUT {path} HTTP/1.1\r\n");
+    for (k, v) in &seed_headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    for (k, v) in instructions.headers() {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+    let mut wire = req.into_bytes();
+    wire.extend_from_slice(&body);
+    wire
+}
+
+/// A chunk whose signature does not follow from the seed is refused with 403
+/// `SignatureDoesNotMatch`, whichever chunk it is, and the key keeps what it had.
+#[tokio::test]
+async fn a_bad_chunk_signature_is_refused() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("chunks").send().await.unwrap();
+    let a = pattern(1, 64 * 1024);
+    let b = pattern(2, 1000);
+
+    // Correctly signed, the upload lands: the framing and signing here are right.
+    let mut conn = Conn::open(&gw);
+    conn.send(&signed_chunked_put(&gw, "/chunks/k", &[&a, &b], None));
+    let r = conn.answer(false);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let mut whole = a.clone();
+    whole.extend_from_slice(&b);
+    assert_eq!(penstock_tests::get(&c, "chunks", "k").await, whole);
+
+    // A bad signature on the first, the second or the final chunk changes nothing.
+    for bad in 0..3 {
+        let mut conn = Conn::open(&gw);
+        conn.send(&signed_chunked_put(&gw, "/chunks/k", &[&b, &a], Some(bad)));
+        let r = conn.answer(false);
+        assert_eq!(
+            (r.status, error_code(&r.body).as_str()),
+            (403, "SignatureDoesNotMatch"),
+            "chunk {bad}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
+        assert_eq!(
+            penstock_tests::get(&c, "chunks", "k").await,
+            whole,
+            "chunk {bad} replaced the object"
+        );
+
+        let mut conn = Conn::open(&gw);
+        conn.send(&signed_chunked_put(&gw, "/chunks/new", &[&b], Some(bad.min(1))));
+        assert_eq!(conn.answer(false).status, 403);
+        let e = c.head_object().bucket("chunks").key("new").send().await;
+        assert!(e.is_err(), "a refused upload created the key");
+    }
+}
