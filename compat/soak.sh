@@ -2,7 +2,8 @@
 # Soak: 64 clients mixing every operation (penstock-bench --workload soak: verified GETs, HEADs,
 # overwrites, listings, PUT+DELETE and multipart uploads read back) for SOAK_SECS seconds (default
 # 600; CI runs 60), sampling the gateway's RSS and open descriptors every 5 s.
-# Passes with 0 errors, RSS flat (the second half's peak at most 1.25x the first half's + 16 MiB)
+# Passes with 0 errors, RSS flat (the second half's peak at most 1.15x the first half's + 16 MiB;
+# the 30-minute run plateaus at ~150 MiB once RocksDB's capped memtables and block cache are full)
 # and descriptors bounded. SOAK_OUT=file also writes the samples there (CSV).
 source "$(dirname "$0")/lib.sh"
 SECS=${SOAK_SECS:-600}
@@ -43,7 +44,7 @@ print(f"  soak: {r['seconds']:.0f} s, {r['ops']} ops ({r['ops_per_sec']:.0f}/s),
 ok = True
 if r["errors"]:
     print(f"  errors: {r['errors']}, first: {r['first_error']}"); ok = False
-if second > first * 1.25 + 16:
+if second > first * 1.15 + 16:
     print("  RSS grew in the second half"); ok = False
 if fds > 64 + 200:
     print("  descriptors exceed connections + 200"); ok = False
