@@ -3,7 +3,7 @@
 //! The mapping is exact or refused: a key that cannot be a path (`.`/`..` segments, empty segments,
 //! NUL, overlong segments or paths, the reserved staging directory) is rejected, never approximated.
 
-use crate::STAGING_DIR;
+use crate::HIDDEN_DIR;
 
 /// Longest path (bytes) a key may map to, matching Linux `PATH_MAX` minus the terminating NUL.
 pub const MAX_PATH_BYTES: usize = 4095;
@@ -66,7 +66,7 @@ impl ObjectPath {
                 s => segments.push(s.to_owned()),
             }
         }
-        if segments[0] == STAGING_DIR {
+        if segments[0] == HIDDEN_DIR {
             return Err(KeyError::Reserved);
         }
         Ok(Self { segments, is_dir })
@@ -112,7 +112,7 @@ impl ObjectPath {
     }
 
     /// For a directory marker, the name of the file that holds its payload in the folder's
-    /// hidden [`MARKERS_DIR`](crate::MARKERS_DIR): the SHA-256 of the key in hex, so any key,
+    /// hidden [`MARKERS_DIR`](crate::layout::MARKERS_DIR): the SHA-256 of the key in hex, so any key,
     /// however deep or long, maps to one flat, fixed-length name.
     pub fn marker_name(&self) -> Option<String> {
         use sha2::Digest;

@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod key;
+pub mod layout;
 pub mod nfs;
 pub mod posix;
 pub mod vfolder;
@@ -21,11 +22,6 @@ pub use key::{KeyError, ObjectPath};
 pub use vfolder::{FolderLocation, QuotaScope, ScopeKind};
 pub use volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 
-/// Name of the hidden per-folder directory that holds staging files and multipart parts. It never
-/// appears in listings and no key can address it.
-pub const STAGING_DIR: &str = ".penstock";
-
-/// Directory under [`STAGING_DIR`] that holds the payloads of directory markers (keys ending in
-/// `/` that were written with a body), one file per marker named by
-/// [`ObjectPath::marker_name`]. The marker itself stays a plain directory at its key's path.
-pub const MARKERS_DIR: &str = "markers";
+/// Name of the hidden per-folder directory; see [`layout`] for what it holds.
+pub use layout::HIDDEN_DIR;
+pub use penstock_types::UploadId;

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::{FolderLocation, ObjectPath, Result};
+use crate::{FolderLocation, ObjectPath, Result, UploadId};
 
 /// What a directory entry or stat result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub trait Folder: Send + Sync {
     /// returns the attributes of each part file as it was read (taken from the opened file, not
     /// the path), so the caller can check that the bytes it joined are the parts it recorded even
     /// when a part is uploaded again meanwhile.
-    async fn compose_parts(&self, upload_id: &str, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)>;
+    async fn compose_parts(&self, upload_id: &UploadId, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)>;
     /// Creates the directory for a marker key (`a/b/`) and its parents, and drops the payload
     /// the marker had (an empty marker is a bare directory).
     async fn make_dir(&self, path: &ObjectPath) -> Result<()>;
@@ -98,7 +98,7 @@ pub trait Folder: Send + Sync {
     /// Whether the folder holds no objects (ignoring the hidden staging directory).
     async fn is_empty(&self) -> Result<bool>;
     /// Removes the stored parts of a multipart upload.
-    async fn remove_upload(&self, upload_id: &str) -> Result<()>;
+    async fn remove_upload(&self, upload_id: &UploadId) -> Result<()>;
     /// Removes staging files last modified before `cutoff`: leftovers of writes that a crash
     /// interrupted. Returns how many were removed.
     async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize>;
@@ -135,5 +135,5 @@ pub trait StagingFile: Send {
     /// marker's payload, replacing an earlier one (read back with [`Folder::open_marker`]).
     async fn publish(self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()>;
     /// Atomically moves the sealed file to part `part` of upload `upload_id`.
-    async fn publish_part(self: Box<Self>, upload_id: &str, part: u32, durable: bool) -> Result<()>;
+    async fn publish_part(self: Box<Self>, upload_id: &UploadId, part: u32, durable: bool) -> Result<()>;
 }

@@ -399,8 +399,7 @@ async fn ready(gw: &Gateway) -> ApiResult {
 }
 
 fn parse_scope(s: &str) -> Result<QuotaScope, ApiError> {
-    s.parse()
-        .map_err(|e: penstock_backends::vfolder::ParseScopeError| bad(e.to_string()))
+    s.parse().map_err(|e: penstock_types::ParseError| bad(e.to_string()))
 }
 
 fn valid_name(s: &str, what: &str) -> Result<(), ApiError> {
@@ -634,7 +633,6 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         quota_scope: scope.to_string(),
         created_ms: now_ms(),
         usage_mode: b.usage_mode,
-        status: "ready".into(),
         permission: b.permission,
         grants: Default::default(),
     };

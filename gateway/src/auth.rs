@@ -272,7 +272,6 @@ mod tests {
             quota_scope: scope,
             created_ms: 0,
             usage_mode: "general".into(),
-            status: "ready".into(),
             permission: perm,
             grants: Default::default(),
         }

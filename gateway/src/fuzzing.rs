@@ -16,7 +16,7 @@ use s3s::dto::{CompletedMultipartUpload, CreateBucketConfiguration, Delete, ETag
 use s3s::xml;
 
 use penstock_backends::key::{ObjectPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
-use penstock_backends::{EntryKind, Stat, STAGING_DIR};
+use penstock_backends::{EntryKind, Stat, HIDDEN_DIR};
 
 use crate::s3::body_digest::{verdict, BodyDigest};
 use crate::s3::{
@@ -50,7 +50,7 @@ pub fn key(data: &[u8]) {
             assert!(!s.contains('/') && !s.contains('\0'), "segment {s:?} of {k:?}");
             assert!(s.len() <= MAX_SEGMENT_BYTES);
         }
-        assert_ne!(p.segments()[0], STAGING_DIR);
+        assert_ne!(p.segments()[0], HIDDEN_DIR);
         // Joined under a root, every component stays a plain name below it.
         let root = std::path::Path::new("/vfolder");
         let joined = root.join(p.rel());

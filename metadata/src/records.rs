@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use penstock_types::UploadId;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -86,9 +87,6 @@ pub struct BucketRecord {
     /// `general`, `model` or `data`.
     #[serde(default = "general")]
     pub usage_mode: String,
-    /// `ready`, `deleting`, ...
-    #[serde(default = "ready")]
-    pub status: String,
     /// Permission of project members on a project folder.
     #[serde(default = "wd")]
     pub permission: Perm,
@@ -99,10 +97,6 @@ pub struct BucketRecord {
 
 fn general() -> String {
     "general".to_owned()
-}
-
-fn ready() -> String {
-    "ready".to_owned()
 }
 
 fn wd() -> Perm {
@@ -187,7 +181,7 @@ pub struct PartSummary {
 /// What the gateway knows about one object beyond its bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRecord {
-    /// Quoted ETag as returned to clients.
+    /// The ETag's hex digits, unquoted (MD5 of the bytes, or `<md5 of part MD5s>-<parts>`).
     pub etag: String,
     pub fingerprint: Fingerprint,
     #[serde(default)]
@@ -202,7 +196,7 @@ pub struct ObjectRecord {
     /// The multipart upload whose completion wrote this object: a Complete retried after it
     /// succeeded is answered from the object while it is still this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upload_id: Option<String>,
+    pub upload_id: Option<UploadId>,
     /// Set only while this record's file is being published at the key: the record of the file it
     /// replaces (if that file had one). Until the rename lands, or forever if a crash stops it,
     /// the old file is at the key and its record must stay findable; readers pick whichever of
@@ -242,7 +236,7 @@ impl ObjectRecord {
 /// An ongoing multipart upload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadRecord {
-    pub upload_id: String,
+    pub upload_id: UploadId,
     pub key: String,
     /// Unix milliseconds.
     pub initiated_ms: i64,

@@ -17,6 +17,7 @@
 //! Object keys never contain NUL (the gateway rejects them), so 0x00 separates fields and keeps
 //! byte order equal to S3 key order.
 
+use penstock_types::UploadId;
 use uuid::Uuid;
 
 /// The schema this build reads and writes. Bump when an incompatible layout change lands.
@@ -68,17 +69,17 @@ pub fn object_key(folder: Uuid, key: &str) -> Vec<u8> {
 }
 
 /// Key of an upload record.
-pub fn upload_key(folder: Uuid, key: &str, upload_id: &str) -> Vec<u8> {
+pub fn upload_key(folder: Uuid, key: &str, upload_id: &UploadId) -> Vec<u8> {
     let mut k = object_key(folder, key);
     k.push(0);
-    k.extend_from_slice(upload_id.as_bytes());
+    k.extend_from_slice(upload_id.as_str().as_bytes());
     k
 }
 
 /// Key of a part record.
-pub fn part_key(upload_id: &str, part: u32) -> Vec<u8> {
-    let mut k = Vec::with_capacity(upload_id.len() + 5);
-    k.extend_from_slice(upload_id.as_bytes());
+pub fn part_key(upload_id: &UploadId, part: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(upload_id.as_str().len() + 5);
+    k.extend_from_slice(upload_id.as_str().as_bytes());
     k.push(0);
     k.extend_from_slice(&part.to_be_bytes());
     k
@@ -99,12 +100,16 @@ mod tests {
         assert_eq!(decoded, keys);
     }
 
+    fn id(s: &str) -> UploadId {
+        s.parse().unwrap()
+    }
+
     #[test]
     fn part_keys_sort_numerically() {
-        let mut ks = [part_key("u", 10), part_key("u", 2), part_key("u", 1)];
+        let mut ks = [part_key(&id("u"), 10), part_key(&id("u"), 2), part_key(&id("u"), 1)];
         ks.sort();
-        assert_eq!(ks[0], part_key("u", 1));
-        assert_eq!(ks[2], part_key("u", 10));
-        assert!(part_key("u", 10000) < part_key("u0", 1));
+        assert_eq!(ks[0], part_key(&id("u"), 1));
+        assert_eq!(ks[2], part_key(&id("u"), 10));
+        assert!(part_key(&id("u"), 10000) < part_key(&id("u0"), 1));
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::schema::*;
-use crate::{BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, UploadRecord, User};
+use crate::{BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, UploadId, UploadRecord, User};
 
 /// Errors of the metadata store.
 #[derive(Debug, thiserror::Error)]
@@ -432,7 +432,7 @@ impl Store {
     }
 
     /// Looks up an upload.
-    pub fn upload(&self, folder: Uuid, key: &str, upload_id: &str) -> Result<Option<UploadRecord>> {
+    pub fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> Result<Option<UploadRecord>> {
         self.get(CF_UPLOADS, &upload_key(folder, key, upload_id))
     }
 
@@ -447,8 +447,11 @@ impl Store {
     ) -> Result<()> {
         let scan_prefix = object_key(folder, prefix);
         let start = match start_after {
+            // The marker's id comes from a client and need not be a valid one.
             Some((key, id)) => {
-                let mut s = upload_key(folder, key, id);
+                let mut s = object_key(folder, key);
+                s.push(0);
+                s.extend_from_slice(id.as_bytes());
                 s.push(0);
                 s
             }
@@ -458,19 +461,19 @@ impl Store {
     }
 
     /// Stores (or replaces) a part.
-    pub fn put_part(&self, upload_id: &str, part: &PartRecord) -> Result<()> {
+    pub fn put_part(&self, upload_id: &UploadId, part: &PartRecord) -> Result<()> {
         self.put(CF_PARTS, &part_key(upload_id, part.part_number), part)
     }
 
     /// One part of an upload.
-    pub fn part(&self, upload_id: &str, part: u32) -> Result<Option<PartRecord>> {
+    pub fn part(&self, upload_id: &UploadId, part: u32) -> Result<Option<PartRecord>> {
         self.get(CF_PARTS, &part_key(upload_id, part))
     }
 
     /// All parts of an upload, by part number.
-    pub fn parts(&self, upload_id: &str) -> Result<Vec<PartRecord>> {
+    pub fn parts(&self, upload_id: &UploadId) -> Result<Vec<PartRecord>> {
         let mut out = Vec::new();
-        let mut prefix = upload_id.as_bytes().to_vec();
+        let mut prefix = upload_id.as_str().as_bytes().to_vec();
         prefix.push(0);
         self.scan(CF_PARTS, &prefix, b"", |_, p| {
             out.push(p);
@@ -480,7 +483,7 @@ impl Store {
     }
 
     /// Removes an upload and its parts.
-    pub fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &str) -> Result<()> {
+    pub fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> Result<()> {
         let mut batch = WriteBatch::default();
         self.delete_upload_into(&mut batch, folder, key, upload_id);
         self.db.write_opt(batch, &self.wopts())?;
@@ -488,7 +491,7 @@ impl Store {
     }
 
     /// Atomically records a completed object and forgets its upload.
-    pub fn complete_upload(&self, folder: Uuid, key: &str, upload_id: &str, rec: &ObjectRecord) -> Result<()> {
+    pub fn complete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId, rec: &ObjectRecord) -> Result<()> {
         let mut batch = WriteBatch::default();
         self.delete_upload_into(&mut batch, folder, key, upload_id);
         batch.put_cf(self.cf(CF_OBJECTS), object_key(folder, key), encode(rec));
@@ -496,7 +499,7 @@ impl Store {
         Ok(())
     }
 
-    fn delete_upload_into(&self, batch: &mut WriteBatch, folder: Uuid, key: &str, upload_id: &str) {
+    fn delete_upload_into(&self, batch: &mut WriteBatch, folder: Uuid, key: &str, upload_id: &UploadId) {
         batch.delete_cf(self.cf(CF_UPLOADS), upload_key(folder, key, upload_id));
         let (lo, hi) = parts_range(upload_id);
         batch.delete_range_cf(self.cf(CF_PARTS), &lo, &hi);
@@ -512,10 +515,10 @@ fn folder_range(folder: Uuid) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
-fn parts_range(upload_id: &str) -> (Vec<u8>, Vec<u8>) {
-    let mut lo = upload_id.as_bytes().to_vec();
+fn parts_range(upload_id: &UploadId) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = upload_id.as_str().as_bytes().to_vec();
     lo.push(0);
-    let mut hi = upload_id.as_bytes().to_vec();
+    let mut hi = upload_id.as_str().as_bytes().to_vec();
     hi.push(1);
     (lo, hi)
 }
@@ -572,7 +575,7 @@ mod tests {
             },
             tags: vec![("t".into(), "1".into())],
             parts: vec![],
-            upload_id: Some("0123456789abcdef0123456789abcdef".into()),
+            upload_id: Some("0123456789abcdef0123456789abcdef".parse().unwrap()),
             replaces: None,
         }
     }
@@ -648,7 +651,6 @@ mod tests {
             quota_scope: format!("user:{}", Uuid::nil()),
             created_ms: 0,
             usage_mode: "general".into(),
-            status: "ready".into(),
             permission: crate::Perm::Rw,
             grants: Default::default(),
         };
@@ -680,7 +682,7 @@ mod tests {
             s.put_upload(
                 f,
                 &UploadRecord {
-                    upload_id: id.into(),
+                    upload_id: id.parse().unwrap(),
                     key: key.into(),
                     initiated_ms: 0,
                     initiator: "ak".into(),
@@ -694,7 +696,7 @@ mod tests {
         }
         let mut seen = vec![];
         s.uploads(f, "", None, |u| {
-            seen.push((u.key, u.upload_id));
+            seen.push((u.key, u.upload_id.to_string()));
             true
         })
         .unwrap();
@@ -705,19 +707,20 @@ mod tests {
         assert_eq!(seen, want);
         let mut after = vec![];
         s.uploads(f, "", Some(("a", "1")), |u| {
-            after.push(u.upload_id);
+            after.push(u.upload_id.to_string());
             true
         })
         .unwrap();
         assert_eq!(after, ["9", "2", "5"]);
         let mut pref = vec![];
         s.uploads(f, "c/", None, |u| {
-            pref.push(u.upload_id);
+            pref.push(u.upload_id.to_string());
             true
         })
         .unwrap();
         assert_eq!(pref, ["5"]);
 
+        let (one, ten): (UploadId, UploadId) = ("1".parse().unwrap(), "10".parse().unwrap());
         for n in [3, 1, 2] {
             let p = PartRecord {
                 part_number: n,
@@ -727,15 +730,15 @@ mod tests {
                 checksums: Default::default(),
                 fingerprint: None,
             };
-            s.put_part("1", &p).unwrap();
-            s.put_part("10", &p).unwrap();
+            s.put_part(&one, &p).unwrap();
+            s.put_part(&ten, &p).unwrap();
         }
-        let nums: Vec<u32> = s.parts("1").unwrap().iter().map(|p| p.part_number).collect();
+        let nums: Vec<u32> = s.parts(&one).unwrap().iter().map(|p| p.part_number).collect();
         assert_eq!(nums, [1, 2, 3]);
-        s.complete_upload(f, "a", "1", &rec("\"m-3\"")).unwrap();
-        assert!(s.parts("1").unwrap().is_empty());
-        assert_eq!(s.parts("10").unwrap().len(), 3);
-        assert!(s.upload(f, "a", "1").unwrap().is_none());
+        s.complete_upload(f, "a", &one, &rec("\"m-3\"")).unwrap();
+        assert!(s.parts(&one).unwrap().is_empty());
+        assert_eq!(s.parts(&ten).unwrap().len(), 3);
+        assert!(s.upload(f, "a", &one).unwrap().is_none());
         assert!(s.object(f, "a").unwrap().is_some());
     }
 }

@@ -74,7 +74,6 @@ impl Gateway {
             quota_scope: loc.scope.to_string(),
             created_ms: now_ms(),
             usage_mode: "general".to_owned(),
-            status: "ready".to_owned(),
             permission: Perm::Wd,
             grants: Default::default(),
         };

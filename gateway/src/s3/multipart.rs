@@ -4,7 +4,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
-use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadRecord};
+use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadId, UploadRecord};
 
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{combine_crcs, composite, multipart_etag, with_checksums, Algo, BodyHasher, Claims};
@@ -21,10 +21,15 @@ const MAX_PART_NUMBER: i32 = 10_000;
 
 impl Gateway {
     async fn upload_record(&self, b: &BucketCtx, key: &str, upload_id: &str) -> S3Result<UploadRecord> {
-        let (f, k, u) = (b.rec.folder_id, key.to_owned(), upload_id.to_owned());
+        let no_such_upload = || {
+            s3_error!(NoSuchUpload, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")
+        };
+        // An id the gateway cannot have made names no upload.
+        let u: UploadId = upload_id.parse().map_err(|_| no_such_upload())?;
+        let (f, k) = (b.rec.folder_id, key.to_owned());
         self.meta(move |s| s.upload(f, &k, &u))
             .await?
-            .ok_or_else(|| s3_error!(NoSuchUpload, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."))
+            .ok_or_else(no_such_upload)
     }
 
     /// CreateMultipartUpload.
@@ -57,7 +62,7 @@ impl Gateway {
             (None, None) => None,
         };
         let up = UploadRecord {
-            upload_id: uuid::Uuid::new_v4().simple().to_string(),
+            upload_id: UploadId::generate(),
             key: input.key.clone(),
             initiated_ms: now_ms(),
             initiator: who.access_key,
@@ -71,7 +76,7 @@ impl Gateway {
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket.clone()),
             key: Some(input.key.clone()),
-            upload_id: Some(up.upload_id),
+            upload_id: Some(up.upload_id.to_string()),
             checksum_algorithm: input.checksum_algorithm.clone(),
             checksum_type: ctype.map(ChecksumType::from),
             ..Default::default()
@@ -405,7 +410,7 @@ impl Gateway {
         let Ok((rec, _, _)) = self.open_object(b, &input.key).await else {
             return Err(gone);
         };
-        if rec.upload_id.as_deref() != Some(input.upload_id.as_str()) {
+        if rec.upload_id.as_ref().map(UploadId::as_str) != Some(input.upload_id.as_str()) {
             return Err(gone);
         }
         let parts = input
@@ -460,7 +465,7 @@ impl Gateway {
         Ok(S3Response::new(ListPartsOutput {
             bucket: Some(i.bucket.clone()),
             key: Some(i.key.clone()),
-            upload_id: Some(up.upload_id.clone()),
+            upload_id: Some(up.upload_id.to_string()),
             part_number_marker: i.part_number_marker,
             next_part_number_marker: page.last().map(|p| p.part_number as i32),
             max_parts: Some(max as i32),
@@ -554,14 +559,16 @@ impl Gateway {
             max_uploads: Some(max as i32),
             is_truncated: Some(truncated),
             next_key_marker: truncated.then(|| next.as_ref().map(|u| u.key.clone())).flatten(),
-            next_upload_id_marker: truncated.then(|| next.as_ref().map(|u| u.upload_id.clone())).flatten(),
+            next_upload_id_marker: truncated
+                .then(|| next.as_ref().map(|u| u.upload_id.to_string()))
+                .flatten(),
             common_prefixes: Some(prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect()),
             uploads: Some(
                 uploads
                     .into_iter()
                     .map(|u| MultipartUpload {
                         key: Some(u.key),
-                        upload_id: Some(u.upload_id),
+                        upload_id: Some(u.upload_id.into()),
                         initiated: Some(ts_ms(u.initiated_ms)),
                         initiator: Some(Initiator {
                             id: Some(u.initiator.clone()),

@@ -1,0 +1,454 @@
+//! The POSIX backend: folders are directories on any mounted file system.
+//!
+//! Containment is race-free: every lookup resolves beneath the folder's directory handle with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, and every change (`mkdirat`, `renameat`,
+//! `unlinkat`) names a single entry relative to a directory handle obtained that way. A symlink
+//! inside a folder works if it stays inside; one that leads out is refused by the kernel (`EXDEV`),
+//! not by a string check that could race with a rename.
+//!
+//! Blocking system calls run on tokio's blocking pool.
+
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use penstock_types::UploadId;
+use rustix::fs::{AtFlags, OFlags};
+use rustix::io::Errno;
+
+use crate::layout::{self, MARKERS_DIR, TMP_DIR, UPLOADS_DIR};
+use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
+use crate::{BackendError, FolderLocation, ObjectPath, Result};
+
+use fs::{
+    absent_is_none, ensure_dir, join_or_dot, kind_of, make_marker_dir, open_beneath, open_dir_path, read_dir_sorted,
+    stat_fd, DirSyncs, PosixDirs,
+};
+use read::PosixReader;
+use recycle::{dir_key, Recycled};
+use staging::PosixStaging;
+
+mod fs;
+mod read;
+mod recycle;
+mod staging;
+#[cfg(test)]
+mod tests;
+
+/// Payloads of at least this many bytes are staged with direct writes unless configured otherwise.
+pub const DEFAULT_DIRECT_WRITES_FROM: u64 = 8 << 20;
+
+/// A volume rooted at a local directory.
+pub struct PosixVolume {
+    name: String,
+    root: PathBuf,
+    io: Arc<Io>,
+    direct_from: Option<u64>,
+    handles: FolderHandles,
+}
+
+/// How long an opened folder's directory handle is reused. Every request opens its bucket's
+/// folder, and the `open` costs a trip to the blocking pool; reusing the handle briefly removes
+/// that trip from almost all requests, while a folder directory replaced behind the gateway's
+/// back (not through it: deletes here drop the handle) is picked up within this time.
+const HANDLE_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Recently opened folder directory handles, by folder path.
+#[derive(Default)]
+struct FolderHandles(std::sync::Mutex<std::collections::HashMap<PathBuf, (Arc<OwnedFd>, std::time::Instant)>>);
+
+impl FolderHandles {
+    fn get(&self, dir: &Path) -> Option<Arc<OwnedFd>> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(dir)
+            .filter(|(_, at)| at.elapsed() < HANDLE_TTL)
+            .map(|(fd, _)| fd.clone())
+    }
+
+    fn put(&self, dir: PathBuf, fd: Arc<OwnedFd>) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 4096 {
+            map.retain(|_, (_, at)| at.elapsed() < HANDLE_TTL);
+        }
+        map.insert(dir, (fd, std::time::Instant::now()));
+    }
+
+    fn forget(&self, dir: &Path) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(dir);
+    }
+}
+
+/// Runs blocking file-system calls on tokio's blocking pool, inside a tracing span, reporting
+/// each call's duration to the volume's observer.
+struct Io {
+    volume: String,
+    observer: Option<Arc<dyn IoObserver>>,
+    dir_syncs: DirSyncs,
+    recycled: Recycled,
+}
+
+impl Io {
+    /// Runs a write that is safe to repeat; when the file system (or the user's disk quota) is
+    /// full and kept files held space, frees them and runs it once more.
+    fn with_space<T>(&self, mut write: impl FnMut() -> Result<T>) -> Result<T> {
+        match write() {
+            Err(BackendError::Io(e))
+                if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) && self.recycled.release() > 0 =>
+            {
+                write()
+            }
+            r => r,
+        }
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce() -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let span = tracing::debug_span!("backend", volume = %self.volume, op);
+        let start = std::time::Instant::now();
+        let r = tokio::task::spawn_blocking(move || span.in_scope(f))
+            .await
+            .map_err(|e| BackendError::Io(std::io::Error::other(e)))?;
+        if let Some(o) = &self.observer {
+            o.observe(&self.volume, op, start.elapsed());
+        }
+        r
+    }
+}
+
+impl PosixVolume {
+    /// Opens (creating if needed) the volume rooted at `root`.
+    pub fn open(name: &str, root: &Path) -> Result<Self> {
+        std::fs::create_dir_all(root)?;
+        Ok(Self {
+            name: name.to_owned(),
+            root: root.canonicalize()?,
+            io: Arc::new(Io {
+                volume: name.to_owned(),
+                observer: None,
+                dir_syncs: DirSyncs::default(),
+                recycled: Recycled::for_volume(root),
+            }),
+            direct_from: Some(DEFAULT_DIRECT_WRITES_FROM),
+            handles: FolderHandles::default(),
+        })
+    }
+
+    /// Stages payloads whose declared size is at least `from` bytes with `O_DIRECT` writes
+    /// (`None`: never). Large uploads then skip the copy into the page cache and its later
+    /// writeback, and reach the disk while they arrive instead of all at the final fsync; the
+    /// cost is that a fresh object is read from disk, not memory, the first time.
+    pub fn with_direct_writes_from(mut self, from: Option<u64>) -> Self {
+        self.direct_from = from;
+        self
+    }
+
+    /// Reports the duration of every storage operation to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn IoObserver>) -> Self {
+        self.io = Arc::new(Io {
+            volume: self.name.clone(),
+            observer: Some(observer),
+            dir_syncs: DirSyncs::default(),
+            recycled: Recycled::new(self.io.recycled.budget),
+        });
+        self
+    }
+}
+
+#[async_trait]
+impl Volume for PosixVolume {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn create_folder(&self, loc: &FolderLocation) -> Result<()> {
+        let dir = self.root.join(loc.relative_path());
+        self.handles.forget(&dir);
+        self.io
+            .run("create_folder", move || {
+                let parent = dir.parent().expect("folder paths have parents");
+                std::fs::create_dir_all(parent)?;
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Err(BackendError::FolderExists(dir.display().to_string()))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                let root = open_dir_path(&dir)?;
+                ensure_dir(&root, &TMP_DIR)?;
+                ensure_dir(&root, &UPLOADS_DIR)?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn open_folder(&self, loc: &FolderLocation) -> Result<Arc<dyn Folder>> {
+        let dir = self.root.join(loc.relative_path());
+        let root = match self.handles.get(&dir) {
+            Some(fd) => fd,
+            None => {
+                let d = dir.clone();
+                let fd = Arc::new(self.io.run("open_folder", move || open_dir_path(&d)).await?);
+                self.handles.put(dir, fd.clone());
+                fd
+            }
+        };
+        Ok(Arc::new(PosixFolder {
+            root,
+            io: self.io.clone(),
+            direct_from: self.direct_from,
+        }))
+    }
+
+    async fn check(&self) -> Result<()> {
+        let root = self.root.clone();
+        self.io
+            .run("check", move || {
+                let fd = open_dir_path(&root)?;
+                rustix::fs::fstat(&fd)?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn delete_folder(&self, loc: &FolderLocation) -> Result<()> {
+        let dir = self.root.join(loc.relative_path());
+        self.handles.forget(&dir);
+        let volume_root = self.root.clone();
+        let d = dir.clone();
+        let io = self.io.clone();
+        let r = self
+            .io
+            .run("delete_folder", move || {
+                let dir = d;
+                let dirs = PosixDirs {
+                    top: Arc::new(open_dir_path(&dir)?),
+                };
+                if !fs::walk(layout::is_empty(&dirs))? {
+                    return Err(BackendError::FolderNotEmpty);
+                }
+                // Its kept files go with the staging directory.
+                if let Ok(tmp) = open_beneath(&dirs.top, &layout::rel(&TMP_DIR), OFlags::RDONLY | OFlags::DIRECTORY) {
+                    if let Ok(key) = dir_key(&tmp) {
+                        io.recycled.forget(key);
+                    }
+                }
+                fs::walk(layout::remove_hidden(&dirs))?;
+                drop(dirs);
+                std::fs::remove_dir(&dir)?;
+                // The two hash levels above the folder are shared with other folders; remove them only
+                // when this was the last one, and never the scope directory or the volume root.
+                let mut p = dir.parent();
+                for _ in 0..2 {
+                    match p {
+                        Some(d) if d != volume_root && std::fs::remove_dir(d).is_ok() => p = d.parent(),
+                        _ => break,
+                    }
+                }
+                Ok(())
+            })
+            .await;
+        // A request that opened the folder while it was being removed must not leave its
+        // handle behind.
+        self.handles.forget(&dir);
+        r
+    }
+}
+
+/// A folder opened by its directory handle.
+pub struct PosixFolder {
+    root: Arc<OwnedFd>,
+    io: Arc<Io>,
+    direct_from: Option<u64>,
+}
+
+impl PosixFolder {
+    fn dirs(&self) -> PosixDirs {
+        PosixDirs { top: self.root.clone() }
+    }
+
+    /// Opens the regular file at `rel` (beneath the folder) for reading; `None` when absent or
+    /// not a regular file.
+    async fn open_file(&self, op: &'static str, rel: String) -> Result<Option<Box<dyn ReadHandle>>> {
+        let root = self.root.clone();
+        let opened = self
+            .io
+            .run(op, move || {
+                let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
+                    Ok(fd) => fd,
+                    Err(e) => return absent_is_none(e),
+                };
+                let stat = stat_fd(&fd)?;
+                Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
+            })
+            .await?;
+        Ok(opened.map(|(file, stat)| {
+            Box::new(PosixReader {
+                file,
+                stat,
+                io: self.io.clone(),
+            }) as Box<dyn ReadHandle>
+        }))
+    }
+}
+
+#[async_trait]
+impl Folder for PosixFolder {
+    async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>> {
+        let root = self.root.clone();
+        let rel = path.rel();
+        self.io
+            .run("stat", move || match open_beneath(&root, &rel, OFlags::PATH) {
+                Ok(fd) => Ok(Some(stat_fd(&fd)?)),
+                Err(e) => absent_is_none(e),
+            })
+            .await
+    }
+
+    async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
+        self.open_file("open_read", path.rel()).await
+    }
+
+    async fn create_staging(&self, size_hint: Option<u64>) -> Result<Box<dyn StagingFile>> {
+        let root = self.root.clone();
+        let io = self.io.clone();
+        let direct = matches!((size_hint, self.direct_from), (Some(n), Some(from)) if n >= from);
+        Ok(Box::new(PosixStaging::new(root, io, direct, size_hint)))
+    }
+
+    async fn compose_parts(&self, upload_id: &UploadId, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)> {
+        let root = self.root.clone();
+        let upload_dir = layout::rel(&layout::upload_dir(upload_id));
+        let parts = parts.to_vec();
+        let io = self.io.clone();
+        let staging = self
+            .io
+            .run("compose_parts", move || {
+                let mut staging = PosixStaging::create(root.clone(), io, false, None)?;
+                let file = staging.file();
+                let mut out: &File = &file;
+                let mut stats = Vec::with_capacity(parts.len());
+                for part in parts {
+                    let fd = match open_beneath(
+                        &root,
+                        &format!("{upload_dir}/{}", layout::part_name(part)),
+                        OFlags::RDONLY,
+                    ) {
+                        Ok(fd) => fd,
+                        Err(Errno::NOENT) => return Err(BackendError::PartNotFound(part)),
+                        Err(e) => return Err(e.into()),
+                    };
+                    stats.push(stat_fd(&fd)?);
+                    // std::io::copy between files uses copy_file_range, so no bytes cross user space.
+                    staging.len += std::io::copy(&mut File::from(fd), &mut out)?;
+                }
+                Ok((staging, stats))
+            })
+            .await?;
+        Ok((Box::new(staging.0), staging.1))
+    }
+
+    async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
+        let dirs = self.dirs();
+        let segs = path.segments().to_vec();
+        let body = path.marker_name();
+        self.io
+            .run("make_dir", move || {
+                make_marker_dir(&dirs.top, &segs)?;
+                if let Some(name) = body {
+                    fs::walk(layout::remove_marker_body(&dirs, &name))?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn open_marker(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
+        let Some(name) = path.marker_name() else {
+            return Ok(None);
+        };
+        self.open_file("open_marker", format!("{}/{name}", layout::rel(&MARKERS_DIR)))
+            .await
+    }
+
+    async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {
+        let dirs = self.dirs();
+        let path = path.clone();
+        self.io
+            .run("remove", move || {
+                // A marker's body goes even when its directory stays (it holds other objects)
+                // or is already gone.
+                let body_removed = match path.marker_name() {
+                    Some(name) => fs::walk(layout::remove_marker_body(&dirs, &name))?,
+                    None => false,
+                };
+                let parent = match open_beneath(
+                    &dirs.top,
+                    &join_or_dot(path.parent()),
+                    OFlags::RDONLY | OFlags::DIRECTORY,
+                ) {
+                    Ok(fd) => fd,
+                    Err(e) => return absent_is_none(e).map(|_: Option<()>| body_removed),
+                };
+                let removed = if path.is_dir() {
+                    match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::REMOVEDIR) {
+                        Ok(()) => true,
+                        Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST | Errno::NOTDIR) => false,
+                        Err(e) => return Err(e.into()),
+                    }
+                } else {
+                    match rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => false,
+                        Ok(_) => match rustix::fs::unlinkat(&parent, path.leaf(), AtFlags::empty()) {
+                            Ok(()) => true,
+                            Err(Errno::NOENT) => false,
+                            Err(e) => return Err(e.into()),
+                        },
+                        Err(Errno::NOENT) => false,
+                        Err(e) => return Err(e.into()),
+                    }
+                };
+                if removed {
+                    fs::walk(layout::prune_empty(&dirs, path.parent(), keep_depth));
+                }
+                Ok(removed || body_removed)
+            })
+            .await
+    }
+
+    async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>> {
+        let root = self.root.clone();
+        let dir = dir.to_vec();
+        self.io.run("read_dir", move || read_dir_sorted(&root, &dir)).await
+    }
+
+    async fn is_empty(&self) -> Result<bool> {
+        let dirs = self.dirs();
+        self.io.run("is_empty", move || fs::walk(layout::is_empty(&dirs))).await
+    }
+
+    async fn remove_upload(&self, upload_id: &UploadId) -> Result<()> {
+        let (dirs, id) = (self.dirs(), upload_id.clone());
+        self.io
+            .run("remove_upload", move || fs::walk(layout::remove_upload(&dirs, &id)))
+            .await
+    }
+
+    async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize> {
+        let dirs = self.dirs();
+        self.io
+            .run("sweep_staging", move || fs::walk(layout::sweep_staging(&dirs, cutoff)))
+            .await
+    }
+
+    async fn usage(&self) -> Result<u64> {
+        let dirs = self.dirs();
+        self.io.run("usage", move || fs::walk(layout::usage(&dirs))).await
+    }
+}

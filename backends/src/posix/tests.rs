@@ -1,0 +1,313 @@
+//! Tests of what is particular to the POSIX backend; the conformance suite covers the contract.
+
+use super::read::read_cached;
+use super::recycle::{RECYCLED_FILE_SHARE, RECYCLED_PER_DIR};
+use super::staging::DIRECT_BLOCK;
+use super::*;
+use crate::layout::{self, TMP_DIR};
+use bytes::Bytes;
+use rustix::fs::Mode;
+use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::Ordering;
+
+async fn put(f: &Arc<dyn Folder>, key: &str, data: &[u8]) {
+    let mut s = f.create_staging(Some(data.len() as u64)).await.unwrap();
+    s.write(Bytes::copy_from_slice(data)).await.unwrap();
+    s.seal(true).await.unwrap();
+    s.publish(&ObjectPath::parse(key).unwrap(), true).await.unwrap();
+}
+
+async fn folder(root: &Path) -> (Arc<dyn Folder>, PathBuf) {
+    folder_with_budget(root, None).await
+}
+
+/// A folder on a volume whose kept files may hold `budget` bytes (default: the volume's).
+async fn folder_with_budget(root: &Path, budget: Option<u64>) -> (Arc<dyn Folder>, PathBuf) {
+    let mut v = PosixVolume::open("v", root).unwrap();
+    if let Some(b) = budget {
+        v.io = Arc::new(Io {
+            volume: "v".into(),
+            observer: None,
+            dir_syncs: DirSyncs::default(),
+            recycled: Recycled::new(b),
+        });
+    }
+    let loc = crate::FolderLocation {
+        scope: crate::QuotaScope::user(uuid::Uuid::new_v4()),
+        id: uuid::Uuid::new_v4(),
+    };
+    v.create_folder(&loc).await.unwrap();
+    (v.open_folder(&loc).await.unwrap(), root.join(loc.relative_path()))
+}
+
+/// Overwrites reuse the replaced files' inodes, the staging directory keeps at most
+/// `RECYCLED_PER_DIR` files, and every version reads back exactly.
+#[tokio::test]
+async fn overwrites_recycle_inodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, path) = folder(dir.path()).await;
+    let mut inodes = std::collections::HashSet::new();
+    for i in 0..200u32 {
+        let key = format!("k{}", i % 20);
+        // Lengths go up and down, so reused files are both outgrown and cut short.
+        let body = format!("version {i};").repeat(1 + (i as usize * 37) % 300);
+        put(&f, &key, body.as_bytes()).await;
+        assert_eq!(std::fs::read(path.join(&key)).unwrap(), body.as_bytes());
+        inodes.insert(std::fs::metadata(path.join(&key)).unwrap().ino());
+    }
+    // 20 keys, 200 writes: a handful of inodes beyond the 20 live ones, not 200.
+    assert!(inodes.len() < 40, "{} distinct inodes for 200 writes", inodes.len());
+    let kept = std::fs::read_dir(path.join(layout::rel(&TMP_DIR))).unwrap().count();
+    assert!(kept <= RECYCLED_PER_DIR, "{kept} files kept");
+}
+
+/// A kept file carries its object's old mtime; once taken for reuse it must not look like
+/// a crash leftover to the staging sweep.
+#[tokio::test]
+async fn reused_files_are_fresh_for_the_staging_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = PosixVolume::open("v", dir.path()).unwrap();
+    let loc = crate::FolderLocation {
+        scope: crate::QuotaScope::user(uuid::Uuid::new_v4()),
+        id: uuid::Uuid::new_v4(),
+    };
+    v.create_folder(&loc).await.unwrap();
+    let f = v.open_folder(&loc).await.unwrap();
+    let path = dir.path().join(loc.relative_path());
+    put(&f, "k", b"old").await;
+    let long_ago = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    let k = std::fs::File::options().write(true).open(path.join("k")).unwrap();
+    k.set_modified(long_ago).unwrap();
+    drop(k);
+    put(&f, "k", b"new").await;
+    // The kept file's bytes count against the volume's budget until it is taken.
+    assert_eq!(v.io.recycled.bytes.load(Ordering::Relaxed), 3);
+    let tmp = open_dir_path(&path.join(layout::rel(&TMP_DIR))).unwrap();
+    let (fd, stale) =
+        v.io.recycled
+            .take(&tmp, "reused", OFlags::WRONLY, None)
+            .expect("the old file was kept");
+    assert_eq!((stale, v.io.recycled.bytes.load(Ordering::Relaxed)), (3, 0));
+    let cutoff = SystemTime::now() - std::time::Duration::from_secs(60);
+    assert_eq!(f.sweep_staging(cutoff).await.unwrap(), 0, "the taken file looked stale");
+    assert!(rustix::fs::fstat(&fd).is_ok_and(|st| st.st_nlink == 1));
+    // Removing the folder releases what its kept files held.
+    put(&f, "k", b"newer").await;
+    assert_eq!(v.io.recycled.bytes.load(Ordering::Relaxed), 3);
+    assert!(f.remove(&ObjectPath::parse("k").unwrap(), 0).await.unwrap());
+    drop(fd);
+    let _ = rustix::fs::unlinkat(&tmp, "reused", AtFlags::empty());
+    v.delete_folder(&loc).await.unwrap();
+    assert_eq!(v.io.recycled.bytes.load(Ordering::Relaxed), 0);
+}
+
+/// A file someone has open, or that has another name, is never reused: the reader keeps
+/// reading the old bytes and the other name keeps them.
+#[tokio::test]
+async fn open_or_linked_files_are_not_recycled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, path) = folder(dir.path()).await;
+    put(&f, "held", &[b'a'; 5000]).await;
+    put(&f, "linked", &[b'b'; 5000]).await;
+    let held = std::fs::File::open(path.join("held")).unwrap();
+    std::fs::hard_link(path.join("linked"), path.join("other-name")).unwrap();
+    put(&f, "held", b"new").await;
+    put(&f, "linked", b"new").await;
+    for i in 0..100 {
+        put(&f, &format!("x{i}"), &[b'z'; 6000]).await;
+        put(&f, &format!("x{i}"), &[b'y'; 7000]).await;
+    }
+    let mut old = Vec::new();
+    std::io::Read::read_to_end(&mut &held, &mut old).unwrap();
+    assert!(old == [b'a'; 5000], "a reader of a replaced file saw other bytes");
+    assert!(std::fs::read(path.join("other-name")).unwrap() == [b'b'; 5000]);
+    assert_eq!(std::fs::read(path.join("held")).unwrap(), b"new");
+}
+
+/// Reads come back exact whether the page cache holds all, part or none of the range: the
+/// cached part is copied on the caller's task, the rest read by a blocking read.
+#[tokio::test]
+async fn reads_are_exact_cached_or_not() {
+    use std::os::fd::AsFd;
+    let dir = tempfile::tempdir().unwrap();
+    let (f, path) = folder(dir.path()).await;
+    let body: Vec<u8> = (0..(3 << 20) + 123).map(|i| (i * 31 % 251) as u8).collect();
+    put(&f, "o", &body).await;
+    let file = File::open(path.join("o")).unwrap();
+    let mut buf = Vec::with_capacity(body.len() + 10);
+    std::io::Read::read_to_end(&mut &file, &mut Vec::new()).unwrap();
+    assert!(
+        read_cached(&file, &mut buf, 0, body.len() + 10),
+        "the end of the file was not seen"
+    );
+    assert!(buf == body, "cached bytes differ");
+    let key = ObjectPath::parse("o").unwrap();
+    let h = f.open_read(&key).await.unwrap().unwrap();
+    for (evict, at, n) in [(true, 0, body.len()), (false, 5, 1 << 20), (true, 2 << 20, body.len())] {
+        if evict {
+            // Clean pages go; one page at 2 MiB is read back, so the read from there
+            // starts cached and goes on uncached (unless read-ahead brought the rest).
+            rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            let mut half = vec![0u8; 4096];
+            rustix::io::pread(&file, &mut half, (2 << 20) as u64).unwrap();
+        }
+        let got = h.read_at(at as u64, n).await.unwrap();
+        let end = (at + n).min(body.len());
+        assert!(got[..] == body[at..end], "read of {n} at {at} (evicted: {evict})");
+    }
+}
+
+/// Large overwrites reuse the replaced files with their blocks: every version reads back
+/// exactly whether it is longer or shorter than the file it reused, few inodes are used, and
+/// kept files never hold more than the budget.
+#[tokio::test]
+async fn large_overwrites_reuse_files_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 16 << 20;
+    let (f, path) = folder_with_budget(dir.path(), Some(budget)).await;
+    let mut inodes = std::collections::HashSet::new();
+    for i in 0..24usize {
+        let key = format!("k{}", i % 3);
+        let len = [3 << 20, (2 << 20) + 5, (3 << 20) + 4096 + 77, 1 << 20][i % 4];
+        let body: Vec<u8> = (0..len).map(|j| (j * 7 + i) as u8).collect();
+        put(&f, &key, &body).await;
+        assert!(std::fs::read(path.join(&key)).unwrap() == body, "write {i}");
+        inodes.insert(std::fs::metadata(path.join(&key)).unwrap().ino());
+        // Recycling runs after the reply for large files; let it land.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(inodes.len() < 10, "{} distinct inodes for 24 writes", inodes.len());
+    let held: u64 = std::fs::read_dir(path.join(layout::rel(&TMP_DIR)))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(held <= budget, "kept files hold {held} bytes");
+    assert!(held > 0, "no kept file kept its blocks");
+}
+
+/// A write that finds the file system full frees the kept files that hold blocks and is
+/// tried once more; with nothing left to free, the error stands after one try.
+#[test]
+fn a_full_file_system_releases_kept_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = Arc::new(open_dir_path(dir.path()).unwrap());
+    let io = Io {
+        volume: "v".into(),
+        observer: None,
+        dir_syncs: DirSyncs::default(),
+        recycled: Recycled::new(64 << 20),
+    };
+    std::fs::write(dir.path().join("kept"), vec![1u8; 4096]).unwrap();
+    io.recycled.keep_or_remove(&tmp, "kept");
+    assert_eq!(io.recycled.bytes.load(Ordering::Relaxed), 4096);
+    let full = || Err::<(), _>(BackendError::Io(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+    let mut tries = 0;
+    let r = io.with_space(|| {
+        tries += 1;
+        if tries == 1 {
+            full()
+        } else {
+            Ok(())
+        }
+    });
+    assert!(r.is_ok() && tries == 2, "not tried again after freeing ({tries} tries)");
+    assert!(!dir.path().join("kept").exists(), "the kept file is still there");
+    assert_eq!(io.recycled.bytes.load(Ordering::Relaxed), 0);
+    let mut tries = 0;
+    assert!(io
+        .with_space(|| {
+            tries += 1;
+            full()
+        })
+        .is_err());
+    assert_eq!(tries, 1);
+}
+
+/// A kept file is picked by the upload's expected size, so a small upload does not take (and
+/// cut down) a large file.
+#[test]
+fn kept_files_are_picked_by_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = Arc::new(open_dir_path(dir.path()).unwrap());
+    let r = Recycled::new(64 << 20);
+    for (name, len) in [("small", 100u64), ("large", 5 << 20), ("middle", 1 << 20)] {
+        std::fs::write(dir.path().join(name), vec![1u8; len as usize]).unwrap();
+        r.keep_or_remove(&tmp, name);
+    }
+    let stale = |want| r.take(&tmp, "taken", OFlags::WRONLY, want).map(|(_, stale)| stale);
+    assert_eq!(stale(Some(4 << 20)), Some(5 << 20));
+    assert_eq!(stale(None), Some(100));
+    assert_eq!(stale(Some(0)), Some(1 << 20));
+    assert_eq!(stale(Some(1)), None);
+}
+
+/// A replaced file too large to keep its blocks is recycled after the publish returns: it
+/// ends up emptied (or removed), never holding its old bytes invisibly, unless a reader still
+/// has it open, who keeps reading the old bytes.
+#[tokio::test]
+async fn large_replaced_files_are_emptied_after_publish() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 4 << 20;
+    let (f, path) = folder_with_budget(dir.path(), Some(budget)).await;
+    let big = (budget / RECYCLED_FILE_SHARE) as usize * 2;
+    put(&f, "big", &vec![b'a'; big]).await;
+    put(&f, "held", &vec![b'b'; big]).await;
+    let held = std::fs::File::open(path.join("held")).unwrap();
+    put(&f, "big", &vec![b'c'; big]).await;
+    put(&f, "held", &vec![b'd'; big]).await;
+    let tmp = path.join(layout::rel(&TMP_DIR));
+    let held_bytes = |tmp: &Path| -> u64 {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    };
+    let mut waited = 0;
+    while held_bytes(&tmp) > 0 {
+        assert!(waited < 500, "replaced files still hold {} bytes", held_bytes(&tmp));
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        waited += 1;
+    }
+    let mut old = Vec::new();
+    std::io::Read::read_to_end(&mut &held, &mut old).unwrap();
+    assert!(old == vec![b'b'; big], "a reader of a replaced file saw other bytes");
+    assert!(std::fs::read(path.join("big")).unwrap() == vec![b'c'; big]);
+    assert!(std::fs::read(path.join("held")).unwrap() == vec![b'd'; big]);
+}
+
+/// Where the file system takes `O_DIRECT`, large staging files keep it through whole blocks
+/// (no silent fallback to the page cache) and still end with exactly the bytes written.
+#[tokio::test]
+async fn direct_staging_stays_direct() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = rustix::fs::open(
+        dir.path().join("probe"),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::DIRECT,
+        Mode::from_raw_mode(0o600),
+    );
+    let root = Arc::new(open_dir_path(dir.path()).unwrap());
+    let io = Arc::new(Io {
+        volume: "v".into(),
+        observer: None,
+        dir_syncs: DirSyncs::default(),
+        recycled: Recycled::new(0),
+    });
+    let mut s = PosixStaging::create(root, io, true, None).unwrap();
+    let direct = |s: &PosixStaging| rustix::fs::fcntl_getfl(&*s.file()).unwrap().contains(OFlags::DIRECT);
+    assert_eq!(
+        direct(&s),
+        probe.is_ok(),
+        "O_DIRECT at open iff the file system takes it"
+    );
+    let body: Vec<u8> = (0..DIRECT_BLOCK * 2 + 5000).map(|i| (i % 251) as u8).collect();
+    for c in body.chunks(65_537) {
+        s.write(Bytes::copy_from_slice(c)).await.unwrap();
+    }
+    s.settle().await.unwrap();
+    assert_eq!(direct(&s), probe.is_ok(), "whole blocks were written direct");
+    let st = s.seal(true).await.unwrap();
+    assert_eq!(st.size, body.len() as u64);
+    let got = std::fs::read(dir.path().join(layout::rel(&TMP_DIR)).join(&s.name)).unwrap();
+    assert!(got == body);
+}
