@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope, ScopeKind};
-use penstock_metadata::{BucketRecord, Domain, Keypair, MetaError, Perm, Project, Quota, Role, Store, User};
+use penstock_metadata::{BucketRecord, Domain, Keypair, MetaError, Perm, Project, Quota, Role, Store, UsageMode, User};
 
 use crate::s3::{now_ms, Gateway};
 
@@ -343,7 +343,7 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         }
         (&Method::GET, ["v1", "quotas"]) => to_value(StatusCode::OK, &db(gw, |s| Ok(s.quotas()?)).await?),
         (&Method::GET, ["v1", "quotas", scope]) => {
-            let scope = parse_scope(scope)?.to_string();
+            let scope = parse_scope(scope)?;
             let q = db(gw, move |s| {
                 Ok(s.quota(&scope)?.unwrap_or(Quota {
                     scope,
@@ -355,7 +355,7 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
             to_value(StatusCode::OK, &q)
         }
         (&Method::PUT, ["v1", "quotas", scope]) => {
-            let scope = parse_scope(scope)?.to_string();
+            let scope = parse_scope(scope)?;
             let b: QuotaBody = body(req).await?;
             let q = db(gw, move |s| {
                 let mut q = s.quota(&scope)?.unwrap_or(Quota {
@@ -528,7 +528,7 @@ struct KeypairPatch {
 }
 
 fn keypair_view(k: &Keypair) -> Value {
-    json!({"access_key": k.access_key, "user_id": k.user_id, "enabled": k.enabled, "created": k.created})
+    json!({"access_key": k.access_key, "user_id": k.user_id, "enabled": k.enabled, "created_ms": k.created_ms})
 }
 
 async fn create_keypair(gw: &Gateway, b: KeypairBody) -> ApiResult {
@@ -543,7 +543,7 @@ async fn create_keypair(gw: &Gateway, b: KeypairBody) -> ApiResult {
             sealed_secret: sealed,
             user_id: b.user_id,
             enabled: true,
-            created: now_ms() / 1000,
+            created_ms: now_ms(),
         })?)
     })
     .await?;
@@ -559,18 +559,14 @@ struct VfolderBody {
     /// Bucket name.
     name: String,
     /// `user:<uuid>` or `project:<uuid>`.
-    owner: String,
+    owner: QuotaScope,
     volume: Option<String>,
-    #[serde(default = "general")]
-    usage_mode: String,
+    #[serde(default)]
+    usage_mode: UsageMode,
     #[serde(default = "rw")]
     permission: Perm,
     /// Only for import: the existing folder's id.
     folder_id: Option<Uuid>,
-}
-
-fn general() -> String {
-    "general".into()
 }
 
 fn rw() -> Perm {
@@ -585,10 +581,7 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
     if let Some(why) = crate::s3::bucket::reserved_bucket_name(&b.name) {
         return Err(bad(format!("{:?} is not a valid bucket name: {why}", b.name)));
     }
-    if !["general", "model", "data"].contains(&b.usage_mode.as_str()) {
-        return Err(bad("usage_mode must be general, model or data"));
-    }
-    let scope = parse_scope(&b.owner)?;
+    let scope = b.owner;
     let (domain, owner) = (b.domain.clone(), scope);
     db(gw, move |s| {
         s.domain(&domain)?
@@ -630,7 +623,7 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         domain: b.domain,
         folder_id: loc.id,
         volume: volume_name,
-        quota_scope: scope.to_string(),
+        quota_scope: scope,
         created_ms: now_ms(),
         usage_mode: b.usage_mode,
         permission: b.permission,
@@ -680,7 +673,7 @@ async fn delete_vfolder(gw: &Gateway, domain: &str, name: &str, keep_data: bool)
         .map_err(|_| bad("volume not configured"))?
         .clone();
     let loc = FolderLocation {
-        scope: parse_scope(&rec.quota_scope)?,
+        scope: rec.quota_scope,
         id: rec.folder_id,
     };
     let used = match volume.open_folder(&loc).await {
@@ -710,7 +703,7 @@ async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<
         let mut b = s
             .bucket(&d, &n)?
             .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
-        if !b.quota_scope.starts_with("user:") {
+        if b.quota_scope.kind != ScopeKind::User {
             return Err(bad(
                 "project folders are shared with the project's members; grants are for user folders",
             ));

@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use penstock_types::{Perm, QuotaScope, UsageMode};
 use serde_json::{json, Value};
 
 /// Connection settings shared by every admin command.
@@ -125,14 +126,15 @@ pub enum VfolderCmd {
         domain: String,
         /// user:<uuid> or project:<uuid>
         #[arg(long)]
-        owner: String,
+        owner: QuotaScope,
         #[arg(long)]
         volume: Option<String>,
+        /// general, model or data.
         #[arg(long, default_value = "general")]
-        usage_mode: String,
+        usage_mode: UsageMode,
         /// Permission of project members (ro, rw, wd).
         #[arg(long, default_value = "rw")]
-        permission: String,
+        permission: Perm,
         /// Bucket name.
         name: String,
     },
@@ -141,15 +143,15 @@ pub enum VfolderCmd {
         #[arg(long)]
         domain: String,
         #[arg(long)]
-        owner: String,
+        owner: QuotaScope,
         #[arg(long)]
         folder_id: String,
         #[arg(long)]
         volume: Option<String>,
         #[arg(long, default_value = "general")]
-        usage_mode: String,
+        usage_mode: UsageMode,
         #[arg(long, default_value = "rw")]
-        permission: String,
+        permission: Perm,
         name: String,
     },
     Delete {
@@ -167,7 +169,8 @@ pub enum VfolderCmd {
         domain: String,
         name: String,
         user_id: String,
-        permission: String,
+        /// ro, rw or wd.
+        permission: Perm,
     },
     Revoke {
         domain: String,

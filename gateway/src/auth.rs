@@ -13,9 +13,11 @@ use s3s::auth::{S3Auth, SecretKey};
 use s3s::path::S3Path;
 use s3s::{s3_error, S3Result};
 
-use penstock_metadata::{BucketRecord, Perm, Role, Store, User};
+use penstock_metadata::{BucketRecord, Perm, QuotaScope, Role, Store, User};
+use penstock_types::ScopeKind;
 
 use crate::observe::InfoSlot;
+use crate::s3::ops::{required, Need};
 use crate::s3::{internal, meta_err, Gateway, Verified};
 use crate::secrets::MasterKey;
 
@@ -24,6 +26,9 @@ use crate::secrets::MasterKey;
 pub struct Caller {
     pub access_key: String,
     pub user: User,
+    /// The bucket the request addresses, as the access check found it: handlers take it from
+    /// here instead of looking it up a second time.
+    pub(crate) checked: Option<Arc<BucketRecord>>,
 }
 
 impl Caller {
@@ -44,11 +49,10 @@ impl Caller {
         if u.role == Role::DomainAdmin {
             return Some(Perm::Wd);
         }
-        let (kind, id) = b.quota_scope.split_once(':')?;
-        let id: uuid::Uuid = id.parse().ok()?;
+        let QuotaScope { kind, id } = b.quota_scope;
         let owned = match kind {
-            "user" if id == u.id => Some(Perm::Wd),
-            "project" if u.projects.contains(&id) => Some(b.permission),
+            ScopeKind::User if id == u.id => Some(Perm::Wd),
+            ScopeKind::Project if u.projects.contains(&id) => Some(b.permission),
             _ => None,
         };
         owned.max(b.grants.get(&u.id).copied())
@@ -58,52 +62,6 @@ impl Caller {
     pub fn may(&self, b: &BucketRecord, need: Perm) -> bool {
         self.perm_on(b).is_some_and(|p| p >= need)
     }
-}
-
-/// What an S3 operation needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
-    /// Not bucket-scoped (ListBuckets, CreateBucket): any authenticated user.
-    Authenticated,
-    /// At least this permission on the bucket's folder.
-    Folder(Perm),
-    /// Not offered by this gateway: answered `NotImplemented`.
-    Unsupported,
-}
-
-/// Maps an S3 operation to what it needs. Operations not listed are refused as not implemented.
-pub fn required(op: &str) -> Need {
-    Need::Folder(match op {
-        "ListBuckets" | "CreateBucket" => return Need::Authenticated,
-        "HeadBucket"
-        | "GetBucketLocation"
-        | "GetBucketVersioning"
-        | "ListObjects"
-        | "ListObjectsV2"
-        | "ListObjectVersions"
-        | "GetObject"
-        | "HeadObject"
-        | "GetObjectAttributes"
-        | "GetObjectTagging"
-        | "GetBucketAcl"
-        | "GetObjectAcl"
-        | "GetBucketOwnershipControls"
-        | "ListParts"
-        | "ListMultipartUploads" => Perm::Ro,
-        "PutObject"
-        | "PostObject"
-        | "CopyObject"
-        | "CreateMultipartUpload"
-        | "UploadPart"
-        | "UploadPartCopy"
-        | "CompleteMultipartUpload"
-        | "AbortMultipartUpload"
-        | "PutObjectTagging"
-        | "DeleteObjectTagging"
-        | "PutObjectAcl" => Perm::Rw,
-        "DeleteObject" | "DeleteObjects" | "DeleteBucket" | "PutBucketAcl" => Perm::Wd,
-        _ => return Need::Unsupported,
-    })
 }
 
 /// The longest lifetime S3 accepts for a SigV4 presigned URL: seven days.
@@ -193,9 +151,10 @@ impl S3Access for GatewayAccess {
             })?
             .filter(|(kp, _)| kp.enabled)
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-        let caller = Caller {
+        let mut caller = Caller {
             access_key: kp.access_key,
             user,
+            checked: None,
         };
         let (bucket, key) = match cx.s3_path() {
             S3Path::Root => (None, None),
@@ -234,6 +193,7 @@ impl S3Access for GatewayAccess {
                 if !caller.may(&rec, need) {
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }
+                caller.checked = Some(Arc::new(rec));
             }
         }
         // Documents whose digests do not hold are refused before any handler sees them.
@@ -247,6 +207,7 @@ impl S3Access for GatewayAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use penstock_metadata::UsageMode;
     use uuid::Uuid;
 
     fn user(domain: &str, role: Role, projects: &[Uuid]) -> Caller {
@@ -260,10 +221,11 @@ mod tests {
                 projects: projects.iter().copied().collect(),
                 created_ms: 0,
             },
+            checked: None,
         }
     }
 
-    fn bucket(domain: &str, scope: String, perm: Perm) -> BucketRecord {
+    fn bucket(domain: &str, scope: QuotaScope, perm: Perm) -> BucketRecord {
         BucketRecord {
             name: "b".into(),
             domain: domain.into(),
@@ -271,7 +233,7 @@ mod tests {
             volume: "v".into(),
             quota_scope: scope,
             created_ms: 0,
-            usage_mode: "general".into(),
+            usage_mode: UsageMode::General,
             permission: perm,
             grants: Default::default(),
         }
@@ -287,7 +249,7 @@ mod tests {
         let dadmin = user("d1", Role::DomainAdmin, &[]);
         let sadmin = user("d9", Role::Superadmin, &[]);
 
-        let mut ub = bucket("d1", format!("user:{}", owner.user.id), Perm::Wd);
+        let mut ub = bucket("d1", QuotaScope::user(owner.user.id), Perm::Wd);
         assert_eq!(owner.perm_on(&ub), Some(Perm::Wd));
         assert_eq!(outsider.perm_on(&ub), None);
         ub.grants.insert(outsider.user.id, Perm::Ro);
@@ -296,7 +258,7 @@ mod tests {
         assert_eq!(dadmin.perm_on(&ub), Some(Perm::Wd));
         assert_eq!(sadmin.perm_on(&ub), Some(Perm::Wd));
 
-        let pb = bucket("d1", format!("project:{p}"), Perm::Rw);
+        let pb = bucket("d1", QuotaScope::project(p), Perm::Rw);
         assert_eq!(member.perm_on(&pb), Some(Perm::Rw));
         assert_eq!(outsider.perm_on(&pb), None);
         assert_eq!(foreign_member.perm_on(&pb), None, "domains are walls");
@@ -311,14 +273,5 @@ mod tests {
         assert!(!ok("/b/k?X-Amz-Expires=604801"));
         assert!(!ok("/b/k?a=1&X-Amz-Expires=1000000000"));
         assert!(!ok("/b/k?X-Amz-Expires=-1"));
-    }
-
-    #[test]
-    fn operation_requirements() {
-        assert_eq!(required("GetObject"), Need::Folder(Perm::Ro));
-        assert_eq!(required("UploadPart"), Need::Folder(Perm::Rw));
-        assert_eq!(required("DeleteObjects"), Need::Folder(Perm::Wd));
-        assert_eq!(required("ListBuckets"), Need::Authenticated);
-        assert_eq!(required("PutBucketPolicy"), Need::Unsupported);
     }
 }

@@ -40,7 +40,8 @@ pub fn ensure_admin(store: &Store, master: &MasterKey) -> anyhow::Result<Bootstr
         (None, None) if store.keypairs()?.is_empty() => (new_access_key(), new_secret_key(), true),
         (None, None) => return Ok(Bootstrap::Existing),
     };
-    let user_id = match store.keypair(&access_key)? {
+    let existing = store.keypair(&access_key)?;
+    let user_id = match &existing {
         Some(kp) if store.user(kp.user_id)?.is_some() => kp.user_id,
         _ => admin_user(store, now_ms)?,
     };
@@ -54,7 +55,8 @@ pub fn ensure_admin(store: &Store, master: &MasterKey) -> anyhow::Result<Bootstr
         access_key: access_key.clone(),
         user_id,
         enabled: true,
-        created: now_ms / 1000,
+        // Restarting with the same keys (and maybe a new secret) does not make the key new.
+        created_ms: existing.map_or(now_ms, |kp| kp.created_ms),
     })?;
     Ok(if generated {
         Bootstrap::Generated { access_key, secret_key }

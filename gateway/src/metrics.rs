@@ -330,7 +330,9 @@ impl Metrics {
         }
         if let Ok(quotas) = store.quotas() {
             for q in quotas {
-                let l = ScopeLabel { scope: q.scope };
+                let l = ScopeLabel {
+                    scope: q.scope.to_string(),
+                };
                 self.quota_usage.get_or_create(&l).set(q.usage_bytes);
                 if let Some(limit) = q.limit_bytes {
                     self.quota_limit.get_or_create(&l).set(limit);

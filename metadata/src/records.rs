@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use penstock_types::UploadId;
+pub use penstock_types::{ChecksumAlgorithm, ChecksumType, Perm, QuotaScope, Role, UploadId, UsageMode};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -21,15 +21,6 @@ pub struct Project {
     pub domain: String,
     pub name: String,
     pub created_ms: i64,
-}
-
-/// What a user may administer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    DomainAdmin,
-    Superadmin,
 }
 
 /// A user: member of one domain and of any number of its projects.
@@ -53,24 +44,12 @@ pub struct Keypair {
     pub user_id: Uuid,
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Unix seconds.
-    pub created: i64,
+    /// Unix milliseconds (schema version 1 stored Unix seconds in `created`).
+    pub created_ms: i64,
 }
 
 fn yes() -> bool {
     true
-}
-
-/// A permission on a folder, ordered: `ro` < `rw` < `wd`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Perm {
-    /// Get, Head, List.
-    Ro,
-    /// Read plus Put, Copy, multipart, tagging.
-    Rw,
-    /// Read, write and delete.
-    Wd,
 }
 
 /// A bucket: a vfolder exported under a bucket name that is unique within its domain.
@@ -80,23 +59,18 @@ pub struct BucketRecord {
     pub domain: String,
     pub folder_id: Uuid,
     pub volume: String,
-    /// `user:<uuid>` or `project:<uuid>`: the owner, charged for the folder's bytes.
-    pub quota_scope: String,
+    /// The owner, charged for the folder's bytes.
+    pub quota_scope: QuotaScope,
     /// Unix milliseconds.
     pub created_ms: i64,
-    /// `general`, `model` or `data`.
-    #[serde(default = "general")]
-    pub usage_mode: String,
+    #[serde(default)]
+    pub usage_mode: UsageMode,
     /// Permission of project members on a project folder.
     #[serde(default = "wd")]
     pub permission: Perm,
     /// Users a user folder is shared with, and at which permission.
     #[serde(default)]
     pub grants: BTreeMap<Uuid, Perm>,
-}
-
-fn general() -> String {
-    "general".to_owned()
 }
 
 fn wd() -> Perm {
@@ -106,7 +80,7 @@ fn wd() -> Perm {
 /// A quota scope's byte limit and tracked usage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Quota {
-    pub scope: String,
+    pub scope: QuotaScope,
     /// `None` means unlimited.
     pub limit_bytes: Option<u64>,
     pub usage_bytes: u64,
@@ -154,12 +128,34 @@ pub struct Checksums {
     pub sha1: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-    /// `FULL_OBJECT` or `COMPOSITE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checksum_type: Option<String>,
+    pub checksum_type: Option<ChecksumType>,
 }
 
 impl Checksums {
+    /// The stored checksum of algorithm `a`.
+    pub fn get(&self, a: ChecksumAlgorithm) -> Option<&String> {
+        match a {
+            ChecksumAlgorithm::Crc32 => self.crc32.as_ref(),
+            ChecksumAlgorithm::Crc32c => self.crc32c.as_ref(),
+            ChecksumAlgorithm::Crc64Nvme => self.crc64nvme.as_ref(),
+            ChecksumAlgorithm::Sha1 => self.sha1.as_ref(),
+            ChecksumAlgorithm::Sha256 => self.sha256.as_ref(),
+        }
+    }
+
+    /// Stores (or with `None` clears) the checksum of algorithm `a`.
+    pub fn set(&mut self, a: ChecksumAlgorithm, v: Option<String>) {
+        let slot = match a {
+            ChecksumAlgorithm::Crc32 => &mut self.crc32,
+            ChecksumAlgorithm::Crc32c => &mut self.crc32c,
+            ChecksumAlgorithm::Crc64Nvme => &mut self.crc64nvme,
+            ChecksumAlgorithm::Sha1 => &mut self.sha1,
+            ChecksumAlgorithm::Sha256 => &mut self.sha256,
+        };
+        *slot = v;
+    }
+
     /// True when no checksum is stored.
     pub fn is_empty(&self) -> bool {
         self.crc32.is_none()
@@ -246,12 +242,12 @@ pub struct UploadRecord {
     pub attrs: ObjectAttrs,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<(String, String)>,
-    /// Checksum algorithm requested at creation (`CRC32`, `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`).
+    /// Checksum algorithm requested at creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checksum_algorithm: Option<String>,
-    /// `COMPOSITE` or `FULL_OBJECT`, when an algorithm was requested.
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// Set when an algorithm was requested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checksum_type: Option<String>,
+    pub checksum_type: Option<ChecksumType>,
 }
 
 /// One uploaded part of a multipart upload.

@@ -17,11 +17,15 @@
 //! Object keys never contain NUL (the gateway rejects them), so 0x00 separates fields and keeps
 //! byte order equal to S3 key order.
 
-use penstock_types::UploadId;
+use penstock_types::{QuotaScope, UploadId};
 use uuid::Uuid;
 
-/// The schema this build reads and writes. Bump when an incompatible layout change lands.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema this build reads and writes. Bump when an incompatible layout change lands, and
+/// migrate older stores in `Store::check_schema`.
+///
+/// 1. The first release.
+/// 2. Keypairs record `created_ms` (Unix milliseconds) instead of `created` (Unix seconds).
+pub const SCHEMA_VERSION: u32 = 2;
 
 pub(crate) const CF_SYSTEM: &str = "system";
 pub(crate) const CF_DOMAINS: &str = "domains";
@@ -50,6 +54,11 @@ pub(crate) const ALL_CFS: [&str; 11] = [
     CF_PUBLISHING,
 ];
 pub(crate) const SCHEMA_KEY: &[u8] = b"schema_version";
+
+/// Key of a quota record: the scope as written, `user:<uuid>`.
+pub fn quota_key(scope: &QuotaScope) -> Vec<u8> {
+    scope.to_string().into_bytes()
+}
 
 /// Key of a bucket record: bucket names are unique per domain.
 pub fn bucket_key(domain: &str, name: &str) -> Vec<u8> {

@@ -12,7 +12,9 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::schema::*;
-use crate::{BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, UploadId, UploadRecord, User};
+use crate::{
+    BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId, UploadRecord, User,
+};
 
 /// Errors of the metadata store.
 #[derive(Debug, thiserror::Error)]
@@ -88,18 +90,48 @@ impl Store {
         Ok(store)
     }
 
+    /// The schema version the store is at (after [`Store::open`], always [`SCHEMA_VERSION`]).
+    pub fn schema_version(&self) -> Result<Option<u32>> {
+        Ok(self
+            .db
+            .get_cf(self.cf(CF_SYSTEM), SCHEMA_KEY)?
+            .and_then(|v| Some(u32::from_be_bytes(v.get(..4)?.try_into().ok()?))))
+    }
+
+    /// Refuses a store written by a newer build and migrates an older one, in one atomic batch
+    /// with the new version number: a crash midway leaves the old version, migrated again at
+    /// the next open.
     fn check_schema(&self) -> Result<()> {
         let cf = self.cf(CF_SYSTEM);
-        match self.db.get_cf(cf, SCHEMA_KEY)? {
-            Some(v) if v.len() == 4 => {
-                let found = u32::from_be_bytes(v[..4].try_into().expect("length checked"));
-                if found > SCHEMA_VERSION {
-                    return Err(MetaError::NewerSchema { found });
-                }
+        let found = match self.db.get_cf(cf, SCHEMA_KEY)? {
+            Some(v) if v.len() == 4 => u32::from_be_bytes(v[..4].try_into().expect("length checked")),
+            // A store that never recorded a version is a new one.
+            _ => SCHEMA_VERSION,
+        };
+        if found > SCHEMA_VERSION {
+            return Err(MetaError::NewerSchema { found });
+        }
+        let mut batch = WriteBatch::default();
+        if found < 2 {
+            self.migrate_keypair_times(&mut batch)?;
+        }
+        batch.put_cf(cf, SCHEMA_KEY, SCHEMA_VERSION.to_be_bytes());
+        self.db.write_opt(batch, &self.wopts())?;
+        Ok(())
+    }
+
+    /// Schema 1 to 2: keypairs kept their creation time in Unix seconds (`created`); every
+    /// record now says `created_ms`.
+    fn migrate_keypair_times(&self, batch: &mut WriteBatch) -> Result<()> {
+        let cf = self.cf(CF_KEYPAIRS);
+        for item in self.db.iterator_cf(cf, IteratorMode::Start) {
+            let (k, v) = item?;
+            let mut doc: serde_json::Map<String, serde_json::Value> = decode(CF_KEYPAIRS, &v)?;
+            if let Some(secs) = doc.remove("created") {
+                let ms = secs.as_i64().unwrap_or(0).saturating_mul(1000);
+                doc.insert("created_ms".into(), ms.into());
+                batch.put_cf(cf, k, encode(&doc));
             }
-            _ => self
-                .db
-                .put_cf_opt(cf, SCHEMA_KEY, SCHEMA_VERSION.to_be_bytes(), &self.wopts())?,
         }
         Ok(())
     }
@@ -322,13 +354,13 @@ impl Store {
     // ---- quotas
 
     /// A quota scope's limit and usage, if any was recorded.
-    pub fn quota(&self, scope: &str) -> Result<Option<Quota>> {
-        self.get(CF_QUOTAS, scope.as_bytes())
+    pub fn quota(&self, scope: &QuotaScope) -> Result<Option<Quota>> {
+        self.get(CF_QUOTAS, &quota_key(scope))
     }
 
     /// Stores a quota scope's limit and usage.
     pub fn put_quota(&self, q: &Quota) -> Result<()> {
-        self.put(CF_QUOTAS, q.scope.as_bytes(), q)
+        self.put(CF_QUOTAS, &quota_key(&q.scope), q)
     }
 
     /// Stores a quota scope's limit and usage; with `sync` unset the write is not synced on its
@@ -339,7 +371,7 @@ impl Store {
             w.set_sync(false);
         }
         self.db
-            .put_cf_opt(self.cf(CF_QUOTAS), q.scope.as_bytes(), encode(q), &w)?;
+            .put_cf_opt(self.cf(CF_QUOTAS), quota_key(&q.scope), encode(q), &w)?;
         Ok(())
     }
 
@@ -548,7 +580,7 @@ fn decode<T: DeserializeOwned>(cf: &'static str, v: &[u8]) -> Result<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Checksums, Fingerprint, ObjectAttrs};
+    use crate::{Checksums, Fingerprint, ObjectAttrs, UsageMode};
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -648,9 +680,9 @@ mod tests {
             domain: "d1".into(),
             folder_id: Uuid::new_v4(),
             volume: "local".into(),
-            quota_scope: format!("user:{}", Uuid::nil()),
+            quota_scope: QuotaScope::user(Uuid::nil()),
             created_ms: 0,
-            usage_mode: "general".into(),
+            usage_mode: UsageMode::General,
             permission: crate::Perm::Rw,
             grants: Default::default(),
         };

@@ -159,7 +159,12 @@ impl Gateway {
 
     /// Starts a gateway with extra TOML configuration.
     pub fn start_with_config(toml: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), toml)
+    }
+
+    /// Starts a gateway on `dir/data`, which may hold a data directory written earlier (by
+    /// another release, say), with extra TOML configuration.
+    pub fn start_in(dir: tempfile::TempDir, toml: &str) -> Self {
         let data_dir = dir.path().join("data");
         let cfg = dir.path().join("penstock.toml");
         std::fs::write(&cfg, toml).unwrap();

@@ -21,15 +21,15 @@ use uuid::Uuid;
 pub struct ParseError {
     what: &'static str,
     given: String,
-    expected: &'static str,
+    expected: String,
 }
 
 impl ParseError {
-    fn new(what: &'static str, given: &str, expected: &'static str) -> Self {
+    fn new(what: &'static str, given: &str, expected: impl Into<String>) -> Self {
         Self {
             what,
             given: given.chars().take(80).collect(),
-            expected,
+            expected: expected.into(),
         }
     }
 }
@@ -59,7 +59,7 @@ macro_rules! spelled {
             fn from_str(s: &str) -> Result<Self, ParseError> {
                 match s {
                     $($s => Ok($ty::$variant),)+
-                    _ => Err(ParseError::new($what, s, concat!($($s, " "),+))),
+                    _ => Err(ParseError::new($what, s, format!("one of {}", [$($s),+].join(", ")))),
                 }
             }
         }
@@ -204,6 +204,26 @@ impl ChecksumAlgorithm {
             .iter()
             .copied()
             .find(|a| a.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// The header that carries a checksum of this algorithm, `x-amz-checksum-crc32` and so on.
+    pub const fn header(self) -> &'static str {
+        match self {
+            Self::Crc32 => "x-amz-checksum-crc32",
+            Self::Crc32c => "x-amz-checksum-crc32c",
+            Self::Crc64Nvme => "x-amz-checksum-crc64nvme",
+            Self::Sha1 => "x-amz-checksum-sha1",
+            Self::Sha256 => "x-amz-checksum-sha256",
+        }
+    }
+
+    /// Parses a header name such as `x-amz-checksum-crc32c`, in any case.
+    pub fn from_header(name: &str) -> Option<Self> {
+        let name = name.trim();
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|a| a.header().eq_ignore_ascii_case(name))
     }
 
     /// CRCs combine into a checksum of the whole object; hashes only into a composite one.

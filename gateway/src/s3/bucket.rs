@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::{BucketRecord, Perm};
+use penstock_metadata::{BucketRecord, Perm, UsageMode};
 
 use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
@@ -42,7 +42,7 @@ impl Gateway {
         }
         let (d, n) = (who.user.domain.clone(), name.clone());
         if let Some(existing) = self.meta(move |s| s.bucket(&d, &n)).await? {
-            if existing.quota_scope != QuotaScope::user(who.user.id).to_string() {
+            if existing.quota_scope != QuotaScope::user(who.user.id) {
                 return Err(s3_error!(
                     BucketAlreadyExists,
                     "The requested bucket name is not available."
@@ -71,9 +71,9 @@ impl Gateway {
             domain: who.user.domain.clone(),
             folder_id: loc.id,
             volume: volume.name().to_owned(),
-            quota_scope: loc.scope.to_string(),
+            quota_scope: loc.scope,
             created_ms: now_ms(),
-            usage_mode: "general".to_owned(),
+            usage_mode: UsageMode::General,
             permission: Perm::Wd,
             grants: Default::default(),
         };
@@ -123,7 +123,7 @@ impl Gateway {
         if !b.folder.is_empty().await.map_err(backend_err)? {
             return Err(s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"));
         }
-        let loc = location(&b.rec)?;
+        let loc = location(&b.rec);
         // Parts of unfinished uploads are charged to the scope and go away with the folder.
         let folder = b.rec.folder_id;
         let released: u64 = self

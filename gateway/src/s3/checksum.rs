@@ -31,82 +31,24 @@ macro_rules! with_checksums {
 }
 pub(crate) use with_checksums;
 
-/// An S3 checksum algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Algo {
-    Crc32,
-    Crc32c,
-    Crc64Nvme,
-    Sha1,
-    Sha256,
+pub(crate) use penstock_metadata::ChecksumAlgorithm as Algo;
+pub(crate) use penstock_metadata::ChecksumType;
+
+/// The checksum of `data` under algorithm `a`, in raw bytes.
+pub(crate) fn digest(a: Algo, data: &[u8]) -> Vec<u8> {
+    let mut s = State::new(a);
+    s.update(data);
+    s.finish()
 }
 
-pub(crate) const ALL_ALGOS: [Algo; 5] = [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256];
+/// The algorithm as s3s spells it in outputs.
+pub(crate) fn s3_algo(a: Algo) -> s3s::dto::ChecksumAlgorithm {
+    s3s::dto::ChecksumAlgorithm::from(a.as_str().to_owned())
+}
 
-impl Algo {
-    /// Parses an algorithm name as in `x-amz-checksum-algorithm` (`CRC32`, `crc64nvme`, ...).
-    pub(crate) fn parse(name: &str) -> Option<Self> {
-        ALL_ALGOS.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
-    }
-
-    /// Parses a header name such as `x-amz-checksum-crc32c`.
-    pub(crate) fn from_header(h: &str) -> Option<Self> {
-        let lower = h.trim().to_ascii_lowercase();
-        lower.strip_prefix("x-amz-checksum-").and_then(Self::parse)
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Algo::Crc32 => "CRC32",
-            Algo::Crc32c => "CRC32C",
-            Algo::Crc64Nvme => "CRC64NVME",
-            Algo::Sha1 => "SHA1",
-            Algo::Sha256 => "SHA256",
-        }
-    }
-
-    fn header(self) -> &'static str {
-        match self {
-            Algo::Crc32 => "x-amz-checksum-crc32",
-            Algo::Crc32c => "x-amz-checksum-crc32c",
-            Algo::Crc64Nvme => "x-amz-checksum-crc64nvme",
-            Algo::Sha1 => "x-amz-checksum-sha1",
-            Algo::Sha256 => "x-amz-checksum-sha256",
-        }
-    }
-
-    /// CRCs can be combined into a checksum of the whole object; hashes only composite.
-    pub(crate) fn is_crc(self) -> bool {
-        matches!(self, Algo::Crc32 | Algo::Crc32c | Algo::Crc64Nvme)
-    }
-
-    pub(crate) fn get(self, c: &Checksums) -> Option<&String> {
-        match self {
-            Algo::Crc32 => c.crc32.as_ref(),
-            Algo::Crc32c => c.crc32c.as_ref(),
-            Algo::Crc64Nvme => c.crc64nvme.as_ref(),
-            Algo::Sha1 => c.sha1.as_ref(),
-            Algo::Sha256 => c.sha256.as_ref(),
-        }
-    }
-
-    pub(crate) fn set(self, c: &mut Checksums, v: Option<String>) {
-        let slot = match self {
-            Algo::Crc32 => &mut c.crc32,
-            Algo::Crc32c => &mut c.crc32c,
-            Algo::Crc64Nvme => &mut c.crc64nvme,
-            Algo::Sha1 => &mut c.sha1,
-            Algo::Sha256 => &mut c.sha256,
-        };
-        *slot = v;
-    }
-
-    /// The checksum of `data` in raw bytes.
-    pub(crate) fn digest(self, data: &[u8]) -> Vec<u8> {
-        let mut s = State::new(self);
-        s.update(data);
-        s.finish()
-    }
+/// The checksum type as s3s spells it in outputs.
+pub(crate) fn s3_type(t: ChecksumType) -> s3s::dto::ChecksumType {
+    s3s::dto::ChecksumType::from(t.as_str().to_owned())
 }
 
 enum State {
@@ -179,10 +121,10 @@ impl BodyHasher {
     pub(crate) async fn finish(self) -> Digests {
         let mut checksums = Checksums::default();
         for (a, s) in self.states {
-            a.set(&mut checksums, Some(B64.encode(s.finish())));
+            checksums.set(a, Some(B64.encode(s.finish())));
         }
         if !checksums.is_empty() {
-            checksums.checksum_type = Some("FULL_OBJECT".to_owned());
+            checksums.checksum_type = Some(ChecksumType::FullObject);
         }
         Digests {
             md5: self.md5.finish().await,
@@ -204,12 +146,12 @@ impl Claims {
     /// value (`x-amz-sdk-checksum-algorithm`, or the upload's algorithm for a part).
     pub(crate) fn from_headers(headers: &HeaderMap, requested: Option<&str>) -> S3Result<Self> {
         let mut checksums = Checksums::default();
-        for a in ALL_ALGOS {
+        for &a in Algo::ALL {
             if let Some(v) = headers.get(a.header()) {
                 let v = v
                     .to_str()
                     .map_err(|_| s3_error!(InvalidRequest, "Invalid {} header", a.header()))?;
-                a.set(&mut checksums, Some(v.to_owned()));
+                checksums.set(a, Some(v.to_owned()));
             }
         }
         let trailer = match headers.get("x-amz-trailer").map(|v| v.to_str().unwrap_or("")) {
@@ -223,9 +165,10 @@ impl Claims {
                 .get("x-amz-sdk-checksum-algorithm")
                 .and_then(|v| v.to_str().ok())
         }) {
-            Some(r) => {
-                Some(Algo::parse(r).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?)
-            }
+            Some(r) => Some(
+                Algo::parse_any_case(r)
+                    .ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?,
+            ),
             None => None,
         };
         Ok(Self {
@@ -247,9 +190,10 @@ impl Claims {
     /// Algorithms to compute: everything claimed or requested; CRC64NVME when nothing is, as S3
     /// does by default for new objects.
     pub(crate) fn algos(&self) -> Vec<Algo> {
-        let mut v: Vec<Algo> = ALL_ALGOS
-            .into_iter()
-            .filter(|a| a.get(&self.checksums).is_some())
+        let mut v: Vec<Algo> = Algo::ALL
+            .iter()
+            .copied()
+            .filter(|&a| self.checksums.get(a).is_some())
             .collect();
         for a in [self.trailer, self.requested].into_iter().flatten() {
             if !v.contains(&a) {
@@ -277,8 +221,8 @@ impl Claims {
                 ));
             }
         }
-        for a in ALL_ALGOS {
-            if let Some(claimed) = a.get(&self.checksums) {
+        for &a in Algo::ALL {
+            if let Some(claimed) = self.checksums.get(a) {
                 compare(a, claimed, &d.checksums)?;
             }
         }
@@ -290,7 +234,7 @@ impl Claims {
                     s3_error!(
                         InvalidRequest,
                         "The trailing {} checksum promised by x-amz-trailer is missing",
-                        a.name()
+                        a.as_str()
                     )
                 })?;
             compare(a, value, &d.checksums)?;
@@ -300,19 +244,19 @@ impl Claims {
 }
 
 fn compare(a: Algo, claimed: &str, computed: &Checksums) -> S3Result<()> {
-    let ours = a.get(computed).expect("claimed algorithms are computed");
+    let ours = computed.get(a).expect("claimed algorithms are computed");
     let theirs = B64.decode(claimed.trim()).map_err(|_| {
         s3_error!(
             InvalidRequest,
             "Value for x-amz-checksum-{} header is invalid.",
-            a.name().to_lowercase()
+            a.as_str().to_lowercase()
         )
     })?;
     if B64.decode(ours).ok().as_deref() != Some(theirs.as_slice()) {
         return Err(s3_error!(
             BadDigest,
             "The {} you specified did not match the calculated checksum.",
-            a.name()
+            a.as_str()
         ));
     }
     Ok(())
@@ -325,7 +269,7 @@ pub(crate) fn composite(a: Algo, parts: &[&str]) -> Option<String> {
     for p in parts {
         concat.extend(B64.decode(p).ok()?);
     }
-    Some(format!("{}-{}", B64.encode(a.digest(&concat)), parts.len()))
+    Some(format!("{}-{}", B64.encode(digest(a, &concat)), parts.len()))
 }
 
 /// The CRC of a whole object from the CRCs and sizes of its parts, without rereading the bytes.
@@ -386,9 +330,9 @@ mod tests {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + 3) as u8).collect();
         let (a, b) = data.split_at(60_001);
         for algo in [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme] {
-            let whole = B64.encode(algo.digest(&data));
-            let pa = B64.encode(algo.digest(a));
-            let pb = B64.encode(algo.digest(b));
+            let whole = B64.encode(digest(algo, &data));
+            let pa = B64.encode(digest(algo, a));
+            let pb = B64.encode(digest(algo, b));
             let combined = combine_crcs(algo, &[(&pa, a.len() as u64), (&pb, b.len() as u64)]).unwrap();
             assert_eq!(combined, whole, "{algo:?}");
         }

@@ -7,7 +7,7 @@ use penstock_backends::{ReadHandle, StagingFile, Stat};
 use penstock_metadata::{ObjectRecord, Perm};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{with_checksums, Algo, BodyHasher, ALL_ALGOS};
+use super::checksum::{s3_type, with_checksums, Algo, BodyHasher};
 use super::error::backend_err;
 use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
@@ -160,7 +160,7 @@ impl Gateway {
             CopyObjectResult {
                 e_tag: Some(etag(&rec.etag)),
                 last_modified: lm,
-                checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+                checksum_type: rec.checksums.checksum_type.map(s3_type),
             }
         );
         Ok(S3Response::new(CopyObjectOutput {
@@ -182,13 +182,14 @@ fn directive(d: Option<&str>) -> S3Result<bool> {
 /// Checksums of a copy: the requested algorithm, else the ones the source had, else CRC64NVME.
 pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<&str>) -> S3Result<Vec<Algo>> {
     if let Some(r) = requested {
-        return Ok(vec![Algo::parse(r).ok_or_else(|| {
+        return Ok(vec![Algo::parse_any_case(r).ok_or_else(|| {
             s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}")
         })?]);
     }
-    let mut v: Vec<Algo> = ALL_ALGOS
-        .into_iter()
-        .filter(|a| a.get(&src.checksums).is_some())
+    let mut v: Vec<Algo> = Algo::ALL
+        .iter()
+        .copied()
+        .filter(|&a| src.checksums.get(a).is_some())
         .collect();
     if v.is_empty() {
         v.push(Algo::Crc64Nvme);

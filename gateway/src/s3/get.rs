@@ -13,7 +13,7 @@ use penstock_backends::{BackendError, EntryKind, ReadHandle, Stat};
 use penstock_metadata::ObjectRecord;
 use penstock_rdma::transport::PushError;
 
-use super::checksum::{with_checksums, ALL_ALGOS};
+use super::checksum::{s3_type, with_checksums, Algo};
 use super::error::backend_err;
 use super::object::{
     effective_record, etag, fingerprint, last_modified, metadata_out, parse_http_date, parse_key, Conditions,
@@ -361,7 +361,7 @@ impl Gateway {
             out.checksum = Some(with_checksums!(
                 &rec.checksums,
                 Checksum {
-                    checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+                    checksum_type: rec.checksums.checksum_type.map(s3_type),
                 }
             ));
         }
@@ -527,16 +527,17 @@ impl ObjectHeaders {
             None if plan.content_range.is_none() => Some(&plan.rec.checksums),
             None => None,
         };
-        let get = |a: super::checksum::Algo| src.and_then(|c| a.get(c).cloned());
-        let [crc32, crc32c, crc64nvme, sha1, sha256] = ALL_ALGOS.map(get);
+        use super::checksum::ChecksumType::Composite;
+        let get = |a: Algo| src.and_then(|c| c.get(a).cloned());
+        let [crc32, crc32c, crc64nvme, sha1, sha256] =
+            [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256].map(get);
         // A part's checksum covers that part's bytes in full, but it belongs to the object's
         // scheme: parts of a COMPOSITE object are reported as COMPOSITE, as S3 does.
         let checksum_type = match plan.checksum_part {
-            Some(_) if plan.rec.checksums.checksum_type.as_deref() == Some(ChecksumType::COMPOSITE) => {
-                src.map(|_| ChecksumType::from_static(ChecksumType::COMPOSITE))
-            }
-            _ => src.and_then(|c| c.checksum_type.clone()).map(ChecksumType::from),
-        };
+            Some(_) if plan.rec.checksums.checksum_type == Some(Composite) => src.map(|_| Composite),
+            _ => src.and_then(|c| c.checksum_type),
+        }
+        .map(s3_type);
         Self {
             crc32,
             crc32c,

@@ -509,10 +509,11 @@ fn enc(url: bool, s: &str) -> String {
 }
 
 fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
-    let algos: Vec<ChecksumAlgorithm> = super::checksum::ALL_ALGOS
-        .into_iter()
-        .filter(|a| a.get(&o.rec.checksums).is_some())
-        .map(|a| ChecksumAlgorithm::from(a.name().to_owned()))
+    let algos: Vec<ChecksumAlgorithm> = super::checksum::Algo::ALL
+        .iter()
+        .copied()
+        .filter(|&a| o.rec.checksums.get(a).is_some())
+        .map(|a| ChecksumAlgorithm::from(a.as_str().to_owned()))
         .collect();
     Object {
         key: Some(enc(url, &o.key)),
@@ -521,7 +522,7 @@ fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
         last_modified: Some(last_modified(&o.st)),
         storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),
         checksum_algorithm: (!algos.is_empty()).then_some(algos),
-        checksum_type: o.rec.checksums.checksum_type.clone().map(ChecksumType::from),
+        checksum_type: o.rec.checksums.checksum_type.map(super::checksum::s3_type),
         owner,
         ..Default::default()
     }

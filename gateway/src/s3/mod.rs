@@ -1,8 +1,8 @@
 //! The S3 service: one module per operation family, all methods of [`Gateway`].
 //!
 //! [`Gateway`] owns the metadata store and the volumes. Each S3 operation is implemented as an
-//! inherent method in the module of its family (`get.rs`, `put.rs`, ...); the `S3` trait impl
-//! below only routes to them.
+//! inherent method in the module of its family (`get.rs`, `put.rs`, ...); the table in `ops.rs`
+//! routes to them and says what each needs.
 
 mod acl;
 pub(crate) mod body_digest;
@@ -16,6 +16,7 @@ mod list;
 mod locks;
 mod multipart;
 mod object;
+pub(crate) mod ops;
 mod put;
 mod quota;
 mod range;
@@ -27,7 +28,7 @@ use std::sync::Arc;
 
 use s3s::dto::*;
 use s3s::service::S3ServiceBuilder;
-use s3s::{S3Request, S3Response, S3Result, S3};
+use s3s::{S3Request, S3Result};
 
 use penstock_backends::nfs::NfsVolume;
 use penstock_backends::posix::PosixVolume;
@@ -152,7 +153,7 @@ impl Gateway {
         let mut removed = 0;
         for b in buckets {
             let Ok(vol) = self.volume(&b.volume) else { continue };
-            let Ok(loc) = location(&b) else { continue };
+            let loc = location(&b);
             match vol.open_folder(&loc).await {
                 Ok(f) => match f.sweep_staging(cutoff).await {
                     Ok(n) => removed += n,
@@ -171,15 +172,20 @@ impl Gateway {
         self.volumes.iter()
     }
 
-    /// Looks up a bucket in the caller's domain and opens its folder.
+    /// The bucket `name` in the caller's domain, with its folder opened: the record the access
+    /// check found when the request addresses `name`, else a fresh lookup (a copy's source).
     pub(crate) async fn bucket(&self, who: &Caller, name: &str) -> S3Result<BucketCtx> {
-        let (domain, owned) = (who.user.domain.clone(), name.to_owned());
-        let rec = self
-            .meta_read(|s| s.bucket(&domain, &owned))?
-            .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
+        let rec = match &who.checked {
+            Some(rec) if rec.name == name => BucketRecord::clone(rec),
+            _ => {
+                let (domain, owned) = (who.user.domain.clone(), name.to_owned());
+                self.meta_read(|s| s.bucket(&domain, &owned))?
+                    .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?
+            }
+        };
         let folder = self
             .volume(&rec.volume)?
-            .open_folder(&location(&rec)?)
+            .open_folder(&location(&rec))
             .await
             .map_err(error::backend_err)?;
         Ok(BucketCtx { rec, folder })
@@ -200,23 +206,18 @@ where
 }
 
 /// The folder location recorded for a bucket.
-pub(crate) fn location(rec: &BucketRecord) -> S3Result<FolderLocation> {
-    let scope = rec.quota_scope.parse().map_err(internal)?;
-    Ok(FolderLocation {
-        scope,
+pub(crate) fn location(rec: &BucketRecord) -> FolderLocation {
+    FolderLocation {
+        scope: rec.quota_scope,
         id: rec.folder_id,
-    })
+    }
 }
 
 /// The S3 owner of a bucket: its quota scope's principal.
 pub(crate) fn owner_of(rec: &BucketRecord) -> Owner {
-    let id = rec
-        .quota_scope
-        .split_once(':')
-        .map_or(rec.quota_scope.as_str(), |(_, id)| id);
     Owner {
-        id: Some(id.replace('-', "")),
-        display_name: Some(rec.quota_scope.clone()),
+        id: Some(rec.quota_scope.id.simple().to_string()),
+        display_name: Some(rec.quota_scope.to_string()),
     }
 }
 
@@ -236,7 +237,7 @@ pub(crate) fn peer<T>(req: &S3Request<T>) -> Option<PeerAddr> {
 /// Builds the hyper service: s3s with our auth, access control and operations.
 pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     let metrics = gateway.metrics.clone();
-    let mut b = S3ServiceBuilder::new(S3Gateway(gateway.clone()));
+    let mut b = S3ServiceBuilder::new(ops::S3Gateway(gateway.clone()));
     b.set_host(VirtualHosts {
         domains: cfg
             .virtual_host_domains
@@ -283,55 +284,4 @@ impl s3s::host::S3Host for VirtualHosts {
         }
         Ok(s3s::host::VirtualHost::new(host))
     }
-}
-
-/// The `S3` trait object handed to s3s.
-#[derive(Clone)]
-struct S3Gateway(Arc<Gateway>);
-
-macro_rules! route {
-    ($($method:ident: $input:ty => $output:ty;)*) => {
-        #[async_trait::async_trait]
-        impl S3 for S3Gateway {
-            $(
-                async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
-                    self.0.$method(req).await
-                }
-            )*
-        }
-    };
-}
-
-route! {
-    create_bucket: CreateBucketInput => CreateBucketOutput;
-    head_bucket: HeadBucketInput => HeadBucketOutput;
-    delete_bucket: DeleteBucketInput => DeleteBucketOutput;
-    list_buckets: ListBucketsInput => ListBucketsOutput;
-    get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
-    get_bucket_versioning: GetBucketVersioningInput => GetBucketVersioningOutput;
-    get_bucket_acl: GetBucketAclInput => GetBucketAclOutput;
-    put_bucket_acl: PutBucketAclInput => PutBucketAclOutput;
-    get_object_acl: GetObjectAclInput => GetObjectAclOutput;
-    put_object_acl: PutObjectAclInput => PutObjectAclOutput;
-    get_bucket_ownership_controls: GetBucketOwnershipControlsInput => GetBucketOwnershipControlsOutput;
-    put_object: PutObjectInput => PutObjectOutput;
-    get_object: GetObjectInput => GetObjectOutput;
-    head_object: HeadObjectInput => HeadObjectOutput;
-    get_object_attributes: GetObjectAttributesInput => GetObjectAttributesOutput;
-    delete_object: DeleteObjectInput => DeleteObjectOutput;
-    delete_objects: DeleteObjectsInput => DeleteObjectsOutput;
-    copy_object: CopyObjectInput => CopyObjectOutput;
-    list_objects: ListObjectsInput => ListObjectsOutput;
-    list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
-    list_object_versions: ListObjectVersionsInput => ListObjectVersionsOutput;
-    get_object_tagging: GetObjectTaggingInput => GetObjectTaggingOutput;
-    put_object_tagging: PutObjectTaggingInput => PutObjectTaggingOutput;
-    delete_object_tagging: DeleteObjectTaggingInput => DeleteObjectTaggingOutput;
-    create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput;
-    upload_part: UploadPartInput => UploadPartOutput;
-    upload_part_copy: UploadPartCopyInput => UploadPartCopyOutput;
-    complete_multipart_upload: CompleteMultipartUploadInput => CompleteMultipartUploadOutput;
-    abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput;
-    list_parts: ListPartsInput => ListPartsOutput;
-    list_multipart_uploads: ListMultipartUploadsInput => ListMultipartUploadsOutput;
 }

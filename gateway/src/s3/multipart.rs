@@ -7,7 +7,9 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadId, UploadRecord};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{combine_crcs, composite, multipart_etag, with_checksums, Algo, BodyHasher, Claims};
+use super::checksum::{
+    combine_crcs, composite, multipart_etag, s3_algo, s3_type, with_checksums, Algo, BodyHasher, ChecksumType, Claims,
+};
 use super::copy::{copy_conditions, copy_range};
 use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
@@ -44,21 +46,25 @@ impl Gateway {
         check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
         let algo = match &input.checksum_algorithm {
             Some(a) => Some(
-                Algo::parse(a.as_str()).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?,
+                Algo::parse_any_case(a.as_str())
+                    .ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?,
             ),
             None => None,
         };
-        let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str().to_owned()), algo) {
-            (Some(t), Some(a)) if t == "FULL_OBJECT" && !a.is_crc() => {
-                return Err(s3_error!(
-                    InvalidRequest,
-                    "The FULL_OBJECT checksum type requires a CRC algorithm"
-                ))
-            }
-            (Some(t), Some(_)) if t == "FULL_OBJECT" || t == "COMPOSITE" => Some(t),
-            (Some(t), _) => return Err(s3_error!(InvalidRequest, "Invalid checksum type {t}")),
-            (None, Some(Algo::Crc64Nvme)) => Some("FULL_OBJECT".to_owned()),
-            (None, Some(_)) => Some("COMPOSITE".to_owned()),
+        let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str()), algo) {
+            (Some(t), Some(a)) => match t.parse::<ChecksumType>() {
+                Ok(ChecksumType::FullObject) if !a.is_crc() => {
+                    return Err(s3_error!(
+                        InvalidRequest,
+                        "The FULL_OBJECT checksum type requires a CRC algorithm"
+                    ))
+                }
+                Ok(t) => Some(t),
+                Err(_) => return Err(s3_error!(InvalidRequest, "Invalid checksum type {t}")),
+            },
+            (Some(t), None) => return Err(s3_error!(InvalidRequest, "Invalid checksum type {t}")),
+            (None, Some(Algo::Crc64Nvme)) => Some(ChecksumType::FullObject),
+            (None, Some(_)) => Some(ChecksumType::Composite),
             (None, None) => None,
         };
         let up = UploadRecord {
@@ -68,8 +74,8 @@ impl Gateway {
             initiator: who.access_key,
             tags: parse_tagging_header(input.tagging.as_deref())?,
             attrs: attr_input!(input).into_attrs(),
-            checksum_algorithm: algo.map(|a| a.name().to_owned()),
-            checksum_type: ctype.clone(),
+            checksum_algorithm: algo,
+            checksum_type: ctype,
         };
         let (f, u) = (b.rec.folder_id, up.clone());
         self.meta(move |s| s.put_upload(f, &u)).await?;
@@ -78,7 +84,7 @@ impl Gateway {
             key: Some(input.key.clone()),
             upload_id: Some(up.upload_id.to_string()),
             checksum_algorithm: input.checksum_algorithm.clone(),
-            checksum_type: ctype.map(ChecksumType::from),
+            checksum_type: ctype.map(s3_type),
             ..Default::default()
         }))
     }
@@ -99,7 +105,7 @@ impl Gateway {
             .checksum_algorithm
             .as_ref()
             .map(|a| a.as_str().to_owned())
-            .or_else(|| up.checksum_algorithm.clone());
+            .or_else(|| up.checksum_algorithm.map(|a| a.as_str().to_owned()));
         let claims = Claims::from_headers(&req.headers, requested.as_deref())?;
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
 
@@ -151,13 +157,7 @@ impl Gateway {
             None => (0, size),
             Some(r) => parse_copy_range(r, size)?,
         };
-        let algos: Vec<Algo> = up
-            .checksum_algorithm
-            .as_deref()
-            .and_then(Algo::parse)
-            .into_iter()
-            .collect();
-        let algos = if algos.is_empty() { vec![Algo::Crc64Nvme] } else { algos };
+        let algos = vec![up.checksum_algorithm.unwrap_or(Algo::Crc64Nvme)];
         let mut staging = b.folder.create_staging(Some(len)).await.map_err(backend_err)?;
         let mut hasher = BodyHasher::new(&algos);
         if let Some(h) = &src.handle {
@@ -210,14 +210,14 @@ impl Gateway {
         let (store, quota_locks, scope, durable) = (
             self.store.clone(),
             self.quota_locks.clone(),
-            b.rec.quota_scope.clone(),
+            b.rec.quota_scope,
             self.durable,
         );
         let (id, p) = (up.upload_id.clone(), part.clone());
         tokio::spawn(async move {
             let _guard = guard;
             // Made durable by the part record's synced write below.
-            super::quota::charge_scope(store.clone(), quota_locks.clone(), scope.clone(), delta, false).await?;
+            super::quota::charge_scope(store.clone(), quota_locks.clone(), scope, delta, false).await?;
             let stored = async {
                 staging.publish_part(&id, n, durable).await.map_err(backend_err)?;
                 super::run_meta(store.clone(), move |s| s.put_part(&id, &p)).await
@@ -291,11 +291,11 @@ impl Gateway {
                 (Algo::Sha256, &w.checksum_sha256),
             ] {
                 if let Some(v) = v {
-                    if a.get(&p.checksums) != Some(v) {
+                    if p.checksums.get(a) != Some(v) {
                         return Err(s3_error!(
                             InvalidPart,
                             "The {} checksum of part {n} does not match the uploaded part.",
-                            a.name()
+                            a.as_str()
                         ));
                     }
                 }
@@ -336,21 +336,21 @@ impl Gateway {
 
         // Object checksums: composite over part checksums, or the CRC of the whole object.
         let mut checksums = Checksums::default();
-        if let Some(a) = up.checksum_algorithm.as_deref().and_then(Algo::parse) {
-            if up.checksum_type.as_deref() == Some("FULL_OBJECT") {
+        if let Some(a) = up.checksum_algorithm {
+            if up.checksum_type == Some(ChecksumType::FullObject) {
                 let sums: Option<Vec<(&str, u64)>> = chosen
                     .iter()
-                    .map(|p| a.get(&p.checksums).map(|c| (c.as_str(), p.size)))
+                    .map(|p| p.checksums.get(a).map(|c| (c.as_str(), p.size)))
                     .collect();
                 if let Some(v) = sums.and_then(|s| combine_crcs(a, &s)) {
-                    a.set(&mut checksums, Some(v));
-                    checksums.checksum_type = Some("FULL_OBJECT".into());
+                    checksums.set(a, Some(v));
+                    checksums.checksum_type = Some(ChecksumType::FullObject);
                 }
             } else {
-                let sums: Option<Vec<&str>> = chosen.iter().map(|p| a.get(&p.checksums).map(String::as_str)).collect();
+                let sums: Option<Vec<&str>> = chosen.iter().map(|p| p.checksums.get(a).map(String::as_str)).collect();
                 if let Some(sums) = sums {
-                    a.set(&mut checksums, composite(a, &sums));
-                    checksums.checksum_type = Some("COMPOSITE".into());
+                    checksums.set(a, composite(a, &sums));
+                    checksums.checksum_type = Some(ChecksumType::Composite);
                 }
             }
             verify_complete_checksum(a, input, &checksums)?;
@@ -362,7 +362,7 @@ impl Gateway {
                 .collect();
             checksums.crc64nvme = sums.and_then(|s| combine_crcs(Algo::Crc64Nvme, &s));
             if checksums.crc64nvme.is_some() {
-                checksums.checksum_type = Some("FULL_OBJECT".into());
+                checksums.checksum_type = Some(ChecksumType::FullObject);
             }
         }
         let rec = ObjectRecord {
@@ -470,8 +470,8 @@ impl Gateway {
             next_part_number_marker: page.last().map(|p| p.part_number as i32),
             max_parts: Some(max as i32),
             is_truncated: Some(truncated),
-            checksum_algorithm: up.checksum_algorithm.clone().map(ChecksumAlgorithm::from),
-            checksum_type: up.checksum_type.clone().map(ChecksumType::from),
+            checksum_algorithm: up.checksum_algorithm.map(s3_algo),
+            checksum_type: up.checksum_type.map(s3_type),
             initiator: Some(Initiator {
                 id: Some(up.initiator.clone()),
                 display_name: Some(up.initiator.clone()),
@@ -576,8 +576,8 @@ impl Gateway {
                         }),
                         owner: Some(owner.clone()),
                         storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
-                        checksum_algorithm: u.checksum_algorithm.map(ChecksumAlgorithm::from),
-                        checksum_type: u.checksum_type.map(ChecksumType::from),
+                        checksum_algorithm: u.checksum_algorithm.map(s3_algo),
+                        checksum_type: u.checksum_type.map(s3_type),
                     })
                     .collect(),
             ),
@@ -623,12 +623,12 @@ fn verify_complete_checksum(a: Algo, i: &CompleteMultipartUploadInput, c: &Check
         Algo::Sha1 => &i.checksum_sha1,
         Algo::Sha256 => &i.checksum_sha256,
     };
-    if let (Some(sent), Some(ours)) = (sent, a.get(c)) {
+    if let (Some(sent), Some(ours)) = (sent, c.get(a)) {
         if sent != ours && sent.split('-').next() != ours.split('-').next() {
             return Err(s3_error!(
                 BadDigest,
                 "The {} you specified did not match the calculated checksum.",
-                a.name()
+                a.as_str()
             ));
         }
     }
@@ -643,7 +643,7 @@ fn completed(input: &CompleteMultipartUploadInput, rec: &ObjectRecord) -> Comple
             bucket: Some(input.bucket.clone()),
             key: Some(input.key.clone()),
             e_tag: Some(etag(&rec.etag)),
-            checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+            checksum_type: rec.checksums.checksum_type.map(super::checksum::s3_type),
         },
         ..Default::default()
     )

@@ -84,7 +84,7 @@ impl Gateway {
             &rec.checksums,
             PutObjectOutput {
                 e_tag: Some(etag(&rec.etag)),
-                checksum_type: rec.checksums.checksum_type.clone().map(ChecksumType::from),
+                checksum_type: rec.checksums.checksum_type.map(super::checksum::s3_type),
                 size: Some(size as i64),
             },
             ..Default::default()
@@ -212,10 +212,10 @@ impl Gateway {
         // From the charge on, the publish runs in a task of its own: a client that disconnects
         // (dropping this future) cannot stop it halfway, with the scope charged for a file that
         // never landed or a pending record never settled. The key lock goes with it.
-        let (store, quota_locks, scope) = (self.store.clone(), self.quota_locks.clone(), b.rec.quota_scope.clone());
+        let (store, quota_locks, scope) = (self.store.clone(), self.quota_locks.clone(), b.rec.quota_scope);
         let (path, rec, durable) = (path.clone(), rec.clone(), self.durable);
         let refund = {
-            let (store, quota_locks, scope) = (store.clone(), quota_locks.clone(), scope.clone());
+            let (store, quota_locks, scope) = (store.clone(), quota_locks.clone(), scope);
             move || super::quota::charge_scope(store, quota_locks, scope, -delta, true)
         };
         tokio::spawn(async move {
@@ -293,7 +293,7 @@ impl Gateway {
                 let b = BucketCtx {
                     folder: self
                         .volume(&rec.volume)?
-                        .open_folder(&super::location(&rec)?)
+                        .open_folder(&super::location(&rec))
                         .await
                         .map_err(backend_err)?,
                     rec,

@@ -24,15 +24,13 @@ impl Gateway {
         scope: QuotaScope,
         mut progress: impl FnMut(usize, usize, u64),
     ) -> S3Result<Quota> {
-        let sc = scope.to_string();
-        let _guard = self.quota_locks.lock(uuid::Uuid::nil(), &sc).await;
-        let s2 = sc.clone();
+        let _guard = self.quota_locks.lock(uuid::Uuid::nil(), &scope.to_string()).await;
         let buckets = self
             .meta(move |st| {
                 Ok(st
                     .buckets()?
                     .into_iter()
-                    .filter(|b| b.quota_scope == s2)
+                    .filter(|b| b.quota_scope == scope)
                     .collect::<Vec<_>>())
             })
             .await?;
@@ -49,8 +47,8 @@ impl Gateway {
         }
         let q = self
             .meta(move |st| {
-                let mut q = st.quota(&sc)?.unwrap_or(Quota {
-                    scope: sc,
+                let mut q = st.quota(&scope)?.unwrap_or(Quota {
+                    scope,
                     limit_bytes: None,
                     usage_bytes: 0,
                 });
@@ -64,15 +62,8 @@ impl Gateway {
 
     /// Adds `delta` bytes to the scope's usage, refusing growth beyond its limit. The change is
     /// durable when this returns.
-    pub(crate) async fn charge(&self, scope: &str, delta: i64) -> S3Result<()> {
-        charge_scope(
-            self.store.clone(),
-            self.quota_locks.clone(),
-            scope.to_owned(),
-            delta,
-            true,
-        )
-        .await
+    pub(crate) async fn charge(&self, scope: &QuotaScope, delta: i64) -> S3Result<()> {
+        charge_scope(self.store.clone(), self.quota_locks.clone(), *scope, delta, true).await
     }
 }
 
@@ -90,19 +81,18 @@ impl Gateway {
 pub(crate) async fn charge_scope(
     store: Arc<Store>,
     locks: Arc<KeyLocks>,
-    scope: String,
+    scope: QuotaScope,
     delta: i64,
     sync: bool,
 ) -> S3Result<()> {
     if delta == 0 {
         return Ok(());
     }
-    let _guard = locks.lock(uuid::Uuid::nil(), &scope).await;
-    let s = scope.clone();
+    let _guard = locks.lock(uuid::Uuid::nil(), &scope.to_string()).await;
     // One metadata round trip: read, check and write under the scope's lock.
     let refused = super::run_meta(store, move |st| {
-        let mut q = st.quota(&s)?.unwrap_or_else(|| Quota {
-            scope: s.clone(),
+        let mut q = st.quota(&scope)?.unwrap_or(Quota {
+            scope,
             limit_bytes: None,
             usage_bytes: 0,
         });

@@ -1,0 +1,126 @@
+//! The table of S3 operations this gateway offers: for each, the handler it routes to and what
+//! the caller needs to run it. Router and permissions come from this one list, so an operation
+//! cannot be routed without a permission, and an operation missing here is refused as
+//! `NotImplemented` by the access check before any handler runs.
+
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, S3};
+
+use penstock_metadata::Perm;
+
+use super::Gateway;
+
+/// What an S3 operation needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Not bucket-scoped (ListBuckets, CreateBucket): any authenticated user.
+    Authenticated,
+    /// At least this permission on the bucket's folder.
+    Folder(Perm),
+    /// Not offered by this gateway: answered `NotImplemented`.
+    Unsupported,
+}
+
+/// The `S3` trait object handed to s3s.
+#[derive(Clone)]
+pub(crate) struct S3Gateway(pub(crate) std::sync::Arc<Gateway>);
+
+/// `Name => handler(Input) -> Output, need;` for each operation: `Name` as s3s names it, the
+/// [`Gateway`] method that serves it, and its [`Need`] (`any`, `ro`, `rw` or `wd`).
+macro_rules! operations {
+    ($($name:ident => $method:ident($input:ty) -> $output:ty, $need:ident;)*) => {
+        #[async_trait::async_trait]
+        impl S3 for S3Gateway {
+            $(
+                async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                    self.0.$method(req).await
+                }
+            )*
+        }
+
+        /// What the operation s3s names `op` needs; `Unsupported` for any not in the table.
+        pub fn required(op: &str) -> Need {
+            match op {
+                // s3s names a browser-form upload PostObject and serves it with put_object.
+                "PostObject" => required("PutObject"),
+                $(stringify!($name) => operations!(@need $need),)*
+                _ => Need::Unsupported,
+            }
+        }
+
+        /// Every operation in the table: its s3s name and its handler's name.
+        #[cfg(test)]
+        const ALL: &[(&str, &str)] = &[$((stringify!($name), stringify!($method))),*];
+    };
+    (@need any) => { Need::Authenticated };
+    (@need ro) => { Need::Folder(Perm::Ro) };
+    (@need rw) => { Need::Folder(Perm::Rw) };
+    (@need wd) => { Need::Folder(Perm::Wd) };
+}
+
+operations! {
+    ListBuckets => list_buckets(ListBucketsInput) -> ListBucketsOutput, any;
+    CreateBucket => create_bucket(CreateBucketInput) -> CreateBucketOutput, any;
+    HeadBucket => head_bucket(HeadBucketInput) -> HeadBucketOutput, ro;
+    DeleteBucket => delete_bucket(DeleteBucketInput) -> DeleteBucketOutput, wd;
+    GetBucketLocation => get_bucket_location(GetBucketLocationInput) -> GetBucketLocationOutput, ro;
+    GetBucketVersioning => get_bucket_versioning(GetBucketVersioningInput) -> GetBucketVersioningOutput, ro;
+    GetBucketAcl => get_bucket_acl(GetBucketAclInput) -> GetBucketAclOutput, ro;
+    PutBucketAcl => put_bucket_acl(PutBucketAclInput) -> PutBucketAclOutput, wd;
+    GetBucketOwnershipControls => get_bucket_ownership_controls(GetBucketOwnershipControlsInput)
+        -> GetBucketOwnershipControlsOutput, ro;
+    GetObjectAcl => get_object_acl(GetObjectAclInput) -> GetObjectAclOutput, ro;
+    PutObjectAcl => put_object_acl(PutObjectAclInput) -> PutObjectAclOutput, rw;
+    PutObject => put_object(PutObjectInput) -> PutObjectOutput, rw;
+    GetObject => get_object(GetObjectInput) -> GetObjectOutput, ro;
+    HeadObject => head_object(HeadObjectInput) -> HeadObjectOutput, ro;
+    GetObjectAttributes => get_object_attributes(GetObjectAttributesInput) -> GetObjectAttributesOutput, ro;
+    DeleteObject => delete_object(DeleteObjectInput) -> DeleteObjectOutput, wd;
+    DeleteObjects => delete_objects(DeleteObjectsInput) -> DeleteObjectsOutput, wd;
+    CopyObject => copy_object(CopyObjectInput) -> CopyObjectOutput, rw;
+    ListObjects => list_objects(ListObjectsInput) -> ListObjectsOutput, ro;
+    ListObjectsV2 => list_objects_v2(ListObjectsV2Input) -> ListObjectsV2Output, ro;
+    ListObjectVersions => list_object_versions(ListObjectVersionsInput) -> ListObjectVersionsOutput, ro;
+    GetObjectTagging => get_object_tagging(GetObjectTaggingInput) -> GetObjectTaggingOutput, ro;
+    PutObjectTagging => put_object_tagging(PutObjectTaggingInput) -> PutObjectTaggingOutput, rw;
+    DeleteObjectTagging => delete_object_tagging(DeleteObjectTaggingInput) -> DeleteObjectTaggingOutput, rw;
+    CreateMultipartUpload => create_multipart_upload(CreateMultipartUploadInput) -> CreateMultipartUploadOutput, rw;
+    UploadPart => upload_part(UploadPartInput) -> UploadPartOutput, rw;
+    UploadPartCopy => upload_part_copy(UploadPartCopyInput) -> UploadPartCopyOutput, rw;
+    CompleteMultipartUpload => complete_multipart_upload(CompleteMultipartUploadInput)
+        -> CompleteMultipartUploadOutput, rw;
+    AbortMultipartUpload => abort_multipart_upload(AbortMultipartUploadInput) -> AbortMultipartUploadOutput, rw;
+    ListParts => list_parts(ListPartsInput) -> ListPartsOutput, ro;
+    ListMultipartUploads => list_multipart_uploads(ListMultipartUploadsInput) -> ListMultipartUploadsOutput, ro;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_operation_has_its_permission() {
+        assert_eq!(required("GetObject"), Need::Folder(Perm::Ro));
+        assert_eq!(required("UploadPart"), Need::Folder(Perm::Rw));
+        assert_eq!(required("PostObject"), Need::Folder(Perm::Rw));
+        assert_eq!(required("DeleteObjects"), Need::Folder(Perm::Wd));
+        assert_eq!(required("PutBucketAcl"), Need::Folder(Perm::Wd));
+        assert_eq!(required("ListBuckets"), Need::Authenticated);
+        assert_eq!(required("PutBucketPolicy"), Need::Unsupported);
+        assert!(ALL.iter().all(|(op, _)| required(op) != Need::Unsupported));
+    }
+
+    /// s3s names each operation as its `S3` method in PascalCase (`list_objects_v2` is
+    /// `ListObjectsV2`); a name in the table that breaks the rule would route its handler but
+    /// have every request to it refused as not implemented.
+    #[test]
+    fn names_are_the_s3s_names() {
+        for (op, method) in ALL {
+            let pascal: String = method
+                .split('_')
+                .map(|w| w[..1].to_ascii_uppercase() + &w[1..])
+                .collect();
+            assert_eq!(pascal, *op, "{method} is served as {op}");
+        }
+    }
+}
