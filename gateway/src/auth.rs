@@ -77,12 +77,7 @@ pub(crate) fn check_presigned_lifetime(uri: &http::Uri) -> S3Result<()> {
             continue;
         };
         if v.parse::<u64>().map_or(true, |secs| secs > MAX_PRESIGNED_SECS) {
-            let mut e = s3s::S3Error::with_message(
-                s3s::S3ErrorCode::Custom("AuthorizationQueryParametersError".into()),
-                "X-Amz-Expires must be less than a week (in seconds) that is 604800",
-            );
-            e.set_status_code(http::StatusCode::BAD_REQUEST);
-            return Err(e);
+            return Err(crate::s3::presigned_too_long(MAX_PRESIGNED_SECS));
         }
     }
     Ok(())

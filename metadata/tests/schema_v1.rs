@@ -1,7 +1,6 @@
 //! A store written by the first release (schema version 1, `tests/fixtures/store-v1.tar.gz`,
 //! made by `tests/fixtures/make-store-v1.sh`) opens, migrates, and reads back as typed records.
 
-use std::path::Path;
 use std::process::Command;
 
 use penstock_metadata::{
@@ -10,17 +9,15 @@ use penstock_metadata::{
 };
 use uuid::Uuid;
 
+/// The fixture's `data/` directory, unpacked, and what its maker recorded in `expect.json`.
 fn unpack() -> (tempfile::TempDir, serde_json::Value) {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/store-v1.tar.gz");
     let dir = tempfile::tempdir().unwrap();
-    let st = Command::new("tar")
-        .arg("-C")
+    let tarball = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/store-v1.tar.gz");
+    let untar = Command::new("tar")
+        .args(["-xzf", tarball, "-C"])
         .arg(dir.path())
-        .arg("-xzf")
-        .arg(&fixture)
-        .status()
-        .expect("run tar");
-    assert!(st.success(), "tar -xzf {} failed", fixture.display());
+        .status();
+    assert!(untar.expect("run tar").success(), "cannot unpack {tarball}");
     let expect = std::fs::read(dir.path().join("data/expect.json")).unwrap();
     (dir, serde_json::from_slice(&expect).unwrap())
 }

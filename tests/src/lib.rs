@@ -2,6 +2,9 @@
 //! fresh data directory, and stops it on drop.
 
 pub mod ganesha;
+pub mod s3;
+
+pub use s3::{code, completed, data, list_all, md5_hex, status};
 
 /// Raw HTTP/1.1 over a socket, for bytes on the wire that an SDK would not send (interim
 /// responses, stalled bodies, malformed headers), with presigned URLs for authentication.
@@ -366,4 +369,21 @@ pub async fn put(c: &aws_sdk_s3::Client, bucket: &str, key: &str, body: &[u8]) {
 pub async fn get(c: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Vec<u8> {
     let o = c.get_object().bucket(bucket).key(key).send().await.unwrap();
     o.body.collect().await.unwrap().into_bytes().to_vec()
+}
+
+/// Unpacks `tests/fixtures/NAME` (a tarball holding `data/` and `data/expect.json`, what the
+/// fixture's maker recorded) into a fresh directory; answers the directory and that record.
+pub fn unpack_fixture(name: &str) -> (tempfile::TempDir, serde_json::Value) {
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name);
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(dir.path())
+        .arg("-xzf")
+        .arg(&tarball)
+        .status()
+        .expect("run tar");
+    assert!(st.success(), "tar -xzf {} failed", tarball.display());
+    let expect = std::fs::read(dir.path().join("data/expect.json")).unwrap();
+    (dir, serde_json::from_slice(&expect).unwrap())
 }

@@ -12,16 +12,11 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, ChecksumType, CompletedMultipartUpload, CompletedPart};
 use base64::Engine;
-use md5::{Digest, Md5};
 use penstock_tests::raw::Conn;
-use penstock_tests::{get, pattern, put, Gateway};
+use penstock_tests::{get, md5_hex, pattern, put, Gateway};
 
 fn presigning() -> PresigningConfig {
     PresigningConfig::expires_in(Duration::from_secs(600)).unwrap()
-}
-
-fn md5_hex(b: &[u8]) -> String {
-    hex::encode(Md5::digest(b))
 }
 
 /// botocore sends `Expect: 100-continue` on every PUT with a file-like body, empty ones too,

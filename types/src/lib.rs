@@ -34,6 +34,25 @@ impl ParseError {
     }
 }
 
+/// Serializes a type as its `Display` string and deserializes it through `FromStr`, so a
+/// malformed value in a record or a request body is refused where it is read.
+macro_rules! string_serde {
+    ($ty:ty) => {
+        impl Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
 /// Implements `Display`, `FromStr` and string serde for an enum spelled by a fixed table.
 macro_rules! spelled {
     ($ty:ident, $what:literal, [$($variant:ident => $s:literal),+ $(,)?]) => {
@@ -64,18 +83,7 @@ macro_rules! spelled {
             }
         }
 
-        impl Serialize for $ty {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
-            }
-        }
+        string_serde!($ty);
     };
 }
 
@@ -132,18 +140,7 @@ impl FromStr for QuotaScope {
     }
 }
 
-impl Serialize for QuotaScope {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for QuotaScope {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+string_serde!(QuotaScope);
 
 /// A permission on a folder, ordered: `ro` < `rw` < `wd`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -288,18 +285,7 @@ impl AsRef<str> for UploadId {
     }
 }
 
-impl Serialize for UploadId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for UploadId {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+string_serde!(UploadId);
 
 #[cfg(test)]
 mod tests {

@@ -1,14 +1,85 @@
-//! The one place where backend and metadata errors become S3 errors.
+//! The one place where backend and metadata errors become S3 errors, and where every error
+//! code that s3s does not know (`QuotaExceeded`, `InvalidPartNumber`, the RDMA codes, ...) is
+//! built with its status. Codes s3s knows are raised in place with `s3_error!`.
 
+use http::{HeaderMap, HeaderValue, StatusCode};
 use s3s::{S3Error, S3ErrorCode};
 
-use penstock_backends::{BackendError, KeyError};
+use penstock_backends::{BackendError, KeyError, QuotaScope};
 use penstock_metadata::MetaError;
 
-fn custom(code: &'static str, status: http::StatusCode, msg: &str) -> S3Error {
-    let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), msg.to_owned());
+fn custom(code: &'static str, status: StatusCode, msg: impl Into<String>) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), msg.into());
     e.set_status_code(status);
     e
+}
+
+/// 403 `QuotaExceeded`: a write of `delta` more bytes would take `scope` past its limit.
+pub(crate) fn quota_exceeded(delta: i64, scope: &QuotaScope, left: u64, limit: u64) -> S3Error {
+    custom(
+        "QuotaExceeded",
+        StatusCode::FORBIDDEN,
+        format!("The write needs {delta} more bytes but quota scope {scope} has {left} of {limit} bytes left"),
+    )
+}
+
+/// 416 `InvalidPartNumber`: GET or HEAD `?partNumber=` beyond the object's parts.
+pub(crate) fn invalid_part_number() -> S3Error {
+    custom(
+        "InvalidPartNumber",
+        StatusCode::RANGE_NOT_SATISFIABLE,
+        "The requested partnumber is not satisfiable",
+    )
+}
+
+/// 400 `AuthorizationQueryParametersError`: a presigned URL that claims to live too long.
+pub(crate) fn presigned_too_long(max_secs: u64) -> S3Error {
+    custom(
+        "AuthorizationQueryParametersError",
+        StatusCode::BAD_REQUEST,
+        format!("X-Amz-Expires must be less than a week (in seconds) that is {max_secs}"),
+    )
+}
+
+/// 400 `InvalidRDMAToken`: the `x-amz-rdma-token` header does not parse.
+pub(crate) fn invalid_rdma_token(why: &str) -> S3Error {
+    custom(
+        "InvalidRDMAToken",
+        StatusCode::BAD_REQUEST,
+        format!("The RDMA token is malformed: {why}"),
+    )
+}
+
+/// 501 `RDMANotSupported` with `x-amz-rdma-reply: 501`: the client should resend without the
+/// token and take the bytes over HTTP.
+pub(crate) fn rdma_declined(why: &str) -> S3Error {
+    let mut e = custom(
+        "RDMANotSupported",
+        StatusCode::NOT_IMPLEMENTED,
+        format!("This gateway cannot serve the RDMA token ({why}); resend the request without it"),
+    );
+    let mut h = HeaderMap::new();
+    h.insert(penstock_rdma::REPLY_HEADER, HeaderValue::from_static("501"));
+    e.set_headers(h);
+    e
+}
+
+/// 400 `RDMAWindowTooSmall`: the payload does not fit the client's window; nothing moved.
+pub(crate) fn rdma_window_too_small(need: u64, have: u64) -> S3Error {
+    custom(
+        "RDMAWindowTooSmall",
+        StatusCode::BAD_REQUEST,
+        format!("The payload is {need} bytes but the RDMA token's window holds {have}; no bytes were transferred"),
+    )
+}
+
+/// 500 `RDMATransferFailed`: a transfer failed midway.
+pub(crate) fn rdma_transfer_failed(e: &penstock_rdma::TransferError) -> S3Error {
+    custom(
+        "RDMATransferFailed",
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!("The RDMA transfer failed: {e}"),
+    )
 }
 
 /// Maps a storage error to the S3 error a client should see.
@@ -17,17 +88,17 @@ pub(crate) fn backend_err(e: BackendError) -> S3Error {
         BackendError::InvalidKey(k) => key_err(k),
         BackendError::ParentIsFile => custom(
             "ObjectParentIsFile",
-            http::StatusCode::CONFLICT,
+            StatusCode::CONFLICT,
             "A prefix of this key is an existing object, so the key cannot be a path below it",
         ),
         BackendError::IsDirectory => custom(
             "ExistingObjectIsDirectory",
-            http::StatusCode::CONFLICT,
+            StatusCode::CONFLICT,
             "The key names a directory that holds other objects",
         ),
         BackendError::IsFile => custom(
             "ExistingObjectIsFile",
-            http::StatusCode::CONFLICT,
+            StatusCode::CONFLICT,
             "A directory marker cannot replace an existing object of the same name",
         ),
         BackendError::Escapes => {
@@ -44,11 +115,7 @@ pub(crate) fn backend_err(e: BackendError) -> S3Error {
         }
         BackendError::Io(e) => {
             if e.raw_os_error() == Some(libc_enospc()) {
-                return custom(
-                    "EntityTooLarge",
-                    http::StatusCode::INSUFFICIENT_STORAGE,
-                    "The volume is full",
-                );
+                return custom("EntityTooLarge", StatusCode::INSUFFICIENT_STORAGE, "The volume is full");
             }
             internal(e)
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use s3s::dto::*;
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+use s3s::{s3_error, S3Request, S3Response, S3Result};
 use sync_wrapper::SyncStream;
 
 use penstock_backends::{BackendError, EntryKind, ReadHandle, Stat};
@@ -102,12 +102,7 @@ pub(crate) fn select(
             let whole = [size];
             let parts = if multipart { part_sizes } else { &whole[..] };
             if n < 1 || n as usize > parts.len() {
-                let mut e = S3Error::with_message(
-                    S3ErrorCode::Custom("InvalidPartNumber".into()),
-                    "The requested partnumber is not satisfiable",
-                );
-                e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
-                return Err(e);
+                return Err(super::error::invalid_part_number());
             }
             let idx = n as usize - 1;
             let start: u64 = parts[..idx].iter().sum();

@@ -49,7 +49,7 @@ pub(crate) use range::ignored as range_ignored;
 pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 
-pub(crate) use error::{internal, meta_err};
+pub(crate) use error::{internal, meta_err, presigned_too_long};
 
 /// Shared state of the S3 service.
 pub struct Gateway {

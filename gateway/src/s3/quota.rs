@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use s3s::{S3Error, S3ErrorCode, S3Result};
+use s3s::S3Result;
 
 use penstock_backends::{FolderLocation, QuotaScope};
 use penstock_metadata::{Quota, Store};
@@ -110,12 +110,7 @@ pub(crate) async fn charge_scope(
     })
     .await?;
     if let Some((left, limit)) = refused {
-        let mut e = S3Error::with_message(
-            S3ErrorCode::Custom("QuotaExceeded".into()),
-            format!("The write needs {delta} more bytes but quota scope {scope} has {left} of {limit} bytes left"),
-        );
-        e.set_status_code(http::StatusCode::FORBIDDEN);
-        return Err(e);
+        return Err(super::error::quota_exceeded(delta, &scope, left, limit));
     }
     Ok(())
 }

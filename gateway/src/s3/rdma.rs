@@ -6,11 +6,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http::{HeaderMap, HeaderValue, StatusCode};
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
+use http::{HeaderMap, HeaderValue};
+use s3s::{s3_error, S3Error, S3Result};
 
 use penstock_rdma::{Token, TransferError, Transport, Transports, BYTES_HEADER, REPLY_HEADER};
 
+use super::error::{invalid_rdma_token as invalid_token, rdma_declined as declined};
 use crate::config::{DeclineMode, RdmaConfig};
 use crate::metrics::{DataPath, Metrics};
 
@@ -146,50 +147,16 @@ pub fn has_token(headers: &HeaderMap) -> bool {
     headers.contains_key(penstock_rdma::TOKEN_HEADER) || headers.contains_key(penstock_rdma::TOKEN_HEADER_ALT)
 }
 
-fn custom(code: &'static str, status: StatusCode, msg: String) -> S3Error {
-    let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), msg);
-    e.set_status_code(status);
-    e
-}
-
-fn invalid_token(why: &str) -> S3Error {
-    custom(
-        "InvalidRDMAToken",
-        StatusCode::BAD_REQUEST,
-        format!("The RDMA token is malformed: {why}"),
-    )
-}
-
-fn declined(why: &str) -> S3Error {
-    let mut e = custom(
-        "RDMANotSupported",
-        StatusCode::NOT_IMPLEMENTED,
-        format!("This gateway cannot serve the RDMA token ({why}); resend the request without it"),
-    );
-    let mut h = HeaderMap::new();
-    h.insert(REPLY_HEADER, HeaderValue::from_static("501"));
-    e.set_headers(h);
-    e
-}
-
 /// The object or range does not fit the client's window: nothing is moved.
 pub(crate) fn window_too_small(need: u64, have: u64) -> S3Error {
-    custom(
-        "RDMAWindowTooSmall",
-        StatusCode::BAD_REQUEST,
-        format!("The payload is {need} bytes but the RDMA token's window holds {have}; no bytes were transferred"),
-    )
+    super::error::rdma_window_too_small(need, have)
 }
 
-/// A transfer failed midway.
+/// A transfer failed midway: counted, logged, and answered `RDMATransferFailed`.
 pub(crate) fn transfer_failed(e: &TransferError, metrics: &Metrics, kind: &str) -> S3Error {
     metrics.rdma_error(kind);
     tracing::warn!(error = %e, kind, "RDMA transfer failed");
-    custom(
-        "RDMATransferFailed",
-        StatusCode::INTERNAL_SERVER_ERROR,
-        format!("The RDMA transfer failed: {e}"),
-    )
+    super::error::rdma_transfer_failed(e)
 }
 
 /// Sets `x-amz-rdma-reply` (and, when bytes moved, `x-amz-rdma-bytes-transferred`).
@@ -203,6 +170,7 @@ pub(crate) fn reply_headers(h: &mut HeaderMap, reply: u16, bytes: Option<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::StatusCode;
 
     fn headers(token: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

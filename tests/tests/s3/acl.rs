@@ -1,0 +1,184 @@
+//! ACLs: read as owner full control; other ACLs and unoffered operations are refused.
+
+use aws_sdk_s3::primitives::ByteStream;
+use penstock_tests::{code, put, status, Gateway};
+
+/// Buckets behave as S3 buckets with ACLs disabled (bucket owner enforced): ACLs read as the
+/// owner's full control, setting that same ACL succeeds, any other is refused and changes
+/// nothing; operations the gateway does not offer answer NotImplemented, not AccessDenied.
+#[tokio::test]
+async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
+    use aws_sdk_s3::types::{
+        AccessControlPolicy, BucketCannedAcl, Grant, Grantee, ObjectCannedAcl, ObjectOwnership, Permission, Type,
+    };
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("acl").send().await.unwrap();
+    put(&c, "acl", "k", b"body").await;
+
+    let acl = c.get_bucket_acl().bucket("acl").send().await.unwrap();
+    let owner = acl.owner().expect("owner").clone();
+    let owner_id = owner.id().expect("owner id").to_owned();
+    assert_eq!(acl.grants().len(), 1);
+    let g = &acl.grants()[0];
+    assert_eq!(g.permission(), Some(&Permission::FullControl));
+    assert_eq!(g.grantee().and_then(|e| e.id()), Some(owner_id.as_str()));
+    assert_eq!(g.grantee().map(|e| e.r#type()), Some(&Type::CanonicalUser));
+    let listed = c
+        .list_objects_v2()
+        .bucket("acl")
+        .fetch_owner(true)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.contents()[0].owner().and_then(|o| o.id()),
+        Some(owner_id.as_str())
+    );
+
+    let oacl = c.get_object_acl().bucket("acl").key("k").send().await.unwrap();
+    assert_eq!(oacl.owner().and_then(|o| o.id()), Some(owner_id.as_str()));
+    assert_eq!(oacl.grants()[0].permission(), Some(&Permission::FullControl));
+    let e = c
+        .get_object_acl()
+        .bucket("acl")
+        .key("missing")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"));
+
+    // The ACL that is already there: accepted, in all three forms.
+    c.put_object_acl()
+        .bucket("acl")
+        .key("k")
+        .acl(ObjectCannedAcl::Private)
+        .send()
+        .await
+        .unwrap();
+    c.put_bucket_acl()
+        .bucket("acl")
+        .grant_full_control(format!("id=\"{owner_id}\""))
+        .send()
+        .await
+        .unwrap();
+    let mine = |perm: Permission, id: &str| {
+        AccessControlPolicy::builder()
+            .owner(owner.clone())
+            .grants(
+                Grant::builder()
+                    .grantee(Grantee::builder().r#type(Type::CanonicalUser).id(id).build().unwrap())
+                    .permission(perm)
+                    .build(),
+            )
+            .build()
+    };
+    c.put_object_acl()
+        .bucket("acl")
+        .key("k")
+        .access_control_policy(mine(Permission::FullControl, &owner_id))
+        .send()
+        .await
+        .unwrap();
+
+    // Anything else: refused.
+    let e = c
+        .put_object_acl()
+        .bucket("acl")
+        .key("k")
+        .acl(ObjectCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
+    let e = c
+        .put_bucket_acl()
+        .bucket("acl")
+        .acl(BucketCannedAcl::PublicReadWrite)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
+    let e = c
+        .put_bucket_acl()
+        .bucket("acl")
+        .access_control_policy(mine(Permission::Read, "0123456789abcdef"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessControlListNotSupported");
+    let e = c
+        .put_object_acl()
+        .bucket("acl")
+        .key("missing")
+        .acl(ObjectCannedAcl::Private)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+    let oacl = c.get_object_acl().bucket("acl").key("k").send().await.unwrap();
+    assert_eq!(oacl.grants().len(), 1, "a refused ACL changed nothing");
+
+    // Writes that ask for an ACL: only the owner's full control, and a refused write leaves nothing.
+    for canned in [ObjectCannedAcl::Private, ObjectCannedAcl::BucketOwnerFullControl] {
+        c.put_object()
+            .bucket("acl")
+            .key("w")
+            .acl(canned)
+            .body(ByteStream::from_static(b"w"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let e = c
+        .put_object()
+        .bucket("acl")
+        .key("public")
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(ByteStream::from_static(b"p"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
+    assert!(
+        c.head_object().bucket("acl").key("public").send().await.is_err(),
+        "refused write left an object"
+    );
+    let e = c
+        .copy_object()
+        .bucket("acl")
+        .key("public")
+        .copy_source("acl/k")
+        .acl(ObjectCannedAcl::PublicReadWrite)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessControlListNotSupported");
+    let e = c
+        .create_multipart_upload()
+        .bucket("acl")
+        .key("public")
+        .grant_read("uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessControlListNotSupported");
+    let uploads = c.list_multipart_uploads().bucket("acl").send().await.unwrap();
+    assert!(uploads.uploads().is_empty(), "refused upload was started");
+    c.create_multipart_upload()
+        .bucket("acl")
+        .key("mine")
+        .grant_full_control(format!("id={owner_id}"))
+        .send()
+        .await
+        .unwrap();
+
+    let oc = c.get_bucket_ownership_controls().bucket("acl").send().await.unwrap();
+    let rules = oc.ownership_controls().expect("controls").rules();
+    assert_eq!(rules[0].object_ownership(), &ObjectOwnership::BucketOwnerEnforced);
+
+    let e = c.get_bucket_policy().bucket("acl").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
+    let e = c.get_bucket_acl().bucket("nosuchbucket").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+}

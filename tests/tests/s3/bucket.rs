@@ -1,0 +1,61 @@
+//! Bucket operations: create, head, list, delete, location, and what each refuses.
+
+use penstock_tests::{code, get, put, status, Gateway};
+
+#[tokio::test]
+async fn bucket_lifecycle() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("alpha").send().await.unwrap();
+    put(&c, "alpha", "kept", b"1").await;
+    // us-east-1 (the default region): creating your own bucket again succeeds and changes nothing.
+    c.create_bucket().bucket("alpha").send().await.unwrap();
+    assert_eq!(get(&c, "alpha", "kept").await, b"1");
+    c.delete_object().bucket("alpha").key("kept").send().await.unwrap();
+    c.head_bucket().bucket("alpha").send().await.unwrap();
+    let e = c.head_bucket().bucket("nope-nope").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+    let names: Vec<String> = c
+        .list_buckets()
+        .send()
+        .await
+        .unwrap()
+        .buckets()
+        .iter()
+        .map(|b| b.name().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["alpha"]);
+    // Names S3 reserves for access point aliases, directory buckets and the like.
+    for reserved in ["data-s3alias", "data--ol-s3", "data.mrap", "sthree-data", "xn--data"] {
+        let e = c.create_bucket().bucket(reserved).send().await.unwrap_err();
+        assert_eq!(code(&e), "InvalidBucketName", "{reserved}");
+    }
+    let loc = c.get_bucket_location().bucket("alpha").send().await.unwrap();
+    assert!(loc.location_constraint().is_none_or(|l| l.as_str().is_empty()));
+
+    // The bucket is a vfolder at <volume>/<scope hex>/<aa>/<bb>/<rest>.
+    put(&c, "alpha", "x", b"1").await;
+    let dir = gw.folder_dir("x");
+    let rel = dir.strip_prefix(gw.volume_dir()).unwrap();
+    let parts: Vec<_> = rel.iter().map(|p| p.to_str().unwrap().len()).collect();
+    assert_eq!(parts, [32, 2, 2, 28]);
+
+    let e = c.delete_bucket().bucket("alpha").send().await.unwrap_err();
+    assert_eq!(code(&e), "BucketNotEmpty");
+    c.delete_object().bucket("alpha").key("x").send().await.unwrap();
+    c.delete_bucket().bucket("alpha").send().await.unwrap();
+    assert!(!dir.exists());
+    let e = c.get_object().bucket("alpha").key("x").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+}
+
+/// Outside us-east-1, S3 answers a repeated CreateBucket of your own bucket with 409.
+#[tokio::test]
+async fn create_own_bucket_again_outside_us_east_1() {
+    let gw = Gateway::start_with_config("region = \"eu-west-1\"\n");
+    let c = gw.client();
+    c.create_bucket().bucket("beta").send().await.unwrap();
+    let e = c.create_bucket().bucket("beta").send().await.unwrap_err();
+    assert_eq!(code(&e), "BucketAlreadyOwnedByYou");
+    assert_eq!(status(&e), 409);
+}

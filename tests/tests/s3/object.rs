@@ -1,0 +1,321 @@
+//! Single objects: metadata, ranges, conditional requests, attributes, and files written beside the gateway.
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
+use penstock_tests::{code, data, get, list_all, md5_hex, put, status, Gateway};
+
+#[tokio::test]
+async fn objects_metadata_ranges_and_conditions() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("objs").send().await.unwrap();
+    let body = data(3 << 20, 1);
+    let put = c
+        .put_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .body(ByteStream::from(body.clone()))
+        .content_type("application/x-test")
+        .content_disposition("attachment")
+        .cache_control("max-age=5")
+        .metadata("color", "blue")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.e_tag().unwrap(), format!("\"{}\"", md5_hex(&body)));
+
+    // The object is a plain file at its key's path.
+    let dir = gw.folder_dir("dir");
+    assert_eq!(std::fs::read(dir.join("dir/sub/file.bin")).unwrap(), body);
+
+    let h = c
+        .head_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(h.content_length(), Some(body.len() as i64));
+    assert_eq!(h.content_type(), Some("application/x-test"));
+    assert_eq!(h.content_disposition(), Some("attachment"));
+    assert_eq!(h.cache_control(), Some("max-age=5"));
+    assert_eq!(h.metadata().unwrap().get("color").map(String::as_str), Some("blue"));
+    let etag = h.e_tag().unwrap().to_owned();
+
+    assert_eq!(get(&c, "objs", "dir/sub/file.bin").await, body);
+    let r = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .range("bytes=100-199")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.content_range(),
+        Some(format!("bytes 100-199/{}", body.len()).as_str())
+    );
+    assert_eq!(r.body.collect().await.unwrap().into_bytes().as_ref(), &body[100..200]);
+    let r = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .range("bytes=-10")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.body.collect().await.unwrap().into_bytes().as_ref(),
+        &body[body.len() - 10..]
+    );
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .range("bytes=99999999-")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRange");
+
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .if_none_match(&etag)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 304);
+    let e = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .if_match("\"nope\"")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 412);
+    c.get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .if_match(&etag)
+        .send()
+        .await
+        .unwrap();
+    let r = c
+        .get_object()
+        .bucket("objs")
+        .key("dir/sub/file.bin")
+        .response_content_type("text/override")
+        .response_cache_control("no-store")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.content_type(), Some("text/override"));
+    assert_eq!(r.cache_control(), Some("no-store"));
+
+    let e = c.head_object().bucket("objs").key("missing").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+    let e = c.get_object().bucket("objs").key("missing").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+}
+
+/// GetObjectAttributes answers from the object's record: only the attributes asked for, the
+/// stored checksum, and the parts of a multipart object, paginated.
+#[tokio::test]
+async fn object_attributes() {
+    use aws_sdk_s3::types::{ObjectAttributes, StorageClass};
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("attrs").send().await.unwrap();
+    let put = c
+        .put_object()
+        .bucket("attrs")
+        .key("one")
+        .checksum_algorithm(ChecksumAlgorithm::Crc32)
+        .body(ByteStream::from_static(b"hello attributes"))
+        .send()
+        .await
+        .unwrap();
+    let a = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("one")
+        .object_attributes(ObjectAttributes::Etag)
+        .object_attributes(ObjectAttributes::ObjectSize)
+        .object_attributes(ObjectAttributes::StorageClass)
+        .object_attributes(ObjectAttributes::Checksum)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        a.e_tag().map(|e| e.trim_matches('"')),
+        put.e_tag().map(|e| e.trim_matches('"'))
+    );
+    assert_eq!(a.object_size(), Some(16));
+    assert_eq!(a.storage_class(), Some(&StorageClass::Standard));
+    assert_eq!(a.checksum().and_then(|c| c.checksum_crc32()), put.checksum_crc32());
+    assert!(a.last_modified().is_some());
+    assert!(a.object_parts().is_none(), "a single-part object has no parts");
+    let only_size = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("one")
+        .object_attributes(ObjectAttributes::ObjectSize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((only_size.object_size(), only_size.e_tag()), (Some(16), None));
+
+    let id = c
+        .create_multipart_upload()
+        .bucket("attrs")
+        .key("multi")
+        .checksum_algorithm(ChecksumAlgorithm::Crc32)
+        .send()
+        .await
+        .unwrap()
+        .upload_id()
+        .unwrap()
+        .to_owned();
+    let mut done = CompletedMultipartUpload::builder();
+    let sizes = [5 << 20, 5 << 20, 1000];
+    for (n, size) in sizes.iter().enumerate() {
+        let n = n as i32 + 1;
+        let r = c
+            .upload_part()
+            .bucket("attrs")
+            .key("multi")
+            .upload_id(&id)
+            .part_number(n)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32)
+            .body(ByteStream::from(vec![n as u8; *size]))
+            .send()
+            .await
+            .unwrap();
+        done = done.parts(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(r.e_tag().unwrap())
+                .checksum_crc32(r.checksum_crc32().unwrap())
+                .build(),
+        );
+    }
+    c.complete_multipart_upload()
+        .bucket("attrs")
+        .key("multi")
+        .upload_id(&id)
+        .multipart_upload(done.build())
+        .send()
+        .await
+        .unwrap();
+    let page = |marker: Option<String>| {
+        c.get_object_attributes()
+            .bucket("attrs")
+            .key("multi")
+            .object_attributes(ObjectAttributes::ObjectParts)
+            .max_parts(2)
+            .set_part_number_marker(marker)
+            .send()
+    };
+    let first = page(None).await.unwrap();
+    let parts = first.object_parts().expect("parts");
+    assert_eq!(parts.total_parts_count(), Some(3));
+    assert_eq!(parts.is_truncated(), Some(true));
+    assert_eq!(parts.next_part_number_marker(), Some("2"));
+    let got: Vec<(Option<i32>, Option<i64>)> = parts.parts().iter().map(|p| (p.part_number(), p.size())).collect();
+    assert_eq!(got, [(Some(1), Some(5 << 20)), (Some(2), Some(5 << 20))]);
+    assert!(parts.parts()[0].checksum_crc32().is_some(), "part checksums are listed");
+    let second = page(Some("2".into())).await.unwrap();
+    let parts = second.object_parts().expect("parts");
+    assert_eq!(parts.is_truncated(), Some(false));
+    let got: Vec<(Option<i32>, Option<i64>)> = parts.parts().iter().map(|p| (p.part_number(), p.size())).collect();
+    assert_eq!(got, [(Some(3), Some(1000))]);
+
+    let e = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("one")
+        .object_attributes(ObjectAttributes::from("Colour"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidArgument"));
+    let e = c
+        .get_object_attributes()
+        .bucket("attrs")
+        .key("missing")
+        .object_attributes(ObjectAttributes::Etag)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"));
+}
+
+#[tokio::test]
+async fn foreign_files_and_containment() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("shared").send().await.unwrap();
+    put(&c, "shared", "gw.txt", b"via s3").await;
+    let dir = gw.folder_dir("gw.txt");
+
+    // A file written by a compute session is an object with a synthesized ETag.
+    std::fs::create_dir_all(dir.join("session")).unwrap();
+    std::fs::write(dir.join("session/out.json"), b"{\"a\":1}").unwrap();
+    let h = c
+        .head_object()
+        .bucket("shared")
+        .key("session/out.json")
+        .send()
+        .await
+        .unwrap();
+    assert!(h.e_tag().unwrap().contains('-'));
+    assert_eq!(h.content_type(), Some("application/json"));
+    assert_eq!(get(&c, "shared", "session/out.json").await, b"{\"a\":1}");
+
+    // A file changed behind the gateway's back no longer carries its stale MD5 ETag.
+    std::fs::write(dir.join("gw.txt"), b"changed by a session").unwrap();
+    let h = c.head_object().bucket("shared").key("gw.txt").send().await.unwrap();
+    assert_ne!(h.e_tag().unwrap(), format!("\"{}\"", md5_hex(b"via s3")));
+    assert_eq!(h.content_length(), Some(20));
+
+    // Symlinks out of the folder are neither listed nor readable; the staging dir is hidden.
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("escape")).unwrap();
+    std::os::unix::fs::symlink("/etc", dir.join("escape-dir")).unwrap();
+    std::os::unix::fs::symlink("gw.txt", dir.join("inside-link")).unwrap();
+    let keys = list_all(&c, "shared", None, 1000).await;
+    assert_eq!(keys, ["gw.txt", "inside-link", "session/out.json"]);
+    let e = c.get_object().bucket("shared").key("escape").send().await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    let e = c
+        .get_object()
+        .bucket("shared")
+        .key("escape-dir/passwd")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 403);
+    let e = c
+        .put_object()
+        .bucket("shared")
+        .key("escape-dir/x")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 403);
+    assert!(!std::path::Path::new("/etc/x").exists());
+    for bad in ["a/../b", ".penstock/tmp/x", "a//b", "./a"] {
+        let e = c
+            .put_object()
+            .bucket("shared")
+            .key(bad)
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(status(&e), 400, "{bad}");
+    }
+}

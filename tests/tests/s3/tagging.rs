@@ -1,0 +1,58 @@
+//! Object tagging.
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{Tag, Tagging};
+use penstock_tests::{code, Gateway};
+
+#[tokio::test]
+async fn tagging() {
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("tags").send().await.unwrap();
+    c.put_object()
+        .bucket("tags")
+        .key("t")
+        .tagging("a=1&b=two")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap();
+    let t = c.get_object_tagging().bucket("tags").key("t").send().await.unwrap();
+    assert_eq!(t.tag_set().len(), 2);
+    assert_eq!(
+        c.get_object().bucket("tags").key("t").send().await.unwrap().tag_count(),
+        Some(2)
+    );
+    c.put_object_tagging()
+        .bucket("tags")
+        .key("t")
+        .tagging(
+            Tagging::builder()
+                .tag_set(Tag::builder().key("z").value("9").build().unwrap())
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let t = c.get_object_tagging().bucket("tags").key("t").send().await.unwrap();
+    assert_eq!(t.tag_set()[0].key(), "z");
+    c.delete_object_tagging().bucket("tags").key("t").send().await.unwrap();
+    assert!(c
+        .get_object_tagging()
+        .bucket("tags")
+        .key("t")
+        .send()
+        .await
+        .unwrap()
+        .tag_set()
+        .is_empty());
+    let e = c
+        .get_object_tagging()
+        .bucket("tags")
+        .key("nope")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+}
