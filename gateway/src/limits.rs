@@ -37,27 +37,19 @@ pub fn secs(v: f64) -> Option<Duration> {
 /// Raises the soft open-file limit to the hard one (a server wants every descriptor it may
 /// have) and returns the soft limit in force.
 pub fn raise_nofile() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct we pass, which lives on our
-    // stack for the duration of the calls.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 1024;
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = lim.rlim_max;
-            }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    // `None` is unlimited.
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        let raised = Rlimit {
+            current: lim.maximum,
+            maximum: lim.maximum,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return lim.maximum.unwrap_or(u64::MAX);
         }
     }
-    lim.rlim_cur
+    lim.current.unwrap_or(u64::MAX)
 }
 
 /// The connection cap: the configured one, or a quarter of the open-file limit between 64 and

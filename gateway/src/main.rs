@@ -1,5 +1,7 @@
 //! `penstock`: an S3 gateway for tenant virtual folders.
 
+#![forbid(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

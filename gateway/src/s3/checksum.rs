@@ -8,7 +8,7 @@ use http::HeaderMap;
 use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
 use s3s::{s3_error, S3Result};
 
-use crate::md5pool::Md5Stream;
+use penstock_md5::Md5Stream;
 
 use penstock_metadata::Checksums;
 

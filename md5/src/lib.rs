@@ -1,5 +1,12 @@
 //! MD5 for ETags, hashed for many uploads at once.
 //!
+//! [`Chain`] hashes one body on the calling thread; [`Md5Stream`] hands a body's bytes to a
+//! shared hashing thread in batches and answers the same digest. Both are checked against the
+//! `md-5` crate on random lengths, split points and alignments (`tests/differential.rs`).
+//!
+//! Unsafe code is confined to `kernel.rs` (the SIMD kernels and their register barriers) and to
+//! the one call of a kernel in `simd_round`; each block states the invariant it relies on.
+//!
 //! MD5 is one serial chain over 64-byte blocks, so one body never hashes faster than one core's
 //! latency-bound rate (about 650 MB/s here), and it was two thirds of the gateway's CPU on large
 //! PUTs. Independent bodies can share a SIMD register instead: each 32-bit lane of an AVX2
@@ -39,7 +46,7 @@ const MAX_RUN: usize = 1024;
 const GATHER_WAIT: Duration = Duration::from_micros(500);
 
 /// The state of one MD5 computation: chaining value, bytes absorbed, and the partial block.
-pub(crate) struct Chain {
+pub struct Chain {
     h: [u32; 4],
     len: u64,
     tail: [u8; 64],
@@ -59,7 +66,7 @@ impl Default for Chain {
 
 impl Chain {
     /// Absorbs `data` on the calling thread.
-    pub(crate) fn update(&mut self, mut data: &[u8]) {
+    pub fn update(&mut self, mut data: &[u8]) {
         self.len += data.len() as u64;
         if self.tail_len > 0 {
             let n = (64 - self.tail_len).min(data.len());
@@ -81,7 +88,7 @@ impl Chain {
     }
 
     /// Pads and returns the digest.
-    pub(crate) fn finish(mut self) -> [u8; 16] {
+    pub fn finish(mut self) -> [u8; 16] {
         let bits = self.len.wrapping_mul(8);
         let mut pad = [0u8; 128];
         pad[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
@@ -98,7 +105,7 @@ impl Chain {
 }
 
 /// MD5 of one body fed in order, hashed by the shared hashing thread where that pays off.
-pub(crate) struct Md5Stream {
+pub struct Md5Stream {
     pool: Option<&'static Shared>,
     id: u64,
     /// `None` while the chain is with the hashing threads.
@@ -139,7 +146,7 @@ impl Default for Md5Stream {
 impl Md5Stream {
     /// Appends `data`. Waits only when [`DEPTH`] batches are still being hashed, which bounds
     /// what one upload holds to `DEPTH + 1` batches.
-    pub(crate) async fn update(&mut self, data: Bytes) {
+    pub async fn update(&mut self, data: Bytes) {
         if data.is_empty() {
             return;
         }
@@ -195,7 +202,7 @@ impl Md5Stream {
 
     /// The digest of everything appended. The last partial batch hashes inline: it is smaller
     /// than a hand-off is worth.
-    pub(crate) async fn finish(mut self) -> [u8; 16] {
+    pub async fn finish(mut self) -> [u8; 16] {
         while let Some(rx) = self.outstanding.pop_front() {
             if let Ok(chain) = rx.await {
                 self.chain = Some(chain);
@@ -469,8 +476,7 @@ mod tests {
         md5::Md5::digest(data).into()
     }
 
-    /// Seeded random bytes (`penstock_tests::pattern` is out of reach: that crate depends on
-    /// this one).
+    /// Seeded random bytes.
     fn data(len: usize, seed: u64) -> Vec<u8> {
         use rand::{RngCore as _, SeedableRng as _};
         let mut v = vec![0; len];
