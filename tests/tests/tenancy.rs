@@ -127,28 +127,20 @@ async fn isolation_matrix() {
     gw.admin(&["vfolder", "grant", "d1", "datasets", &dis.id, "wd"]);
     gw.admin(&["keypair", "disable", &dis.ak]);
     let scope = format!("project:{pid}");
-    gw.admin(&[
-        "vfolder",
-        "create",
-        "--domain",
-        "d1",
-        "--owner",
-        &scope,
-        "--permission",
-        "rw",
-        "proj-rw",
-    ]);
-    gw.admin(&[
-        "vfolder",
-        "create",
-        "--domain",
-        "d1",
-        "--owner",
-        &scope,
-        "--permission",
-        "ro",
-        "proj-ro",
-    ]);
+    for (perm, name) in [("rw", "proj-rw"), ("ro", "proj-ro")] {
+        let args = [
+            "vfolder",
+            "create",
+            "--domain",
+            "d1",
+            "--owner",
+            &scope,
+            "--permission",
+            perm,
+            name,
+        ];
+        gw.admin(&args);
+    }
     d2.s3.create_bucket().bucket("datasets").send().await.unwrap();
 
     let users: [(&str, &Tenant); 11] = [
