@@ -58,7 +58,7 @@ macro_rules! spelled {
     ($ty:ident, $what:literal, [$($variant:ident => $s:literal),+ $(,)?]) => {
         impl $ty {
             /// Every value, in declaration order.
-            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+            pub const ALL: [$ty; [$($s),+].len()] = [$($ty::$variant),+];
 
             /// The value's spelling.
             pub const fn as_str(self) -> &'static str {
@@ -306,12 +306,12 @@ mod tests {
 
     #[test]
     fn spellings_round_trip() {
-        round_trips(Perm::ALL);
-        round_trips(Role::ALL);
-        round_trips(UsageMode::ALL);
-        round_trips(ChecksumAlgorithm::ALL);
-        round_trips(ChecksumType::ALL);
-        round_trips(ScopeKind::ALL);
+        round_trips(&Perm::ALL);
+        round_trips(&Role::ALL);
+        round_trips(&UsageMode::ALL);
+        round_trips(&ChecksumAlgorithm::ALL);
+        round_trips(&ChecksumType::ALL);
+        round_trips(&ScopeKind::ALL);
         assert!("RO".parse::<Perm>().is_err());
         assert!(serde_json::from_str::<UsageMode>("\"scratch\"").is_err());
         assert_eq!(

@@ -146,7 +146,7 @@ impl Claims {
     /// value (`x-amz-sdk-checksum-algorithm`, or the upload's algorithm for a part).
     pub(crate) fn from_headers(headers: &HeaderMap, requested: Option<&str>) -> S3Result<Self> {
         let mut checksums = Checksums::default();
-        for &a in Algo::ALL {
+        for a in Algo::ALL {
             if let Some(v) = headers.get(a.header()) {
                 let v = v
                     .to_str()
@@ -191,8 +191,7 @@ impl Claims {
     /// does by default for new objects.
     pub(crate) fn algos(&self) -> Vec<Algo> {
         let mut v: Vec<Algo> = Algo::ALL
-            .iter()
-            .copied()
+            .into_iter()
             .filter(|&a| self.checksums.get(a).is_some())
             .collect();
         for a in [self.trailer, self.requested].into_iter().flatten() {
@@ -221,7 +220,7 @@ impl Claims {
                 ));
             }
         }
-        for &a in Algo::ALL {
+        for a in Algo::ALL {
             if let Some(claimed) = self.checksums.get(a) {
                 compare(a, claimed, &d.checksums)?;
             }

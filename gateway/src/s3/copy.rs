@@ -187,8 +187,7 @@ pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<&str>) -> S3Resul
         })?]);
     }
     let mut v: Vec<Algo> = Algo::ALL
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|&a| src.checksums.get(a).is_some())
         .collect();
     if v.is_empty() {

@@ -524,8 +524,7 @@ impl ObjectHeaders {
         };
         use super::checksum::ChecksumType::Composite;
         let get = |a: Algo| src.and_then(|c| c.get(a).cloned());
-        let [crc32, crc32c, crc64nvme, sha1, sha256] =
-            [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256].map(get);
+        let [crc32, crc32c, crc64nvme, sha1, sha256] = Algo::ALL.map(get);
         // A part's checksum covers that part's bytes in full, but it belongs to the object's
         // scheme: parts of a COMPOSITE object are reported as COMPOSITE, as S3 does.
         let checksum_type = match plan.checksum_part {

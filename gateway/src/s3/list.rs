@@ -510,10 +510,9 @@ fn enc(url: bool, s: &str) -> String {
 
 fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
     let algos: Vec<ChecksumAlgorithm> = super::checksum::Algo::ALL
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|&a| o.rec.checksums.get(a).is_some())
-        .map(|a| ChecksumAlgorithm::from(a.as_str().to_owned()))
+        .map(super::checksum::s3_algo)
         .collect();
     Object {
         key: Some(enc(url, &o.key)),
