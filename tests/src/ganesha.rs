@@ -29,10 +29,7 @@ fn free_port() -> u16 {
 }
 
 fn find(bin: &str) -> Option<PathBuf> {
-    ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/sbin"]
-        .iter()
-        .map(|d| Path::new(d).join(bin))
-        .find(|p| p.exists())
+    ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/sbin"].iter().map(|d| Path::new(d).join(bin)).find(|p| p.exists())
 }
 
 /// Starts `rpcbind -f` if no portmapper listens on 127.0.0.1:111. It is left running: it is
@@ -42,10 +39,7 @@ fn ensure_rpcbind() {
         return;
     }
     let bin = find("rpcbind").expect("rpcbind not installed: run scripts/install-deps.sh (apt-get install rpcbind)");
-    #[allow(
-        clippy::zombie_processes,
-        reason = "rpcbind outlives the test: it is shared by every server"
-    )]
+    #[allow(clippy::zombie_processes, reason = "rpcbind outlives the test: it is shared by every server")]
     Command::new(bin)
         .args(["-f", "-w"])
         .stdin(Stdio::null())
@@ -105,13 +99,7 @@ LOG {{ Default_Log_Level = EVENT; }}
             export = export.display()
         );
         std::fs::write(dir.path().join("ganesha.conf"), conf).unwrap();
-        let mut g = Self {
-            child: None,
-            dir,
-            export,
-            nfs_port,
-            mount_port,
-        };
+        let mut g = Self { child: None, dir, export, nfs_port, mount_port };
         g.launch();
         g
     }

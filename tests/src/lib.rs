@@ -4,7 +4,7 @@
 pub mod ganesha;
 pub mod s3;
 
-pub use s3::{code, completed, data, list_all, md5_hex, status};
+pub use s3::{code, completed, data, keys, list_all, md5_hex, mkbucket, status, Failure, Upload};
 
 /// Raw HTTP/1.1 over a socket, for bytes on the wire that an SDK would not send (interim
 /// responses, stalled bodies, malformed headers), with presigned URLs for authentication.
@@ -27,10 +27,7 @@ pub mod raw {
     impl Answer {
         /// The value of header `name` (any case).
         pub fn header(&self, name: &str) -> Option<&str> {
-            self.headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
+            self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
         }
     }
 
@@ -55,12 +52,8 @@ pub mod raw {
         /// Sends a request head for a presigned URL, with extra header lines.
         pub fn send_head(&mut self, req: &PresignedRequest, extra: &[(&str, String)]) {
             let uri: http::Uri = req.uri().parse().unwrap();
-            let mut head = format!(
-                "{} {} HTTP/1.1\r\nHost: {}\r\n",
-                req.method(),
-                uri.path_and_query().unwrap(),
-                self.host
-            );
+            let mut head =
+                format!("{} {} HTTP/1.1\r\nHost: {}\r\n", req.method(), uri.path_and_query().unwrap(), self.host);
             for (k, v) in req.headers() {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
@@ -79,9 +72,7 @@ pub mod raw {
         /// Reads one response (interim ones included); `head_only` for answers to HEAD.
         pub fn answer(&mut self, head_only: bool) -> Answer {
             let mut line = String::new();
-            self.r
-                .read_line(&mut line)
-                .expect("a status line before the read timeout");
+            self.r.read_line(&mut line).expect("a status line before the read timeout");
             let status: u16 = line.split_whitespace().nth(1).expect("status line").parse().unwrap();
             let mut headers = Vec::new();
             loop {
@@ -94,11 +85,7 @@ pub mod raw {
                 let (k, v) = l.split_once(':').unwrap();
                 headers.push((k.trim().to_owned(), v.trim().to_owned()));
             }
-            let mut a = Answer {
-                status,
-                headers,
-                body: Vec::new(),
-            };
+            let mut a = Answer { status, headers, body: Vec::new() };
             if status >= 200 && !head_only && status != 204 && status != 304 {
                 let n: usize = a.header("content-length").expect("content-length").parse().unwrap();
                 a.body = vec![0; n];
@@ -142,11 +129,7 @@ pub fn binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target profile dir");
     let bin = dir.join("penstock");
-    assert!(
-        bin.exists(),
-        "{} not found: build it first (cargo build -p penstock) or set PENSTOCK_BIN",
-        bin.display()
-    );
+    assert!(bin.exists(), "{} not found: build it first (cargo build -p penstock) or set PENSTOCK_BIN", bin.display());
     bin
 }
 
@@ -175,15 +158,7 @@ impl Gateway {
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let child = spawn(&cfg, &data_dir, addr, admin_addr, &dir.path().join("gateway.log"));
-        let gw = Self {
-            child,
-            addr,
-            admin_addr,
-            config: cfg,
-            endpoint: format!("http://{addr}"),
-            data_dir,
-            _dir: dir,
-        };
+        let gw = Self { child, addr, admin_addr, config: cfg, endpoint: format!("http://{addr}"), data_dir, _dir: dir };
         gw.wait_ready();
         gw
     }
@@ -210,13 +185,8 @@ impl Gateway {
 
     /// Starts the process again (after [`Gateway::kill`]) on the same data and port.
     pub fn restart(&mut self) {
-        self.child = spawn(
-            &self.config,
-            &self.data_dir,
-            self.addr,
-            self.admin_addr,
-            &self._dir.path().join("gateway2.log"),
-        );
+        self.child =
+            spawn(&self.config, &self.data_dir, self.addr, self.admin_addr, &self._dir.path().join("gateway2.log"));
         self.wait_ready();
     }
 
@@ -241,6 +211,15 @@ impl Gateway {
             .args(args)
             .output()
             .expect("run penstock admin")
+    }
+
+    /// Starts a gateway and creates bucket `name` with the bootstrap keypair: the opening of
+    /// most S3 tests. Answers the gateway and that keypair's client.
+    pub async fn with_bucket(name: &str) -> (Self, aws_sdk_s3::Client) {
+        let gw = Gateway::start();
+        let c = gw.client();
+        s3::mkbucket(&c, name).await;
+        (gw, c)
     }
 
     /// An aws-sdk-s3 client for this gateway with the bootstrap superadmin's keys.
@@ -289,9 +268,7 @@ impl Gateway {
 
     /// Sends SIGTERM and waits for the process to exit.
     pub fn terminate(mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         self.child.wait().unwrap()
     }
 }
@@ -376,13 +353,7 @@ pub async fn get(c: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Vec<u8> {
 pub fn unpack_fixture(name: &str) -> (tempfile::TempDir, serde_json::Value) {
     let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name);
     let dir = tempfile::tempdir().unwrap();
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(dir.path())
-        .arg("-xzf")
-        .arg(&tarball)
-        .status()
-        .expect("run tar");
+    let st = Command::new("tar").arg("-C").arg(dir.path()).arg("-xzf").arg(&tarball).status().expect("run tar");
     assert!(st.success(), "tar -xzf {} failed", tarball.display());
     let expect = std::fs::read(dir.path().join("data/expect.json")).unwrap();
     (dir, serde_json::from_slice(&expect).unwrap())

@@ -40,10 +40,7 @@ fn metric(gw: &Gateway, name: &str) -> f64 {
     write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    text.lines().filter(|l| l.starts_with(name)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
 }
 
 fn open_fds(gw: &Gateway) -> usize {
@@ -66,10 +63,7 @@ async fn slow_idle_and_stalled_connections_are_closed() {
     // A request head that trickles in is cut off.
     let mut slow = TcpStream::connect(&host).unwrap();
     slow.write_all(b"GET /slow HTTP/1.1\r\nHo").unwrap();
-    assert!(
-        closed_within(&mut slow, Duration::from_secs(4)),
-        "a slowloris head was kept"
-    );
+    assert!(closed_within(&mut slow, Duration::from_secs(4)), "a slowloris head was kept");
 
     // An idle keep-alive connection is closed after its request.
     let url = presigned_put(&c, "k").await;
@@ -77,10 +71,7 @@ async fn slow_idle_and_stalled_connections_are_closed() {
     conn.send_head(&url, &[("Content-Length", "3".into())]);
     conn.send(b"abc");
     assert_eq!(conn.answer(false).status, 200);
-    assert!(
-        closed_within(&mut conn.w, Duration::from_secs(5)),
-        "an idle connection was kept"
-    );
+    assert!(closed_within(&mut conn.w, Duration::from_secs(5)), "an idle connection was kept");
 
     // A body that stops arriving fails with RequestTimeout and stores nothing.
     let url = presigned_put(&c, "stalled").await;
@@ -109,10 +100,7 @@ async fn slow_idle_and_stalled_connections_are_closed() {
     let idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(&host).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(300));
     let during = open_fds(&gw);
-    assert!(
-        during <= before + 16 + 2,
-        "descriptors grew from {before} to {during} past the cap"
-    );
+    assert!(during <= before + 16 + 2, "descriptors grew from {before} to {during} past the cap");
     let mut health = TcpStream::connect(gw.admin_addr()).unwrap();
     write!(health, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let mut h = String::new();
@@ -124,18 +112,8 @@ async fn slow_idle_and_stalled_connections_are_closed() {
     assert!(started.elapsed() < Duration::from_secs(15));
     drop(idle);
 
-    assert!(
-        metric(
-            &gw,
-            "penstock_connections_closed_by_gateway_total{reason=\"header_timeout\"}"
-        ) >= 1.0
-    );
-    assert!(
-        metric(
-            &gw,
-            "penstock_connections_closed_by_gateway_total{reason=\"body_stall\"}"
-        ) >= 1.0
-    );
+    assert!(metric(&gw, "penstock_connections_closed_by_gateway_total{reason=\"header_timeout\"}") >= 1.0);
+    assert!(metric(&gw, "penstock_connections_closed_by_gateway_total{reason=\"body_stall\"}") >= 1.0);
     assert!(metric(&gw, "penstock_connections_deferred_total") >= 1.0);
     assert!(metric(&gw, "penstock_connections_open") >= 0.0);
 }

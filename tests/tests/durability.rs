@@ -11,22 +11,14 @@ use penstock_tests::Gateway;
 /// Concurrent PUTs of one key: the object is exactly one writer's bytes, with that writer's ETag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn last_writer_wins_never_a_mix() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("race").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("race").await;
     for round in 0..3 {
         let mut tasks = Vec::new();
         for w in 0..8u8 {
             let c = c.clone();
             tasks.push(tokio::spawn(async move {
                 let body = vec![w.wrapping_add(round * 10); 1 << 20];
-                c.put_object()
-                    .bucket("race")
-                    .key("k")
-                    .body(ByteStream::from(body))
-                    .send()
-                    .await
-                    .unwrap();
+                c.put_object().bucket("race").key("k").body(ByteStream::from(body)).send().await.unwrap();
             }));
         }
         for t in tasks {
@@ -37,11 +29,7 @@ async fn last_writer_wins_never_a_mix() {
         let bytes = o.body.collect().await.unwrap().into_bytes();
         assert_eq!(bytes.len(), 1 << 20);
         assert!(bytes.iter().all(|b| *b == bytes[0]), "bytes of several writers mixed");
-        assert_eq!(
-            etag,
-            format!("\"{}\"", hex::encode(Md5::digest(&bytes))),
-            "record and bytes disagree"
-        );
+        assert_eq!(etag, format!("\"{}\"", hex::encode(Md5::digest(&bytes))), "record and bytes disagree");
     }
 }
 
@@ -52,13 +40,7 @@ async fn crash_mid_upload_exposes_nothing() {
     let mut gw = Gateway::start();
     let c = gw.client();
     c.create_bucket().bucket("crash").send().await.unwrap();
-    c.put_object()
-        .bucket("crash")
-        .key("acked")
-        .body(ByteStream::from_static(b"durable"))
-        .send()
-        .await
-        .unwrap();
+    c.put_object().bucket("crash").key("acked").body(ByteStream::from_static(b"durable")).send().await.unwrap();
     let url = c
         .put_object()
         .bucket("crash")

@@ -18,11 +18,7 @@ fn b64_md5(b: &[u8]) -> String {
 
 fn error_code(body: &[u8]) -> String {
     let s = String::from_utf8_lossy(body);
-    s.split("<Code>")
-        .nth(1)
-        .and_then(|r| r.split("</Code>").next())
-        .unwrap_or("")
-        .to_owned()
+    s.split("<Code>").nth(1).and_then(|r| r.split("</Code>").next()).unwrap_or("").to_owned()
 }
 
 /// Headers sent with a DeleteObjects body, and the status and code S3 answers.
@@ -34,9 +30,7 @@ type DigestCase<'a> = (&'a [(&'a str, &'a str)], u16, &'a str);
 #[tokio::test]
 async fn digests_of_xml_bodies_are_checked() {
     use http::Method;
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("dig").send().await.unwrap();
+    let (gw, c) = Gateway::with_bucket("dig").await;
     penstock_tests::put(&c, "dig", "a", b"keep me").await;
     let raw = raw_client(&gw);
     let delete_url = format!("{}/dig?delete", gw.endpoint);
@@ -57,28 +51,18 @@ async fn digests_of_xml_bodies_are_checked() {
             String::from_utf8_lossy(&r.body)
         );
         assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
-        assert_eq!(
-            penstock_tests::get(&c, "dig", "a").await,
-            b"keep me",
-            "{headers:?} deleted the object"
-        );
+        assert_eq!(penstock_tests::get(&c, "dig", "a").await, b"keep me", "{headers:?} deleted the object");
     }
 
     // PutObjectTagging with a wrong Content-MD5 leaves the tags alone.
     let tag_url = format!("{}/dig/a?tagging", gw.endpoint);
     let tags = Bytes::from_static(b"<Tagging><TagSet><Tag><Key>t</Key><Value>1</Value></Tag></TagSet></Tagging>");
-    let r = raw
-        .send(Method::PUT, &tag_url, &[("content-md5", &wrong)], tags.clone())
-        .await
-        .unwrap();
+    let r = raw.send(Method::PUT, &tag_url, &[("content-md5", &wrong)], tags.clone()).await.unwrap();
     assert_eq!((r.status.as_u16(), error_code(&r.body).as_str()), (400, "BadDigest"));
     let t = c.get_object_tagging().bucket("dig").key("a").send().await.unwrap();
     assert!(t.tag_set().is_empty(), "a refused tagging changed the tags");
     let right = b64_md5(&tags);
-    let r = raw
-        .send(Method::PUT, &tag_url, &[("content-md5", &right)], tags)
-        .await
-        .unwrap();
+    let r = raw.send(Method::PUT, &tag_url, &[("content-md5", &right)], tags).await.unwrap();
     assert_eq!(r.status.as_u16(), 200, "{}", String::from_utf8_lossy(&r.body));
 
     // CompleteMultipartUpload with a wrong Content-MD5 leaves the upload open.
@@ -99,23 +83,14 @@ async fn digests_of_xml_bodies_are_checked() {
         "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{}</ETag></Part></CompleteMultipartUpload>",
         p.e_tag().unwrap()
     ));
-    let r = raw
-        .send(Method::POST, &complete_url, &[("content-md5", &wrong)], xml.clone())
-        .await
-        .unwrap();
+    let r = raw.send(Method::POST, &complete_url, &[("content-md5", &wrong)], xml.clone()).await.unwrap();
     assert_eq!((r.status.as_u16(), error_code(&r.body).as_str()), (400, "BadDigest"));
     assert!(c.head_object().bucket("dig").key("m").send().await.is_err());
-    let r = raw
-        .send(Method::POST, &complete_url, &[("content-md5", &b64_md5(&xml))], xml)
-        .await
-        .unwrap();
+    let r = raw.send(Method::POST, &complete_url, &[("content-md5", &b64_md5(&xml))], xml).await.unwrap();
     assert_eq!(r.status.as_u16(), 200, "{}", String::from_utf8_lossy(&r.body));
 
     // The right digest deletes.
-    let r = raw
-        .send(Method::POST, &delete_url, &[("content-md5", &b64_md5(&doc))], doc)
-        .await
-        .unwrap();
+    let r = raw.send(Method::POST, &delete_url, &[("content-md5", &b64_md5(&doc))], doc).await.unwrap();
     assert_eq!(r.status.as_u16(), 200);
     assert!(c.head_object().bucket("dig").key("a").send().await.is_err());
 }
@@ -164,10 +139,7 @@ fn signed_chunked_put(gw: &Gateway, path: &str, chunks: &[&[u8]], tamper: Option
     let mut running = seed;
     let mut body = Vec::new();
     for (i, data) in chunks.iter().copied().chain([&b""[..]]).enumerate() {
-        let sig = v4::sign_chunk(&Bytes::copy_from_slice(data), &running, &params)
-            .unwrap()
-            .signature()
-            .to_owned();
+        let sig = v4::sign_chunk(&Bytes::copy_from_slice(data), &running, &params).unwrap().signature().to_owned();
         running = sig.clone();
         let mut sent = sig.into_bytes();
         if tamper == Some(i) {
@@ -197,9 +169,7 @@ fn signed_chunked_put(gw: &Gateway, path: &str, chunks: &[&[u8]], tamper: Option
 /// `SignatureDoesNotMatch`, whichever chunk it is, and the key keeps what it had.
 #[tokio::test]
 async fn a_bad_chunk_signature_is_refused() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("chunks").send().await.unwrap();
+    let (gw, c) = Gateway::with_bucket("chunks").await;
     let a = pattern(1, 64 * 1024);
     let b = pattern(2, 1000);
 
@@ -224,11 +194,7 @@ async fn a_bad_chunk_signature_is_refused() {
             String::from_utf8_lossy(&r.body)
         );
         assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
-        assert_eq!(
-            penstock_tests::get(&c, "chunks", "k").await,
-            whole,
-            "chunk {bad} replaced the object"
-        );
+        assert_eq!(penstock_tests::get(&c, "chunks", "k").await, whole, "chunk {bad} replaced the object");
 
         let mut conn = Conn::open(&gw);
         conn.send(&signed_chunked_put(&gw, "/chunks/new", &[&b], Some(bad.min(1))));

@@ -5,10 +5,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use md5::{Digest, Md5};
 use penstock_tests::ganesha::Ganesha;
-use penstock_tests::{find_folder, get, pattern as payload, Gateway};
+use penstock_tests::{find_folder, get, keys, pattern as payload, Gateway, Upload};
 
 /// A gateway whose default volume is the server's export (subdirectory `penstock`).
 fn gateway_on(server: &Ganesha, version: &str) -> Gateway {
@@ -24,102 +23,33 @@ async fn s3_round_trip(version: &str) {
     let c = gw.client();
     c.create_bucket().bucket("onnfs").send().await.unwrap();
     let big = payload(1, 20 << 20);
-    c.put_object()
-        .bucket("onnfs")
-        .key("dir/big.bin")
-        .body(ByteStream::from(big.clone()))
-        .send()
-        .await
-        .unwrap();
-    c.put_object()
-        .bucket("onnfs")
-        .key("marker")
-        .body(ByteStream::from_static(b"m"))
-        .send()
-        .await
-        .unwrap();
+    c.put_object().bucket("onnfs").key("dir/big.bin").body(ByteStream::from(big.clone())).send().await.unwrap();
+    c.put_object().bucket("onnfs").key("marker").body(ByteStream::from_static(b"m")).send().await.unwrap();
     assert_eq!(get(&c, "onnfs", "dir/big.bin").await, big);
-    let r = c
-        .get_object()
-        .bucket("onnfs")
-        .key("dir/big.bin")
-        .range("bytes=1000000-1999999")
-        .send()
-        .await
-        .unwrap();
+    let r = c.get_object().bucket("onnfs").key("dir/big.bin").range("bytes=1000000-1999999").send().await.unwrap();
     assert_eq!(r.body.collect().await.unwrap().into_bytes(), big[1_000_000..2_000_000]);
 
     // Multipart: three parts, composed on the server from part files.
-    let up = c
-        .create_multipart_upload()
-        .bucket("onnfs")
-        .key("mp")
-        .send()
-        .await
-        .unwrap();
-    let id = up.upload_id().unwrap();
+    let up = Upload::start(&c, "onnfs", "mp").await;
     let mut parts = Vec::new();
     let mut whole = Vec::new();
     for n in 1..=3 {
         let body = payload(10 + n as u64, if n < 3 { 5 << 20 } else { 1234 });
         whole.extend_from_slice(&body);
-        let p = c
-            .upload_part()
-            .bucket("onnfs")
-            .key("mp")
-            .upload_id(id)
-            .part_number(n)
-            .body(ByteStream::from(body))
-            .send()
-            .await
-            .unwrap();
-        parts.push(
-            CompletedPart::builder()
-                .part_number(n)
-                .e_tag(p.e_tag().unwrap())
-                .build(),
-        );
+        parts.push((n, up.part(n, body).await));
     }
-    c.complete_multipart_upload()
-        .bucket("onnfs")
-        .key("mp")
-        .upload_id(id)
-        .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
-        .send()
-        .await
-        .unwrap();
+    up.complete(&parts).await;
     assert_eq!(get(&c, "onnfs", "mp").await, whole);
 
-    c.copy_object()
-        .bucket("onnfs")
-        .key("copy/of-big")
-        .copy_source("onnfs/dir/big.bin")
-        .send()
-        .await
-        .unwrap();
-    let keys: Vec<String> = c
-        .list_objects_v2()
-        .bucket("onnfs")
-        .send()
-        .await
-        .unwrap()
-        .contents()
-        .iter()
-        .map(|o| o.key().unwrap().to_owned())
-        .collect();
+    c.copy_object().bucket("onnfs").key("copy/of-big").copy_source("onnfs/dir/big.bin").send().await.unwrap();
+    let keys = keys(&c, "onnfs").await;
     assert_eq!(keys, ["copy/of-big", "dir/big.bin", "marker", "mp"]);
 
     // Objects are plain files at their key's path in the export, with the vfolder layout.
     let folder = find_folder(&server.export.join("penstock"), "marker");
     assert_eq!(std::fs::read(folder.join("dir/big.bin")).unwrap(), big);
     assert_eq!(std::fs::read(folder.join("mp")).unwrap(), whole);
-    assert!(
-        std::fs::read_dir(folder.join(".penstock/tmp"))
-            .unwrap()
-            .next()
-            .is_none(),
-        "no staging leftovers"
-    );
+    assert!(std::fs::read_dir(folder.join(".penstock/tmp")).unwrap().next().is_none(), "no staging leftovers");
 
     for k in keys {
         c.delete_object().bucket("onnfs").key(k).send().await.unwrap();
@@ -146,13 +76,7 @@ async fn file_from_another_nfs_client_is_an_object() {
     let gw = gateway_on(&server, "3");
     let c = gw.client();
     c.create_bucket().bucket("shared").send().await.unwrap();
-    c.put_object()
-        .bucket("shared")
-        .key("marker")
-        .body(ByteStream::from_static(b"m"))
-        .send()
-        .await
-        .unwrap();
+    c.put_object().bucket("shared").key("marker").body(ByteStream::from_static(b"m")).send().await.unwrap();
     let folder = find_folder(&server.export.join("penstock"), "marker");
     let rel = folder.strip_prefix(&server.export).unwrap().join("from-session.bin");
     let data = payload(99, 3_000_000);
@@ -162,31 +86,13 @@ async fn file_from_another_nfs_client_is_an_object() {
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
         .expect("nfs-cp not installed: run scripts/install-deps.sh (apt-get install libnfs-utils)");
-    let out = Command::new(nfs_cp)
-        .arg(local.path())
-        .arg(server.libnfs_url(rel.to_str().unwrap()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "nfs-cp failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(nfs_cp).arg(local.path()).arg(server.libnfs_url(rel.to_str().unwrap())).output().unwrap();
+    assert!(out.status.success(), "nfs-cp failed: {}", String::from_utf8_lossy(&out.stderr));
 
     let l = c.list_objects_v2().bucket("shared").send().await.unwrap();
-    let o = l
-        .contents()
-        .iter()
-        .find(|o| o.key() == Some("from-session.bin"))
-        .expect("foreign file listed");
+    let o = l.contents().iter().find(|o| o.key() == Some("from-session.bin")).expect("foreign file listed");
     assert_eq!(o.size(), Some(data.len() as i64));
-    let got = c
-        .get_object()
-        .bucket("shared")
-        .key("from-session.bin")
-        .send()
-        .await
-        .unwrap();
+    let got = c.get_object().bucket("shared").key("from-session.bin").send().await.unwrap();
     let etag = got.e_tag().unwrap().to_owned();
     assert_eq!(got.body.collect().await.unwrap().into_bytes(), data);
     // Files the gateway did not write carry a fingerprint ETag (file identity, size, mtime), the
@@ -204,13 +110,7 @@ async fn server_outage_fails_cleanly_and_recovers() {
     let c = gw.client();
     c.create_bucket().bucket("outage").send().await.unwrap();
     const SIZE: usize = 8 << 20;
-    c.put_object()
-        .bucket("outage")
-        .key("stable")
-        .body(ByteStream::from(payload(7, SIZE)))
-        .send()
-        .await
-        .unwrap();
+    c.put_object().bucket("outage").key("stable").body(ByteStream::from(payload(7, SIZE))).send().await.unwrap();
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut workers = Vec::new();
@@ -251,23 +151,15 @@ async fn server_outage_fails_cleanly_and_recovers() {
     server.stop();
     // While the server is down every request is answered, with 503.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let err = c
-        .head_object()
-        .bucket("outage")
-        .key("stable")
-        .send()
-        .await
-        .expect_err("HEAD while the NFS server is down");
+    let err =
+        c.head_object().bucket("outage").key("stable").send().await.expect_err("HEAD while the NFS server is down");
     assert_eq!(err.raw_response().map(|r| r.status().as_u16()), Some(503));
     server.restart();
     let back = Instant::now();
     loop {
         match c.head_object().bucket("outage").key("stable").send().await {
             Ok(_) => break,
-            Err(e) => assert!(
-                back.elapsed() < Duration::from_secs(20),
-                "service did not resume: {e:?}"
-            ),
+            Err(e) => assert!(back.elapsed() < Duration::from_secs(20), "service did not resume: {e:?}"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -279,22 +171,13 @@ async fn server_outage_fails_cleanly_and_recovers() {
         ok += o;
         unavailable += u;
     }
-    assert!(
-        ok > 0 && unavailable > 0,
-        "the outage hit the workload: {ok} ok, {unavailable} 503"
-    );
+    assert!(ok > 0 && unavailable > 0, "the outage hit the workload: {ok} ok, {unavailable} 503");
 
     // Every listed object is complete: an interrupted upload never became visible.
     let mut token = None;
     let mut listed = 0;
     loop {
-        let l = c
-            .list_objects_v2()
-            .bucket("outage")
-            .set_continuation_token(token)
-            .send()
-            .await
-            .unwrap();
+        let l = c.list_objects_v2().bucket("outage").set_continuation_token(token).send().await.unwrap();
         for o in l.contents() {
             let k = o.key().unwrap();
             let seed = match k.rsplit_once('/') {
@@ -310,16 +193,7 @@ async fn server_outage_fails_cleanly_and_recovers() {
             break;
         }
     }
-    assert!(
-        listed >= ok,
-        "acknowledged PUTs are all there ({listed} listed, {ok} acknowledged)"
-    );
+    assert!(listed >= ok, "acknowledged PUTs are all there ({listed} listed, {ok} acknowledged)");
     // And new writes work.
-    c.put_object()
-        .bucket("outage")
-        .key("after")
-        .body(ByteStream::from_static(b"back"))
-        .send()
-        .await
-        .unwrap();
+    c.put_object().bucket("outage").key("after").body(ByteStream::from_static(b"back")).send().await.unwrap();
 }

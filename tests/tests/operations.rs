@@ -15,26 +15,18 @@ fn admin_get(gw: &Gateway, path: &str) -> (u16, String) {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let status = out[9..12].parse().unwrap();
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
 }
 
 /// The value of one sample line, e.g. `penstock_s3_requests_total{operation="PutObject",status="200"}`.
 fn sample(metrics: &str, series: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse::<f64>().ok()))
-        .unwrap_or(0.0)
+    metrics.lines().find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse::<f64>().ok())).unwrap_or(0.0)
 }
 
 #[tokio::test]
 async fn metrics_follow_a_scripted_workload() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("metered").send().await.unwrap();
+    let (gw, c) = Gateway::with_bucket("metered").await;
     let sizes = [1000usize, 20_000, 300_000];
     for (i, n) in sizes.iter().enumerate() {
         c.put_object()
@@ -46,60 +38,29 @@ async fn metrics_follow_a_scripted_workload() {
             .unwrap();
     }
     for i in 0..2 {
-        c.get_object()
-            .bucket("metered")
-            .key(format!("k{i}"))
-            .send()
-            .await
-            .unwrap()
-            .body
-            .collect()
-            .await
-            .unwrap();
+        c.get_object().bucket("metered").key(format!("k{i}")).send().await.unwrap().body.collect().await.unwrap();
     }
     assert!(c.get_object().bucket("metered").key("absent").send().await.is_err());
-    c.create_multipart_upload()
-        .bucket("metered")
-        .key("open")
-        .send()
-        .await
-        .unwrap();
+    c.create_multipart_upload().bucket("metered").key("open").send().await.unwrap();
 
     let (status, m) = admin_get(&gw, "/metrics");
     assert_eq!(status, 200);
     let put = sample(&m, "penstock_s3_requests_total{operation=\"PutObject\",status=\"200\"}");
     assert_eq!(put, 3.0, "{m}");
-    assert_eq!(
-        sample(&m, "penstock_s3_requests_total{operation=\"GetObject\",status=\"200\"}"),
-        2.0
-    );
-    assert_eq!(
-        sample(&m, "penstock_s3_requests_total{operation=\"GetObject\",status=\"404\"}"),
-        1.0
-    );
+    assert_eq!(sample(&m, "penstock_s3_requests_total{operation=\"GetObject\",status=\"200\"}"), 2.0);
+    assert_eq!(sample(&m, "penstock_s3_requests_total{operation=\"GetObject\",status=\"404\"}"), 1.0);
     assert_eq!(sample(&m, "penstock_s3_errors_total{code=\"NoSuchKey\"}"), 1.0);
     let bytes_in = sample(&m, "penstock_payload_bytes_total{path=\"http\",direction=\"in\"}");
     assert_eq!(bytes_in, sizes.iter().sum::<usize>() as f64);
     let bytes_out = sample(&m, "penstock_payload_bytes_total{path=\"http\",direction=\"out\"}");
     assert_eq!(bytes_out, (sizes[0] + sizes[1]) as f64);
-    assert_eq!(
-        sample(
-            &m,
-            "penstock_s3_request_duration_seconds_count{operation=\"PutObject\"}"
-        ),
-        3.0
-    );
+    assert_eq!(sample(&m, "penstock_s3_request_duration_seconds_count{operation=\"PutObject\"}"), 3.0);
     assert_eq!(sample(&m, "penstock_multipart_uploads_open"), 1.0);
     assert_eq!(sample(&m, "penstock_s3_requests_in_flight"), 0.0);
-    assert!(
-        m.contains("penstock_backend_io_duration_seconds_count{volume=\"local\",op=\"rename\"}"),
-        "{m}"
-    );
+    assert!(m.contains("penstock_backend_io_duration_seconds_count{volume=\"local\",op=\"rename\"}"), "{m}");
     assert!(m.contains("penstock_rocksdb_property{property=\"cur_size_all_mem_tables\"}"));
-    let usage = m
-        .lines()
-        .find(|l| l.starts_with("penstock_quota_usage_bytes{scope=\"user:"))
-        .expect("quota usage series");
+    let usage =
+        m.lines().find(|l| l.starts_with("penstock_quota_usage_bytes{scope=\"user:")).expect("quota usage series");
     assert!(usage.ends_with(&format!(" {}", sizes.iter().sum::<usize>())), "{usage}");
 
     let (status, body) = admin_get(&gw, "/health");
@@ -116,24 +77,14 @@ async fn request_ids_reach_json_logs_and_secrets_do_not() {
     let gw = Gateway::start_with_config("log_format = \"json\"\n");
     let c = gw.client();
     c.create_bucket().bucket("traced").send().await.unwrap();
-    let put = c
-        .put_object()
-        .bucket("traced")
-        .key("a/b.txt")
-        .body(ByteStream::from_static(b"x"))
-        .send()
-        .await
-        .unwrap();
+    let put = c.put_object().bucket("traced").key("a/b.txt").body(ByteStream::from_static(b"x")).send().await.unwrap();
     let id = put.request_id().expect("x-amz-request-id").to_owned();
     assert_eq!(id.len(), 16);
     // Presigned and header-signed requests both carry signatures; none may be logged.
     let _ = c.get_object().bucket("traced").key("missing").send().await;
     std::thread::sleep(std::time::Duration::from_millis(200));
     let log = gw.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains(&id))
-        .unwrap_or_else(|| panic!("request id {id} not in log:\n{log}"));
+    let line = log.lines().find(|l| l.contains(&id)).unwrap_or_else(|| panic!("request id {id} not in log:\n{log}"));
     let v: serde_json::Value = serde_json::from_str(line).expect("JSON log line");
     let span = &v["span"];
     assert_eq!(span["request_id"], id.as_str(), "{line}");
@@ -144,10 +95,7 @@ async fn request_ids_reach_json_logs_and_secrets_do_not() {
     assert!(span["tenant"].as_str().unwrap().contains(ACCESS_KEY));
     assert!(!log.contains(SECRET_KEY), "secret key in log");
     assert!(!log.contains("Signature="), "signature in log");
-    assert!(
-        !log.to_ascii_lowercase().contains("authorization"),
-        "authorization header in log"
-    );
+    assert!(!log.to_ascii_lowercase().contains("authorization"), "authorization header in log");
     assert!(log.contains("NoSuchKey"));
 }
 
@@ -166,11 +114,8 @@ fn bad_config_fails_start_up_with_a_precise_message() {
     for (i, (toml, needle)) in cases.iter().enumerate() {
         let cfg = dir.path().join(format!("bad{i}.toml"));
         std::fs::write(&cfg, toml).unwrap();
-        let check = std::process::Command::new(penstock_tests::binary())
-            .args(["config", "check"])
-            .arg(&cfg)
-            .output()
-            .unwrap();
+        let check =
+            std::process::Command::new(penstock_tests::binary()).args(["config", "check"]).arg(&cfg).output().unwrap();
         let serve = std::process::Command::new(penstock_tests::binary())
             .args(["serve", "--config"])
             .arg(&cfg)
@@ -182,10 +127,7 @@ fn bad_config_fails_start_up_with_a_precise_message() {
         for (what, out) in [("check", &check), ("serve", &serve)] {
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(!out.status.success(), "{what} accepted {toml:?}");
-            assert!(
-                err.contains(needle),
-                "{what} {toml:?}: message does not name {needle:?}: {err}"
-            );
+            assert!(err.contains(needle), "{what} {toml:?}: message does not name {needle:?}: {err}");
             assert!(!err.contains("backtrace"), "{err}");
         }
     }
@@ -236,10 +178,7 @@ fn h2_stream_windows_never_bind_before_the_connection_window() {
         }
     }
     let stream_window = stream_window.unwrap_or(DEFAULT_WINDOW);
-    assert!(
-        conn_window >= 1 << 20,
-        "connection window {conn_window} throttles multi-MiB uploads"
-    );
+    assert!(conn_window >= 1 << 20, "connection window {conn_window} throttles multi-MiB uploads");
     assert!(
         stream_window >= 2 * conn_window + 512,
         "stream window {stream_window} can bind before the connection window {conn_window}"

@@ -24,11 +24,7 @@ fn header<'a>(r: &'a penstock_client::Reply, name: &str) -> Option<&'a str> {
 
 fn code(r: &penstock_client::Reply) -> String {
     let s = String::from_utf8_lossy(&r.body);
-    s.split("<Code>")
-        .nth(1)
-        .and_then(|x| x.split("</Code>").next())
-        .unwrap_or("")
-        .to_owned()
+    s.split("<Code>").nth(1).and_then(|x| x.split("</Code>").next()).unwrap_or("").to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -40,10 +36,7 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
 
     // Whole object into a window at an offset of a larger registration.
     let region = target.register(32 << 20);
-    let r = c
-        .get_into("gpu", "obj", &region.token(4096, 16 << 20).unwrap(), None)
-        .await
-        .unwrap();
+    let r = c.get_into("gpu", "obj", &region.token(4096, 16 << 20).unwrap(), None).await.unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.rdma_reply, Some(200));
     assert_eq!(r.bytes, data.len() as u64);
@@ -52,19 +45,13 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
     assert!(r.etag.is_some());
     assert_eq!(region.to_vec(4096, data.len()), data);
     assert_eq!(region.to_vec(0, 4096), vec![0; 4096], "nothing before the window");
-    assert!(
-        region.to_vec(4096 + data.len(), 4096).iter().all(|&b| b == 0),
-        "nothing after the object"
-    );
+    assert!(region.to_vec(4096 + data.len(), 4096).iter().all(|&b| b == 0), "nothing after the object");
 
     // A range.
     let w = region.token(20 << 20, 1 << 20).unwrap();
     let r = c.get_into("gpu", "obj", &w, Some("bytes=1000-500999")).await.unwrap();
     assert_eq!((r.status.as_u16(), r.rdma_reply, r.bytes), (206, Some(206), 500_000));
-    assert_eq!(
-        header(&r.reply, "content-range"),
-        Some(&*format!("bytes 1000-500999/{}", data.len()))
-    );
+    assert_eq!(header(&r.reply, "content-range"), Some(&*format!("bytes 1000-500999/{}", data.len())));
     assert_eq!(region.to_vec(20 << 20, 500_000), data[1000..501_000]);
 
     // PUT from a window, with a checksum the gateway verifies over the bytes it read.
@@ -75,12 +62,7 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
         base64::engine::general_purpose::STANDARD.encode(crc32c::crc32c(&src).to_be_bytes())
     };
     let r = c
-        .put_from(
-            "gpu",
-            "put",
-            &region.token(0, src.len() as u64).unwrap(),
-            &[("x-amz-checksum-crc32c", &crc)],
-        )
+        .put_from("gpu", "put", &region.token(0, src.len() as u64).unwrap(), &[("x-amz-checksum-crc32c", &crc)])
         .await
         .unwrap();
     assert_eq!((r.rdma_reply, r.bytes), (Some(200), src.len() as u64));
@@ -91,10 +73,7 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
         .send(
             Method::PUT,
             &c.url("gpu", Some("bad")),
-            &[
-                ("x-amz-rdma-token", &region.token(0, 1 << 20).unwrap().to_string()),
-                ("x-amz-checksum-crc32c", &crc),
-            ],
+            &[("x-amz-rdma-token", &region.token(0, 1 << 20).unwrap().to_string()), ("x-amz-checksum-crc32c", &crc)],
             bytes::Bytes::new(),
         )
         .await
@@ -106,10 +85,7 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
     let big = pattern(3, 13 << 20);
     let up = target.register(big.len());
     up.write(0, &big);
-    let etag = c
-        .put_multipart_from("gpu", "multi", &up, 0, big.len() as u64, 5 << 20, 3)
-        .await
-        .unwrap();
+    let etag = c.put_multipart_from("gpu", "multi", &up, 0, big.len() as u64, 5 << 20, 3).await.unwrap();
     assert!(etag.ends_with("-3\""), "{etag}");
     assert_eq!(&c.get_object("gpu", "multi").await.unwrap()[..], &big[..]);
     let dst = target.register(8 << 20);
@@ -129,12 +105,7 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
 
     // HEAD ignores the token.
     let r = c
-        .send(
-            Method::HEAD,
-            &c.url("gpu", Some("obj")),
-            &[("x-amz-rdma-token", DC)],
-            bytes::Bytes::new(),
-        )
+        .send(Method::HEAD, &c.url("gpu", Some("obj")), &[("x-amz-rdma-token", DC)], bytes::Bytes::new())
         .await
         .unwrap();
     assert_eq!(r.status, 200);
@@ -142,10 +113,7 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
 
     // Payload bytes are counted on the software path.
     let metrics = reqwest_metrics(&gw);
-    assert!(
-        metrics.contains("penstock_payload_bytes_total{path=\"software\",direction=\"out\"}"),
-        "{metrics}"
-    );
+    assert!(metrics.contains("penstock_payload_bytes_total{path=\"software\",direction=\"out\"}"), "{metrics}");
 }
 
 fn reqwest_metrics(gw: &Gateway) -> String {
@@ -166,52 +134,25 @@ async fn bad_tokens_small_windows_and_failed_transfers_move_nothing() {
     let url = c.url("gpu", Some("obj"));
 
     // Malformed: 400 InvalidRDMAToken, no reply header.
-    let r = c
-        .send(
-            Method::GET,
-            &url,
-            &[("x-amz-rdma-token", "0000:zz")],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
+    let r = c.send(Method::GET, &url, &[("x-amz-rdma-token", "0000:zz")], bytes::Bytes::new()).await.unwrap();
     assert_eq!((r.status.as_u16(), code(&r).as_str()), (400, "InvalidRDMAToken"));
     assert_eq!(header(&r, REPLY_HEADER), None);
 
     // DC tokens: no verbs device here, so 501 with the reply header.
-    let r = c
-        .send(Method::GET, &url, &[("x-amz-rdma-token", DC)], bytes::Bytes::new())
-        .await
-        .unwrap();
+    let r = c.send(Method::GET, &url, &[("x-amz-rdma-token", DC)], bytes::Bytes::new()).await.unwrap();
     assert_eq!((r.status.as_u16(), code(&r).as_str()), (501, "RDMANotSupported"));
     assert_eq!(header(&r, REPLY_HEADER), Some("501"));
 
     // A window smaller than the object: a clear error and not one byte moved.
     let small = region.token(0, (3 << 20) - 1).unwrap();
-    let r = c
-        .send(
-            Method::GET,
-            &url,
-            &[("x-amz-rdma-token", &small.to_string())],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
+    let r = c.send(Method::GET, &url, &[("x-amz-rdma-token", &small.to_string())], bytes::Bytes::new()).await.unwrap();
     assert_eq!((r.status.as_u16(), code(&r).as_str()), (400, "RDMAWindowTooSmall"));
     assert!(region.to_vec(0, 4 << 20).iter().all(|&b| b == 0));
 
     // A transfer the client's target refuses midway (forged key): 500 and, for PUT, no object.
     let mut forged = region.token(0, 4 << 20).unwrap();
     forged.key[3] ^= 0x40;
-    let r = c
-        .send(
-            Method::GET,
-            &url,
-            &[("x-amz-rdma-token", &forged.to_string())],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
+    let r = c.send(Method::GET, &url, &[("x-amz-rdma-token", &forged.to_string())], bytes::Bytes::new()).await.unwrap();
     assert_eq!((r.status.as_u16(), code(&r).as_str()), (500, "RDMATransferFailed"));
     let r = c
         .send(
@@ -228,15 +169,8 @@ async fn bad_tokens_small_windows_and_failed_transfers_move_nothing() {
     // A token pointing the gateway at an address other than the client's own is refused.
     let mut elsewhere = region.token(0, 1 << 20).unwrap();
     elsewhere.endpoint = "127.0.0.2:9".parse().unwrap();
-    let r = c
-        .send(
-            Method::GET,
-            &url,
-            &[("x-amz-rdma-token", &elsewhere.to_string())],
-            bytes::Bytes::new(),
-        )
-        .await
-        .unwrap();
+    let r =
+        c.send(Method::GET, &url, &[("x-amz-rdma-token", &elsewhere.to_string())], bytes::Bytes::new()).await.unwrap();
     assert_eq!((r.status.as_u16(), code(&r).as_str()), (403, "AccessDenied"));
 }
 
@@ -250,12 +184,7 @@ async fn strict_and_fallback_declines() {
         let region = target.register(1 << 20);
         let tok = region.token(0, 1 << 20).unwrap().to_string();
         let r = c
-            .send(
-                Method::GET,
-                &c.url("gpu", Some("obj")),
-                &[("x-amz-rdma-token", &tok)],
-                bytes::Bytes::new(),
-            )
+            .send(Method::GET, &c.url("gpu", Some("obj")), &[("x-amz-rdma-token", &tok)], bytes::Bytes::new())
             .await
             .unwrap();
         assert_eq!(r.status.as_u16(), get_status, "{mode}");
@@ -268,19 +197,10 @@ async fn strict_and_fallback_declines() {
         assert!(region.to_vec(0, 1 << 20).iter().all(|&b| b == 0));
         // PUT cannot fall back: the client must resend with a body.
         let r = c
-            .send(
-                Method::PUT,
-                &c.url("gpu", Some("new")),
-                &[("x-amz-rdma-token", &tok)],
-                bytes::Bytes::new(),
-            )
+            .send(Method::PUT, &c.url("gpu", Some("new")), &[("x-amz-rdma-token", &tok)], bytes::Bytes::new())
             .await
             .unwrap();
-        assert_eq!(
-            (r.status.as_u16(), code(&r).as_str()),
-            (501, "RDMANotSupported"),
-            "{mode}"
-        );
+        assert_eq!((r.status.as_u16(), code(&r).as_str()), (501, "RDMANotSupported"), "{mode}");
         assert_eq!(c.head_object("gpu", "new").await.unwrap(), None);
     }
 }
@@ -295,13 +215,7 @@ async fn put_declaring_a_length_it_never_sends_then_a_new_connection() {
     let tok = region.token(0, src.len() as u64).unwrap().to_string();
     let url = c.url("gpu", Some("lmcache@1@0@abc@bfloat16"));
     let len = src.len().to_string();
-    let headers = c
-        .signed_headers(
-            Method::PUT,
-            &url,
-            &[("x-amz-rdma-token", &tok), ("content-length", &len)],
-        )
-        .unwrap();
+    let headers = c.signed_headers(Method::PUT, &url, &[("x-amz-rdma-token", &tok), ("content-length", &len)]).unwrap();
 
     let addr = gw.endpoint.trim_start_matches("http://").to_owned();
     let path = url.splitn(4, '/').nth(3).unwrap();
@@ -318,8 +232,7 @@ async fn put_declaring_a_length_it_never_sends_then_a_new_connection() {
     s.write_all(req.as_bytes()).unwrap();
     // No body follows. The gateway must answer anyway, then close the connection.
     let mut resp = Vec::new();
-    s.read_to_end(&mut resp)
-        .expect("the gateway closes the connection after answering");
+    s.read_to_end(&mut resp).expect("the gateway closes the connection after answering");
     let text = String::from_utf8_lossy(&resp).to_ascii_lowercase();
     assert!(text.starts_with("http/1.1 200"), "{text}");
     assert!(text.contains("x-amz-rdma-reply: 200"), "{text}");
@@ -327,10 +240,7 @@ async fn put_declaring_a_length_it_never_sends_then_a_new_connection() {
     assert!(text.contains("connection: close"), "{text}");
 
     // The next request, on a new connection, works, and the object is the window's bytes.
-    assert_eq!(
-        &c.get_object("gpu", "lmcache@1@0@abc@bfloat16").await.unwrap()[..],
-        &src[..]
-    );
+    assert_eq!(&c.get_object("gpu", "lmcache@1@0@abc@bfloat16").await.unwrap()[..], &src[..]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

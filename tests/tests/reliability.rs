@@ -38,10 +38,7 @@ fn check_answer(
     content_type: Option<&str>,
     meta_v: Option<&str>,
 ) -> Result<(), String> {
-    let v: u64 = meta_v
-        .ok_or("no x-amz-meta-v")?
-        .parse()
-        .map_err(|_| "x-amz-meta-v is not a number")?;
+    let v: u64 = meta_v.ok_or("no x-amz-meta-v")?.parse().map_err(|_| "x-amz-meta-v is not a number")?;
     if content_type != Some("application/x-qa") {
         return Err(format!("content type {content_type:?}"));
     }
@@ -63,9 +60,7 @@ fn check_answer(
 /// synthesized ETag and no metadata.
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn readers_racing_writers_see_one_writers_bytes_and_metadata() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("race").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("race").await;
     let secs = env_num("PENSTOCK_RACE_SECS", 4);
     let stop = Arc::new(AtomicBool::new(false));
     let version = Arc::new(std::sync::atomic::AtomicU64::new(1));
@@ -156,24 +151,14 @@ async fn readers_racing_writers_see_one_writers_bytes_and_metadata() {
     let (ok, gone) = (answers.load(Ordering::Relaxed), missing.load(Ordering::Relaxed));
     eprintln!("{ok} consistent answers, {gone} 404s, {} inconsistent", bad.len());
     assert!(ok > 100, "too few answers to mean anything: {ok}");
-    assert!(
-        bad.is_empty(),
-        "{} inconsistent answers, first: {:?}",
-        bad.len(),
-        &bad[..bad.len().min(5)]
-    );
+    assert!(bad.is_empty(), "{} inconsistent answers, first: {:?}", bad.len(), &bad[..bad.len().min(5)]);
 }
 
 /// What a key should hold: absent, or one write's bytes and metadata.
 #[derive(Clone, Debug, PartialEq)]
 enum State {
     Absent,
-    Present {
-        etag: String,
-        md5: String,
-        len: usize,
-        v: u64,
-    },
+    Present { etag: String, md5: String, len: usize, v: u64 },
 }
 
 /// What the gateway answers for a key now.
@@ -190,12 +175,7 @@ async fn observe(c: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<Stat
                 .and_then(|v| v.parse().ok())
                 .ok_or(format!("{key}: metadata lost (ETag {etag})"))?;
             let body = o.body.collect().await.unwrap().into_bytes();
-            Ok(State::Present {
-                etag,
-                md5: md5_hex(&body),
-                len: body.len(),
-                v,
-            })
+            Ok(State::Present { etag, md5: md5_hex(&body), len: body.len(), v })
         }
         Err(e) if e.code() == Some("NoSuchKey") => Ok(State::Absent),
         Err(e) => Err(format!("{key}: GET failed: {e:?}")),
@@ -228,12 +208,7 @@ async fn crash_worker(c: aws_sdk_s3::Client, w: u64, round: u64, mut ledger: Led
             let mut all = Md5::new();
             all.update(part_md5);
             let etag = format!("\"{}-1\"", hex::encode(all.finalize()));
-            let state = State::Present {
-                etag,
-                md5: md5_hex(&body),
-                len: body.len(),
-                v,
-            };
+            let state = State::Present { etag, md5: md5_hex(&body), len: body.len(), v };
             ledger.in_flight = Some((key.clone(), state.clone()));
             let r = async {
                 let up = c
@@ -257,12 +232,7 @@ async fn crash_worker(c: aws_sdk_s3::Client, w: u64, round: u64, mut ledger: Led
                     .await
                     .map_err(|e| format!("{e:?}"))?;
                 let parts = CompletedMultipartUpload::builder()
-                    .parts(
-                        CompletedPart::builder()
-                            .part_number(1)
-                            .e_tag(p.e_tag().unwrap())
-                            .build(),
-                    )
+                    .parts(CompletedPart::builder().part_number(1).e_tag(p.e_tag().unwrap()).build())
                     .build();
                 c.complete_multipart_upload()
                     .bucket("crash")
@@ -279,12 +249,7 @@ async fn crash_worker(c: aws_sdk_s3::Client, w: u64, round: u64, mut ledger: Led
         } else {
             let len = [0usize, 1, 4096, 70_000, 1 << 20][(seq % 5) as usize];
             let body = pattern(v, len);
-            let state = State::Present {
-                etag: format!("\"{}\"", md5_hex(&body)),
-                md5: md5_hex(&body),
-                len,
-                v,
-            };
+            let state = State::Present { etag: format!("\"{}\"", md5_hex(&body)), md5: md5_hex(&body), len, v };
             ledger.in_flight = Some((key.clone(), state.clone()));
             let r = c
                 .put_object()
@@ -358,15 +323,9 @@ async fn kill_nine_at_random_instants_keeps_every_acknowledged_write() {
                 let pending = l.in_flight.as_ref().filter(|(k, _)| *k == key).map(|(_, s)| s.clone());
                 let fits = |s: &State| match (s, &now) {
                     (State::Absent, State::Absent) => true,
-                    (
-                        State::Present { etag, md5, len, v },
-                        State::Present {
-                            etag: e2,
-                            md5: m2,
-                            len: l2,
-                            v: v2,
-                        },
-                    ) => etag == e2 && md5 == m2 && len == l2 && v == v2,
+                    (State::Present { etag, md5, len, v }, State::Present { etag: e2, md5: m2, len: l2, v: v2 }) => {
+                        etag == e2 && md5 == m2 && len == l2 && v == v2
+                    }
                     _ => false,
                 };
                 if fits(&acked) {
@@ -416,12 +375,8 @@ async fn kill_nine_at_random_instants_keeps_every_acknowledged_write() {
 
 /// A client that fails at once when the gateway is gone, so a worker stops at the kill.
 fn client_without_retries(gw: &Gateway) -> aws_sdk_s3::Client {
-    let conf = gw
-        .client()
-        .config()
-        .to_builder()
-        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
-        .build();
+    let conf =
+        gw.client().config().to_builder().retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled()).build();
     aws_sdk_s3::Client::from_conf(conf)
 }
 
@@ -429,19 +384,11 @@ fn client_without_retries(gw: &Gateway) -> aws_sdk_s3::Client {
 /// NoSuchUpload; the object exists exactly when Complete won.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn complete_racing_abort_has_one_winner() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("complete-abort").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("complete-abort").await;
     let mut wins = [0; 2];
     for i in 0..12 {
         let key = format!("k{i}");
-        let up = c
-            .create_multipart_upload()
-            .bucket("complete-abort")
-            .key(&key)
-            .send()
-            .await
-            .unwrap();
+        let up = c.create_multipart_upload().bucket("complete-abort").key(&key).send().await.unwrap();
         let id = up.upload_id().unwrap().to_owned();
         let p = c
             .upload_part()
@@ -454,12 +401,7 @@ async fn complete_racing_abort_has_one_winner() {
             .await
             .unwrap();
         let parts = CompletedMultipartUpload::builder()
-            .parts(
-                CompletedPart::builder()
-                    .part_number(1)
-                    .e_tag(p.e_tag().unwrap())
-                    .build(),
-            )
+            .parts(CompletedPart::builder().part_number(1).e_tag(p.e_tag().unwrap()).build())
             .build();
         let complete = c
             .complete_multipart_upload()
@@ -468,12 +410,7 @@ async fn complete_racing_abort_has_one_winner() {
             .upload_id(&id)
             .multipart_upload(parts)
             .send();
-        let abort = c
-            .abort_multipart_upload()
-            .bucket("complete-abort")
-            .key(&key)
-            .upload_id(&id)
-            .send();
+        let abort = c.abort_multipart_upload().bucket("complete-abort").key(&key).upload_id(&id).send();
         let (done, aborted) = if i % 2 == 0 {
             tokio::join!(complete, abort)
         } else {

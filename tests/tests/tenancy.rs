@@ -4,7 +4,7 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
-use penstock_tests::Gateway;
+use penstock_tests::{keys, Gateway};
 use serde_json::Value;
 
 struct Tenant {
@@ -41,14 +41,7 @@ async fn probe(c: &Client, bucket: &str, tag: &str) -> Level {
         & c.get_object().bucket(bucket).key("seed.txt").send().await.is_ok()
         & c.head_object().bucket(bucket).key("seed.txt").send().await.is_ok();
     let key = format!("probe-{tag}");
-    let write = c
-        .put_object()
-        .bucket(bucket)
-        .key(&key)
-        .body(ByteStream::from_static(b"p"))
-        .send()
-        .await
-        .is_ok()
+    let write = c.put_object().bucket(bucket).key(&key).body(ByteStream::from_static(b"p")).send().await.is_ok()
         & c.copy_object()
             .bucket(bucket)
             .key(format!("{key}-copy"))
@@ -56,12 +49,7 @@ async fn probe(c: &Client, bucket: &str, tag: &str) -> Level {
             .send()
             .await
             .is_ok()
-        & c.create_multipart_upload()
-            .bucket(bucket)
-            .key(format!("{key}-mpu"))
-            .send()
-            .await
-            .is_ok();
+        & c.create_multipart_upload().bucket(bucket).key(format!("{key}-mpu")).send().await.is_ok();
     let victim = format!("victim-{tag}");
     let delete = c.delete_object().bucket(bucket).key(&victim).send().await.is_ok();
     match (read, write, delete) {
@@ -74,13 +62,7 @@ async fn probe(c: &Client, bucket: &str, tag: &str) -> Level {
 }
 
 async fn seed(c: &Client, bucket: &str, tags: &[&str]) {
-    c.put_object()
-        .bucket(bucket)
-        .key("seed.txt")
-        .body(ByteStream::from_static(b"seed"))
-        .send()
-        .await
-        .unwrap();
+    c.put_object().bucket(bucket).key("seed.txt").body(ByteStream::from_static(b"seed")).send().await.unwrap();
     for t in tags {
         c.put_object()
             .bucket(bucket)
@@ -128,17 +110,7 @@ async fn isolation_matrix() {
     gw.admin(&["keypair", "disable", &dis.ak]);
     let scope = format!("project:{pid}");
     for (perm, name) in [("rw", "proj-rw"), ("ro", "proj-ro")] {
-        let args = [
-            "vfolder",
-            "create",
-            "--domain",
-            "d1",
-            "--owner",
-            &scope,
-            "--permission",
-            perm,
-            name,
-        ];
+        let args = ["vfolder", "create", "--domain", "d1", "--owner", &scope, "--permission", perm, name];
         gw.admin(&args);
     }
     d2.s3.create_bucket().bucket("datasets").send().await.unwrap();
@@ -187,17 +159,7 @@ async fn isolation_matrix() {
     }
 
     // Same-named buckets are separate folders: d2's writes never appear in d1's bucket.
-    let d1_keys: Vec<String> = own
-        .s3
-        .list_objects_v2()
-        .bucket("datasets")
-        .send()
-        .await
-        .unwrap()
-        .contents()
-        .iter()
-        .map(|o| o.key().unwrap().to_owned())
-        .collect();
+    let d1_keys = keys(&own.s3, "datasets").await;
     assert!(!d1_keys.iter().any(|k| k.starts_with("probe-d2")), "{d1_keys:?}");
     let names = |c: &Client| {
         let c = c.clone();
@@ -219,15 +181,8 @@ async fn isolation_matrix() {
 
     // Cross-bucket copy needs read on the source: a user with write on proj-rw cannot pull
     // from a folder they cannot read.
-    let e = mem
-        .s3
-        .copy_object()
-        .bucket("proj-rw")
-        .key("stolen")
-        .copy_source("datasets/seed.txt")
-        .send()
-        .await
-        .unwrap_err();
+    let e =
+        mem.s3.copy_object().bucket("proj-rw").key("stolen").copy_source("datasets/seed.txt").send().await.unwrap_err();
     assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(403));
     // Deleting a bucket needs wd on it.
     assert!(ro.s3.delete_bucket().bucket("datasets").send().await.is_err());
@@ -241,50 +196,18 @@ async fn traversal_corpus_stays_inside() {
     let b = user(&gw, "t1", "bob", "user");
     a.s3.create_bucket().bucket("alice-data").send().await.unwrap();
     b.s3.create_bucket().bucket("bob-data").send().await.unwrap();
-    a.s3.put_object()
-        .bucket("alice-data")
-        .key("mine")
-        .body(ByteStream::from_static(b"a"))
-        .send()
-        .await
-        .unwrap();
-    b.s3.put_object()
-        .bucket("bob-data")
-        .key("secret")
-        .body(ByteStream::from_static(b"bob's"))
-        .send()
-        .await
-        .unwrap();
+    a.s3.put_object().bucket("alice-data").key("mine").body(ByteStream::from_static(b"a")).send().await.unwrap();
+    b.s3.put_object().bucket("bob-data").key("secret").body(ByteStream::from_static(b"bob's")).send().await.unwrap();
     let adir = gw.folder_dir("mine");
     let bdir = gw.folder_dir("secret");
 
     // Keys that look like traversal are either refused or stored literally inside the folder.
-    for key in [
-        "../bob-data/secret",
-        "a/../../x",
-        "/etc/passwd",
-        "a//b",
-        "./x",
-        "a/./b",
-        "x\0y",
-    ] {
-        let r =
-            a.s3.put_object()
-                .bucket("alice-data")
-                .key(key)
-                .body(ByteStream::from_static(b"x"))
-                .send()
-                .await;
+    for key in ["../bob-data/secret", "a/../../x", "/etc/passwd", "a//b", "./x", "a/./b", "x\0y"] {
+        let r = a.s3.put_object().bucket("alice-data").key(key).body(ByteStream::from_static(b"x")).send().await;
         assert!(r.is_err(), "{key:?} accepted");
     }
     for key in ["%2e%2e/x", "..%2fx", "...", "a..", "..a/b", "%00"] {
-        a.s3.put_object()
-            .bucket("alice-data")
-            .key(key)
-            .body(ByteStream::from_static(b"lit"))
-            .send()
-            .await
-            .unwrap();
+        a.s3.put_object().bucket("alice-data").key(key).body(ByteStream::from_static(b"lit")).send().await.unwrap();
         let got = a.s3.get_object().bucket("alice-data").key(key).send().await.unwrap();
         assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), b"lit");
         assert!(adir.join(key).exists(), "{key:?} not stored literally in the folder");
@@ -318,27 +241,10 @@ async fn traversal_corpus_stays_inside() {
     }
     assert!(!bdir.join("planted").exists());
     assert_eq!(std::fs::read(bdir.join("secret")).unwrap(), b"bob's");
-    let keys: Vec<String> =
-        a.s3.list_objects_v2()
-            .bucket("alice-data")
-            .send()
-            .await
-            .unwrap()
-            .contents()
-            .iter()
-            .map(|o| o.key().unwrap().to_owned())
-            .collect();
-    assert!(
-        !keys.iter().any(|k| k.contains("bob") || k.starts_with("up")),
-        "{keys:?}"
-    );
+    let keys = keys(&a.s3, "alice-data").await;
+    assert!(!keys.iter().any(|k| k.contains("bob") || k.starts_with("up")), "{keys:?}");
     // Deleting through a symlinked directory does not touch the other folder.
-    let _ =
-        a.s3.delete_object()
-            .bucket("alice-data")
-            .key("to-bob/secret")
-            .send()
-            .await;
+    let _ = a.s3.delete_object().bucket("alice-data").key("to-bob/secret").send().await;
     assert!(bdir.join("secret").exists());
 }
 
@@ -377,34 +283,16 @@ async fn quota_races_never_end_above_the_limit() {
     assert_eq!(ok, 5, "exactly five 2 MiB objects fit in 10 MiB");
     let q = gw.admin(&["quota", "show", &scope]);
     assert_eq!(q["usage_bytes"].as_u64().unwrap(), 5 * (2 << 20));
-    let listed =
-        u.s3.list_objects_v2()
-            .bucket("quota-b")
-            .send()
-            .await
-            .unwrap()
-            .key_count()
-            .unwrap();
+    let listed = u.s3.list_objects_v2().bucket("quota-b").send().await.unwrap().key_count().unwrap();
     assert_eq!(listed, 5, "rejected writes leave nothing behind");
 
     // Multipart parts count too; deleting frees space; a rescan agrees with the tracked usage.
-    let e =
-        u.s3.put_object()
-            .bucket("quota-b")
-            .key("one-more")
-            .body(ByteStream::from(vec![0u8; 1 << 20]))
-            .send()
-            .await;
+    let e = u.s3.put_object().bucket("quota-b").key("one-more").body(ByteStream::from(vec![0u8; 1 << 20])).send().await;
     assert!(e.is_err());
     // Which five writers won is up to the race; free the space of two of them.
     let listed = u.s3.list_objects_v2().bucket("quota-b").send().await.unwrap();
     for o in &listed.contents()[..2] {
-        u.s3.delete_object()
-            .bucket("quota-b")
-            .key(o.key().unwrap())
-            .send()
-            .await
-            .unwrap();
+        u.s3.delete_object().bucket("quota-b").key(o.key().unwrap()).send().await.unwrap();
     }
     u.s3.put_object()
         .bucket("quota-b")
@@ -427,68 +315,25 @@ async fn import_existing_folder_and_admin_errors() {
     // A folder that exists on the volume already (made by Backend.AI, say), at the layout path.
     let fid = "0123456789abcdef0123456789abcdef";
     let scope_hex = u.id.replace('-', "");
-    let dir = gw
-        .volume_dir()
-        .join(&scope_hex)
-        .join("01")
-        .join("23")
-        .join("456789abcdef0123456789abcdef");
+    let dir = gw.volume_dir().join(&scope_hex).join("01").join("23").join("456789abcdef0123456789abcdef");
     std::fs::create_dir_all(dir.join("data")).unwrap();
     std::fs::write(dir.join("data/existing.csv"), b"a,b\n1,2\n").unwrap();
     let scope = format!("user:{}", u.id);
-    gw.admin(&[
-        "vfolder",
-        "import",
-        "--domain",
-        "imp",
-        "--owner",
-        &scope,
-        "--folder-id",
-        fid,
-        "legacy",
-    ]);
-    let o =
-        u.s3.get_object()
-            .bucket("legacy")
-            .key("data/existing.csv")
-            .send()
-            .await
-            .unwrap();
+    gw.admin(&["vfolder", "import", "--domain", "imp", "--owner", &scope, "--folder-id", fid, "legacy"]);
+    let o = u.s3.get_object().bucket("legacy").key("data/existing.csv").send().await.unwrap();
     assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), b"a,b\n1,2\n");
     assert_eq!(gw.admin(&["quota", "show", &scope])["usage_bytes"].as_u64(), Some(8));
 
     // Bad input is refused with a clear error and changes nothing.
     assert!(!gw.admin_raw(&["domain", "create", "imp"]).status.success());
+    assert!(!gw.admin_raw(&["user", "create", "--domain", "nope", "x"]).status.success());
     assert!(!gw
-        .admin_raw(&["user", "create", "--domain", "nope", "x"])
+        .admin_raw(&["vfolder", "create", "--domain", "imp", "--owner", "user:nope", "zz-bucket"])
         .status
         .success());
-    assert!(!gw
-        .admin_raw(&[
-            "vfolder",
-            "create",
-            "--domain",
-            "imp",
-            "--owner",
-            "user:nope",
-            "zz-bucket"
-        ])
-        .status
-        .success());
-    assert!(!gw
-        .admin_raw(&["vfolder", "create", "--domain", "imp", "--owner", &scope, "Bad_Name"])
-        .status
-        .success());
+    assert!(!gw.admin_raw(&["vfolder", "create", "--domain", "imp", "--owner", &scope, "Bad_Name"]).status.success());
     let out = std::process::Command::new(penstock_tests::binary())
-        .args([
-            "admin",
-            "--url",
-            &format!("http://{}", gw.admin_addr()),
-            "--token",
-            "wrong",
-            "domain",
-            "list",
-        ])
+        .args(["admin", "--url", &format!("http://{}", gw.admin_addr()), "--token", "wrong", "domain", "list"])
         .output()
         .unwrap();
     assert!(!out.status.success(), "a wrong token is refused");
@@ -514,46 +359,18 @@ async fn clients_that_disconnect_midway_leak_no_quota() {
     u.s3.create_bucket().bucket("dq-b").send().await.unwrap();
     let scope = format!("user:{}", u.id);
     gw.admin(&["quota", "set", &scope, &(64u64 << 20).to_string()]);
-    u.s3.put_object()
-        .bucket("dq-b")
-        .key("base")
-        .body(ByteStream::from(vec![7u8; 1 << 20]))
-        .send()
-        .await
-        .unwrap();
+    u.s3.put_object().bucket("dq-b").key("base").body(ByteStream::from(vec![7u8; 1 << 20])).send().await.unwrap();
     let usage = || gw.admin(&["quota", "show", &scope])["usage_bytes"].as_u64().unwrap();
     assert_eq!(usage(), 1 << 20);
     let upload =
-        u.s3.create_multipart_upload()
-            .bucket("dq-b")
-            .key("mp")
-            .send()
-            .await
-            .unwrap()
-            .upload_id()
-            .unwrap()
-            .to_owned();
+        u.s3.create_multipart_upload().bucket("dq-b").key("mp").send().await.unwrap().upload_id().unwrap().to_owned();
 
     let presign = || PresigningConfig::expires_in(Duration::from_secs(300)).unwrap();
     let declared = 8usize << 20;
     for round in 0..6 {
         let req = match round % 3 {
-            0 => {
-                u.s3.put_object()
-                    .bucket("dq-b")
-                    .key(format!("new{round}"))
-                    .presigned(presign())
-                    .await
-                    .unwrap()
-            }
-            1 => {
-                u.s3.put_object()
-                    .bucket("dq-b")
-                    .key("base")
-                    .presigned(presign())
-                    .await
-                    .unwrap()
-            }
+            0 => u.s3.put_object().bucket("dq-b").key(format!("new{round}")).presigned(presign()).await.unwrap(),
+            1 => u.s3.put_object().bucket("dq-b").key("base").presigned(presign()).await.unwrap(),
             _ => {
                 u.s3.upload_part()
                     .bucket("dq-b")
@@ -585,17 +402,7 @@ async fn clients_that_disconnect_midway_leak_no_quota() {
     let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
     assert_eq!(keys, ["base"]);
     let base = u.s3.get_object().bucket("dq-b").key("base").send().await.unwrap();
-    assert_eq!(
-        base.body.collect().await.unwrap().into_bytes().as_ref(),
-        &vec![7u8; 1 << 20][..]
-    );
-    let parts =
-        u.s3.list_parts()
-            .bucket("dq-b")
-            .key("mp")
-            .upload_id(&upload)
-            .send()
-            .await
-            .unwrap();
+    assert_eq!(base.body.collect().await.unwrap().into_bytes().as_ref(), &vec![7u8; 1 << 20][..]);
+    let parts = u.s3.list_parts().bucket("dq-b").key("mp").upload_id(&upload).send().await.unwrap();
     assert!(parts.parts().is_empty(), "an abandoned part was stored");
 }

@@ -26,10 +26,7 @@ async fn a_first_release_data_dir_is_served_after_upgrade() {
             .iter()
             .find(|k| k["access_key"] == old["access_key"])
             .unwrap_or_else(|| panic!("keypair {} lost: {listed}", old["access_key"]));
-        assert_eq!(
-            now["created_ms"].as_i64(),
-            Some(old["created"].as_i64().unwrap() * 1000)
-        );
+        assert_eq!(now["created_ms"].as_i64(), Some(old["created"].as_i64().unwrap() * 1000));
         assert_eq!(now["enabled"], Value::Bool(true));
     }
     let alice = gw.client_with(s(&expect, "access_key"), s(&expect, "secret_key"));
@@ -67,14 +64,7 @@ async fn a_first_release_data_dir_is_served_after_upgrade() {
         .send()
         .await
         .unwrap();
-    let parts = alice
-        .list_parts()
-        .bucket("alice-data")
-        .key("big.bin")
-        .upload_id(id)
-        .send()
-        .await
-        .unwrap();
+    let parts = alice.list_parts().bucket("alice-data").key("big.bin").upload_id(id).send().await.unwrap();
     assert_eq!(parts.checksum_algorithm().map(|a| a.as_str()), Some("CRC32C"));
     let sizes: Vec<_> = parts.parts().iter().map(|p| (p.part_number(), p.size())).collect();
     assert_eq!(sizes, [(Some(1), Some(5 << 20)), (Some(2), Some(4))]);

@@ -11,9 +11,7 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     use aws_sdk_s3::types::{
         AccessControlPolicy, BucketCannedAcl, Grant, Grantee, ObjectCannedAcl, ObjectOwnership, Permission, Type,
     };
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("acl").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("acl").await;
     put(&c, "acl", "k", b"body").await;
 
     let acl = c.get_bucket_acl().bucket("acl").send().await.unwrap();
@@ -24,44 +22,18 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     assert_eq!(g.permission(), Some(&Permission::FullControl));
     assert_eq!(g.grantee().and_then(|e| e.id()), Some(owner_id.as_str()));
     assert_eq!(g.grantee().map(|e| e.r#type()), Some(&Type::CanonicalUser));
-    let listed = c
-        .list_objects_v2()
-        .bucket("acl")
-        .fetch_owner(true)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        listed.contents()[0].owner().and_then(|o| o.id()),
-        Some(owner_id.as_str())
-    );
+    let listed = c.list_objects_v2().bucket("acl").fetch_owner(true).send().await.unwrap();
+    assert_eq!(listed.contents()[0].owner().and_then(|o| o.id()), Some(owner_id.as_str()));
 
     let oacl = c.get_object_acl().bucket("acl").key("k").send().await.unwrap();
     assert_eq!(oacl.owner().and_then(|o| o.id()), Some(owner_id.as_str()));
     assert_eq!(oacl.grants()[0].permission(), Some(&Permission::FullControl));
-    let e = c
-        .get_object_acl()
-        .bucket("acl")
-        .key("missing")
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.get_object_acl().bucket("acl").key("missing").send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchKey"));
 
     // The ACL that is already there: accepted, in all three forms.
-    c.put_object_acl()
-        .bucket("acl")
-        .key("k")
-        .acl(ObjectCannedAcl::Private)
-        .send()
-        .await
-        .unwrap();
-    c.put_bucket_acl()
-        .bucket("acl")
-        .grant_full_control(format!("id=\"{owner_id}\""))
-        .send()
-        .await
-        .unwrap();
+    c.put_object_acl().bucket("acl").key("k").acl(ObjectCannedAcl::Private).send().await.unwrap();
+    c.put_bucket_acl().bucket("acl").grant_full_control(format!("id=\"{owner_id}\"")).send().await.unwrap();
     let mine = |perm: Permission, id: &str| {
         AccessControlPolicy::builder()
             .owner(owner.clone())
@@ -82,22 +54,9 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
         .unwrap();
 
     // Anything else: refused.
-    let e = c
-        .put_object_acl()
-        .bucket("acl")
-        .key("k")
-        .acl(ObjectCannedAcl::PublicRead)
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.put_object_acl().bucket("acl").key("k").acl(ObjectCannedAcl::PublicRead).send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
-    let e = c
-        .put_bucket_acl()
-        .bucket("acl")
-        .acl(BucketCannedAcl::PublicReadWrite)
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.put_bucket_acl().bucket("acl").acl(BucketCannedAcl::PublicReadWrite).send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
     let e = c
         .put_bucket_acl()
@@ -107,28 +66,14 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "AccessControlListNotSupported");
-    let e = c
-        .put_object_acl()
-        .bucket("acl")
-        .key("missing")
-        .acl(ObjectCannedAcl::Private)
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.put_object_acl().bucket("acl").key("missing").acl(ObjectCannedAcl::Private).send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
     let oacl = c.get_object_acl().bucket("acl").key("k").send().await.unwrap();
     assert_eq!(oacl.grants().len(), 1, "a refused ACL changed nothing");
 
     // Writes that ask for an ACL: only the owner's full control, and a refused write leaves nothing.
     for canned in [ObjectCannedAcl::Private, ObjectCannedAcl::BucketOwnerFullControl] {
-        c.put_object()
-            .bucket("acl")
-            .key("w")
-            .acl(canned)
-            .body(ByteStream::from_static(b"w"))
-            .send()
-            .await
-            .unwrap();
+        c.put_object().bucket("acl").key("w").acl(canned).body(ByteStream::from_static(b"w")).send().await.unwrap();
     }
     let e = c
         .put_object()
@@ -140,10 +85,7 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
         .await
         .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (400, "AccessControlListNotSupported"));
-    assert!(
-        c.head_object().bucket("acl").key("public").send().await.is_err(),
-        "refused write left an object"
-    );
+    assert!(c.head_object().bucket("acl").key("public").send().await.is_err(), "refused write left an object");
     let e = c
         .copy_object()
         .bucket("acl")

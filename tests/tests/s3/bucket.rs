@@ -4,9 +4,7 @@ use penstock_tests::{code, get, put, status, Gateway};
 
 #[tokio::test]
 async fn bucket_lifecycle() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("alpha").send().await.unwrap();
+    let (gw, c) = Gateway::with_bucket("alpha").await;
     put(&c, "alpha", "kept", b"1").await;
     // us-east-1 (the default region): creating your own bucket again succeeds and changes nothing.
     c.create_bucket().bucket("alpha").send().await.unwrap();
@@ -15,15 +13,8 @@ async fn bucket_lifecycle() {
     c.head_bucket().bucket("alpha").send().await.unwrap();
     let e = c.head_bucket().bucket("nope-nope").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
-    let names: Vec<String> = c
-        .list_buckets()
-        .send()
-        .await
-        .unwrap()
-        .buckets()
-        .iter()
-        .map(|b| b.name().unwrap().to_owned())
-        .collect();
+    let names: Vec<String> =
+        c.list_buckets().send().await.unwrap().buckets().iter().map(|b| b.name().unwrap().to_owned()).collect();
     assert_eq!(names, ["alpha"]);
     // Names S3 reserves for access point aliases, directory buckets and the like.
     for reserved in ["data-s3alias", "data--ol-s3", "data.mrap", "sthree-data", "xn--data"] {

@@ -6,15 +6,10 @@ use penstock_tests::{code, status, Gateway};
 
 #[tokio::test]
 async fn checksums_are_verified_stored_and_returned() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("sums").send().await.unwrap();
-    for algo in [
-        ChecksumAlgorithm::Crc32,
-        ChecksumAlgorithm::Crc32C,
-        ChecksumAlgorithm::Sha256,
-        ChecksumAlgorithm::Crc64Nvme,
-    ] {
+    let (gw, c) = Gateway::with_bucket("sums").await;
+    for algo in
+        [ChecksumAlgorithm::Crc32, ChecksumAlgorithm::Crc32C, ChecksumAlgorithm::Sha256, ChecksumAlgorithm::Crc64Nvme]
+    {
         let key = format!("k-{}", algo.as_str());
         let p = c
             .put_object()
@@ -25,14 +20,7 @@ async fn checksums_are_verified_stored_and_returned() {
             .send()
             .await
             .unwrap();
-        let h = c
-            .head_object()
-            .bucket("sums")
-            .key(&key)
-            .checksum_mode(ChecksumMode::Enabled)
-            .send()
-            .await
-            .unwrap();
+        let h = c.head_object().bucket("sums").key(&key).checksum_mode(ChecksumMode::Enabled).send().await.unwrap();
         let (sent, got) = match algo {
             ChecksumAlgorithm::Crc32 => (p.checksum_crc32(), h.checksum_crc32()),
             ChecksumAlgorithm::Crc32C => (p.checksum_crc32_c(), h.checksum_crc32_c()),
@@ -75,14 +63,7 @@ async fn checksums_are_verified_stored_and_returned() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "BadDigest");
-    assert_eq!(
-        status(&c.head_object().bucket("sums").key("bad").send().await.unwrap_err()),
-        404
-    );
+    assert_eq!(status(&c.head_object().bucket("sums").key("bad").send().await.unwrap_err()), 404);
     let staging = gw.folder_dir("k-CRC32").join(".penstock/tmp");
-    assert_eq!(
-        std::fs::read_dir(staging).unwrap().count(),
-        0,
-        "no staging file left behind"
-    );
+    assert_eq!(std::fs::read_dir(staging).unwrap().count(), 0, "no staging file left behind");
 }

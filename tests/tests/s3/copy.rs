@@ -6,9 +6,7 @@ use penstock_tests::{code, get, md5_hex, status, Gateway};
 
 #[tokio::test]
 async fn copy_object_directives() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("src-b").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("src-b").await;
     c.create_bucket().bucket("dst-b").send().await.unwrap();
     c.put_object()
         .bucket("src-b")
@@ -19,18 +17,8 @@ async fn copy_object_directives() {
         .send()
         .await
         .unwrap();
-    let r = c
-        .copy_object()
-        .bucket("dst-b")
-        .key("b/c.txt")
-        .copy_source("src-b/a.txt")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.copy_object_result().unwrap().e_tag().unwrap(),
-        format!("\"{}\"", md5_hex(b"copy me"))
-    );
+    let r = c.copy_object().bucket("dst-b").key("b/c.txt").copy_source("src-b/a.txt").send().await.unwrap();
+    assert_eq!(r.copy_object_result().unwrap().e_tag().unwrap(), format!("\"{}\"", md5_hex(b"copy me")));
     let h = c.head_object().bucket("dst-b").key("b/c.txt").send().await.unwrap();
     assert_eq!(h.metadata().unwrap().get("k").map(String::as_str), Some("v"));
     assert_eq!(h.content_type(), Some("text/plain"));
@@ -49,14 +37,7 @@ async fn copy_object_directives() {
     assert_eq!(h.metadata().unwrap().get("k2").map(String::as_str), Some("v2"));
 
     // Self-copy needs REPLACE and changes only metadata.
-    let e = c
-        .copy_object()
-        .bucket("src-b")
-        .key("a.txt")
-        .copy_source("src-b/a.txt")
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.copy_object().bucket("src-b").key("a.txt").copy_source("src-b/a.txt").send().await.unwrap_err();
     assert_eq!(code(&e), "InvalidRequest");
     c.copy_object()
         .bucket("src-b")
@@ -81,13 +62,6 @@ async fn copy_object_directives() {
         .await
         .unwrap_err();
     assert_eq!(status(&e), 412);
-    let e = c
-        .copy_object()
-        .bucket("dst-b")
-        .key("x")
-        .copy_source("src-b/missing")
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.copy_object().bucket("dst-b").key("x").copy_source("src-b/missing").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
 }

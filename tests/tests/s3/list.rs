@@ -4,9 +4,7 @@ use penstock_tests::{list_all, put, Gateway};
 
 #[tokio::test]
 async fn listing_order_delimiters_and_pagination() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("lst").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("lst").await;
     let mut keys = vec![
         "a.txt",
         "a/b",
@@ -61,23 +59,10 @@ async fn listing_order_delimiters_and_pagination() {
     want.sort();
     assert_eq!(seen, want);
 
-    let r = c
-        .list_objects_v2()
-        .bucket("lst")
-        .prefix("z/")
-        .delimiter("/")
-        .send()
-        .await
-        .unwrap();
+    let r = c.list_objects_v2().bucket("lst").prefix("z/").delimiter("/").send().await.unwrap();
     let contents: Vec<_> = r.contents().iter().map(|o| o.key().unwrap()).collect();
     assert_eq!(contents, ["z/", "z/y"]);
-    let r = c
-        .list_objects_v2()
-        .bucket("lst")
-        .start_after("a/c/d")
-        .send()
-        .await
-        .unwrap();
+    let r = c.list_objects_v2().bucket("lst").start_after("a/c/d").send().await.unwrap();
     assert_eq!(r.contents()[0].key(), Some("a0"));
     let r = c.list_objects_v2().bucket("lst").delimiter("").send().await.unwrap();
     assert_eq!(r.contents().len(), keys.len(), "an empty delimiter means none");
@@ -90,10 +75,7 @@ async fn listing_order_delimiters_and_pagination() {
 
     let v = c.list_object_versions().bucket("lst").send().await.unwrap();
     assert_eq!(v.versions().len(), keys.len());
-    assert!(v
-        .versions()
-        .iter()
-        .all(|o| o.version_id() == Some("null") && o.is_latest() == Some(true)));
+    assert!(v.versions().iter().all(|o| o.version_id() == Some("null") && o.is_latest() == Some(true)));
 
     let r = c
         .list_objects_v2()

@@ -2,13 +2,11 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
-use penstock_tests::{code, data, get, list_all, md5_hex, put, status, Gateway};
+use penstock_tests::{code, data, get, keys, md5_hex, put, status, Gateway};
 
 #[tokio::test]
 async fn objects_metadata_ranges_and_conditions() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("objs").send().await.unwrap();
+    let (gw, c) = Gateway::with_bucket("objs").await;
     let body = data(3 << 20, 1);
     let put = c
         .put_object()
@@ -28,13 +26,7 @@ async fn objects_metadata_ranges_and_conditions() {
     let dir = gw.folder_dir("dir");
     assert_eq!(std::fs::read(dir.join("dir/sub/file.bin")).unwrap(), body);
 
-    let h = c
-        .head_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .send()
-        .await
-        .unwrap();
+    let h = c.head_object().bucket("objs").key("dir/sub/file.bin").send().await.unwrap();
     assert_eq!(h.content_length(), Some(body.len() as i64));
     assert_eq!(h.content_type(), Some("application/x-test"));
     assert_eq!(h.content_disposition(), Some("attachment"));
@@ -43,66 +35,19 @@ async fn objects_metadata_ranges_and_conditions() {
     let etag = h.e_tag().unwrap().to_owned();
 
     assert_eq!(get(&c, "objs", "dir/sub/file.bin").await, body);
-    let r = c
-        .get_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .range("bytes=100-199")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.content_range(),
-        Some(format!("bytes 100-199/{}", body.len()).as_str())
-    );
+    let r = c.get_object().bucket("objs").key("dir/sub/file.bin").range("bytes=100-199").send().await.unwrap();
+    assert_eq!(r.content_range(), Some(format!("bytes 100-199/{}", body.len()).as_str()));
     assert_eq!(r.body.collect().await.unwrap().into_bytes().as_ref(), &body[100..200]);
-    let r = c
-        .get_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .range("bytes=-10")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.body.collect().await.unwrap().into_bytes().as_ref(),
-        &body[body.len() - 10..]
-    );
-    let e = c
-        .get_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .range("bytes=99999999-")
-        .send()
-        .await
-        .unwrap_err();
+    let r = c.get_object().bucket("objs").key("dir/sub/file.bin").range("bytes=-10").send().await.unwrap();
+    assert_eq!(r.body.collect().await.unwrap().into_bytes().as_ref(), &body[body.len() - 10..]);
+    let e = c.get_object().bucket("objs").key("dir/sub/file.bin").range("bytes=99999999-").send().await.unwrap_err();
     assert_eq!(code(&e), "InvalidRange");
 
-    let e = c
-        .get_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .if_none_match(&etag)
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.get_object().bucket("objs").key("dir/sub/file.bin").if_none_match(&etag).send().await.unwrap_err();
     assert_eq!(status(&e), 304);
-    let e = c
-        .get_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .if_match("\"nope\"")
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.get_object().bucket("objs").key("dir/sub/file.bin").if_match("\"nope\"").send().await.unwrap_err();
     assert_eq!(status(&e), 412);
-    c.get_object()
-        .bucket("objs")
-        .key("dir/sub/file.bin")
-        .if_match(&etag)
-        .send()
-        .await
-        .unwrap();
+    c.get_object().bucket("objs").key("dir/sub/file.bin").if_match(&etag).send().await.unwrap();
     let r = c
         .get_object()
         .bucket("objs")
@@ -126,9 +71,7 @@ async fn objects_metadata_ranges_and_conditions() {
 #[tokio::test]
 async fn object_attributes() {
     use aws_sdk_s3::types::{ObjectAttributes, StorageClass};
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("attrs").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("attrs").await;
     let put = c
         .put_object()
         .bucket("attrs")
@@ -149,10 +92,7 @@ async fn object_attributes() {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        a.e_tag().map(|e| e.trim_matches('"')),
-        put.e_tag().map(|e| e.trim_matches('"'))
-    );
+    assert_eq!(a.e_tag().map(|e| e.trim_matches('"')), put.e_tag().map(|e| e.trim_matches('"')));
     assert_eq!(a.object_size(), Some(16));
     assert_eq!(a.storage_class(), Some(&StorageClass::Standard));
     assert_eq!(a.checksum().and_then(|c| c.checksum_crc32()), put.checksum_crc32());
@@ -255,22 +195,14 @@ async fn object_attributes() {
 
 #[tokio::test]
 async fn foreign_files_and_containment() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("shared").send().await.unwrap();
+    let (gw, c) = Gateway::with_bucket("shared").await;
     put(&c, "shared", "gw.txt", b"via s3").await;
     let dir = gw.folder_dir("gw.txt");
 
     // A file written by a compute session is an object with a synthesized ETag.
     std::fs::create_dir_all(dir.join("session")).unwrap();
     std::fs::write(dir.join("session/out.json"), b"{\"a\":1}").unwrap();
-    let h = c
-        .head_object()
-        .bucket("shared")
-        .key("session/out.json")
-        .send()
-        .await
-        .unwrap();
+    let h = c.head_object().bucket("shared").key("session/out.json").send().await.unwrap();
     assert!(h.e_tag().unwrap().contains('-'));
     assert_eq!(h.content_type(), Some("application/json"));
     assert_eq!(get(&c, "shared", "session/out.json").await, b"{\"a\":1}");
@@ -285,17 +217,11 @@ async fn foreign_files_and_containment() {
     std::os::unix::fs::symlink("/etc/passwd", dir.join("escape")).unwrap();
     std::os::unix::fs::symlink("/etc", dir.join("escape-dir")).unwrap();
     std::os::unix::fs::symlink("gw.txt", dir.join("inside-link")).unwrap();
-    let keys = list_all(&c, "shared", None, 1000).await;
+    let keys = keys(&c, "shared").await;
     assert_eq!(keys, ["gw.txt", "inside-link", "session/out.json"]);
     let e = c.get_object().bucket("shared").key("escape").send().await.unwrap_err();
     assert_eq!(status(&e), 403);
-    let e = c
-        .get_object()
-        .bucket("shared")
-        .key("escape-dir/passwd")
-        .send()
-        .await
-        .unwrap_err();
+    let e = c.get_object().bucket("shared").key("escape-dir/passwd").send().await.unwrap_err();
     assert_eq!(status(&e), 403);
     let e = c
         .put_object()
@@ -308,14 +234,7 @@ async fn foreign_files_and_containment() {
     assert_eq!(status(&e), 403);
     assert!(!std::path::Path::new("/etc/x").exists());
     for bad in ["a/../b", ".penstock/tmp/x", "a//b", "./a"] {
-        let e = c
-            .put_object()
-            .bucket("shared")
-            .key(bad)
-            .body(ByteStream::from_static(b"x"))
-            .send()
-            .await
-            .unwrap_err();
+        let e = c.put_object().bucket("shared").key(bad).body(ByteStream::from_static(b"x")).send().await.unwrap_err();
         assert_eq!(status(&e), 400, "{bad}");
     }
 }

@@ -15,9 +15,7 @@ async fn authentication() {
 
 #[tokio::test]
 async fn graceful_shutdown() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("bye").send().await.unwrap();
+    let (gw, _c) = Gateway::with_bucket("bye").await;
     let st = gw.terminate();
     assert!(st.success(), "exit status {st:?}");
 }

@@ -6,9 +6,7 @@ use penstock_tests::{code, Gateway};
 
 #[tokio::test]
 async fn tagging() {
-    let gw = Gateway::start();
-    let c = gw.client();
-    c.create_bucket().bucket("tags").send().await.unwrap();
+    let (_gw, c) = Gateway::with_bucket("tags").await;
     c.put_object()
         .bucket("tags")
         .key("t")
@@ -19,40 +17,18 @@ async fn tagging() {
         .unwrap();
     let t = c.get_object_tagging().bucket("tags").key("t").send().await.unwrap();
     assert_eq!(t.tag_set().len(), 2);
-    assert_eq!(
-        c.get_object().bucket("tags").key("t").send().await.unwrap().tag_count(),
-        Some(2)
-    );
+    assert_eq!(c.get_object().bucket("tags").key("t").send().await.unwrap().tag_count(), Some(2));
     c.put_object_tagging()
         .bucket("tags")
         .key("t")
-        .tagging(
-            Tagging::builder()
-                .tag_set(Tag::builder().key("z").value("9").build().unwrap())
-                .build()
-                .unwrap(),
-        )
+        .tagging(Tagging::builder().tag_set(Tag::builder().key("z").value("9").build().unwrap()).build().unwrap())
         .send()
         .await
         .unwrap();
     let t = c.get_object_tagging().bucket("tags").key("t").send().await.unwrap();
     assert_eq!(t.tag_set()[0].key(), "z");
     c.delete_object_tagging().bucket("tags").key("t").send().await.unwrap();
-    assert!(c
-        .get_object_tagging()
-        .bucket("tags")
-        .key("t")
-        .send()
-        .await
-        .unwrap()
-        .tag_set()
-        .is_empty());
-    let e = c
-        .get_object_tagging()
-        .bucket("tags")
-        .key("nope")
-        .send()
-        .await
-        .unwrap_err();
+    assert!(c.get_object_tagging().bucket("tags").key("t").send().await.unwrap().tag_set().is_empty());
+    let e = c.get_object_tagging().bucket("tags").key("nope").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
 }
