@@ -46,6 +46,16 @@ pub(crate) fn s3_algo(a: Algo) -> s3s::dto::ChecksumAlgorithm {
     s3s::dto::ChecksumAlgorithm::from(a.as_str().to_owned())
 }
 
+/// An algorithm named in a request (any case, as SDKs differ), or `InvalidRequest`.
+pub(crate) fn parse_algo(name: &str) -> S3Result<Algo> {
+    Algo::parse_any_case(name).ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {name}"))
+}
+
+/// The algorithm an input names, if it names one.
+pub(crate) fn input_algo(a: Option<&s3s::dto::ChecksumAlgorithm>) -> S3Result<Option<Algo>> {
+    a.map(|a| parse_algo(a.as_str())).transpose()
+}
+
 /// The checksum type as s3s spells it in outputs.
 pub(crate) fn s3_type(t: ChecksumType) -> s3s::dto::ChecksumType {
     s3s::dto::ChecksumType::from(t.as_str().to_owned())
@@ -144,7 +154,7 @@ pub(crate) struct Claims {
 impl Claims {
     /// Reads the claims from request headers. `requested` is an algorithm asked for without a
     /// value (`x-amz-sdk-checksum-algorithm`, or the upload's algorithm for a part).
-    pub(crate) fn from_headers(headers: &HeaderMap, requested: Option<&str>) -> S3Result<Self> {
+    pub(crate) fn from_headers(headers: &HeaderMap, requested: Option<Algo>) -> S3Result<Self> {
         let mut checksums = Checksums::default();
         for a in Algo::ALL {
             if let Some(v) = headers.get(a.header()) {
@@ -160,16 +170,13 @@ impl Claims {
             }
             _ => None,
         };
-        let requested = match requested.or_else(|| {
-            headers
+        let requested = match requested {
+            Some(a) => Some(a),
+            None => headers
                 .get("x-amz-sdk-checksum-algorithm")
                 .and_then(|v| v.to_str().ok())
-        }) {
-            Some(r) => Some(
-                Algo::parse_any_case(r)
-                    .ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}"))?,
-            ),
-            None => None,
+                .map(parse_algo)
+                .transpose()?,
         };
         Ok(Self {
             content_md5: headers

@@ -7,7 +7,7 @@ use penstock_backends::{ReadHandle, StagingFile, Stat};
 use penstock_metadata::{ObjectRecord, Perm};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{s3_type, with_checksums, Algo, BodyHasher};
+use super::checksum::{input_algo, s3_type, with_checksums, Algo, BodyHasher};
 use super::error::backend_err;
 use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
@@ -100,7 +100,7 @@ impl Gateway {
         } else {
             src.rec.tags.clone()
         };
-        let requested = i.checksum_algorithm.as_ref().map(|a| a.as_str().to_owned());
+        let requested = input_algo(i.checksum_algorithm.as_ref())?;
         let input = &mut req.input;
         let attrs = if replace_meta {
             attr_input!(input).into_attrs()
@@ -131,7 +131,7 @@ impl Gateway {
         let rec = if let Some(rec) = updated {
             rec
         } else {
-            let algos = copy_algos(&src.rec, requested.as_deref())?;
+            let algos = copy_algos(&src.rec, requested);
             let mut staging = b.folder.create_staging(Some(src.st.size)).await.map_err(backend_err)?;
             let mut hasher = BodyHasher::new(&algos);
             if let Some(h) = &src.handle {
@@ -180,11 +180,9 @@ fn directive(d: Option<&str>) -> S3Result<bool> {
 }
 
 /// Checksums of a copy: the requested algorithm, else the ones the source had, else CRC64NVME.
-pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<&str>) -> S3Result<Vec<Algo>> {
+pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<Algo>) -> Vec<Algo> {
     if let Some(r) = requested {
-        return Ok(vec![Algo::parse_any_case(r).ok_or_else(|| {
-            s3_error!(InvalidRequest, "Unsupported checksum algorithm {r}")
-        })?]);
+        return vec![r];
     }
     let mut v: Vec<Algo> = Algo::ALL
         .into_iter()
@@ -193,7 +191,7 @@ pub(crate) fn copy_algos(src: &ObjectRecord, requested: Option<&str>) -> S3Resul
     if v.is_empty() {
         v.push(Algo::Crc64Nvme);
     }
-    Ok(v)
+    v
 }
 
 /// Copies `len` bytes from `src` at `start` into `dst`, hashing them.

@@ -8,7 +8,8 @@ use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, Upload
 
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{
-    combine_crcs, composite, multipart_etag, s3_algo, s3_type, with_checksums, Algo, BodyHasher, ChecksumType, Claims,
+    combine_crcs, composite, input_algo, multipart_etag, s3_algo, s3_type, with_checksums, Algo, BodyHasher,
+    ChecksumType, Claims,
 };
 use super::copy::{copy_conditions, copy_range};
 use super::error::backend_err;
@@ -44,13 +45,7 @@ impl Gateway {
         parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
-        let algo = match &input.checksum_algorithm {
-            Some(a) => Some(
-                Algo::parse_any_case(a.as_str())
-                    .ok_or_else(|| s3_error!(InvalidRequest, "Unsupported checksum algorithm"))?,
-            ),
-            None => None,
-        };
+        let algo = input_algo(input.checksum_algorithm.as_ref())?;
         let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str()), algo) {
             (Some(t), Some(a)) => match t.parse::<ChecksumType>() {
                 Ok(ChecksumType::FullObject) if !a.is_crc() => {
@@ -101,12 +96,8 @@ impl Gateway {
         parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
-        let requested = input
-            .checksum_algorithm
-            .as_ref()
-            .map(|a| a.as_str().to_owned())
-            .or_else(|| up.checksum_algorithm.map(|a| a.as_str().to_owned()));
-        let claims = Claims::from_headers(&req.headers, requested.as_deref())?;
+        let requested = input_algo(input.checksum_algorithm.as_ref())?.or(up.checksum_algorithm);
+        let claims = Claims::from_headers(&req.headers, requested)?;
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
 
         let hint = super::put::payload_hint(&admission, input.content_length);

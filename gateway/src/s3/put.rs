@@ -9,7 +9,7 @@ use penstock_backends::{ObjectPath, StagingFile};
 use penstock_metadata::{ObjectAttrs, ObjectRecord};
 
 use super::acl::{check_write_acl, write_grants};
-use super::checksum::{with_checksums, BodyHasher, Claims};
+use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
 use super::error::backend_err;
 use super::object::{
     attr_input, effective_record, etag, fingerprint, new_record, now_ms, parse_key, parse_tagging_header,
@@ -42,7 +42,7 @@ impl Gateway {
             if_match: input.if_match.take(),
             if_none_match: input.if_none_match.take(),
         };
-        let claims = Claims::from_headers(&req.headers, input.checksum_algorithm.as_ref().map(|a| a.as_str()))?;
+        let claims = Claims::from_headers(&req.headers, input_algo(input.checksum_algorithm.as_ref())?)?;
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
         let body = input.body.take();
 
