@@ -10,6 +10,8 @@ if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
   # NFS backend tests: a real NFS server, its portmapper, and libnfs's nfs-cp as a second client.
   apt_pkgs+=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)
+  # The shared metadata engine: test fixtures start their own server in a scratch directory.
+  apt_pkgs+=(postgresql)
 fi
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope, ScopeKind};
-use penstock_metadata::{BucketRecord, Domain, Keypair, MetaError, Perm, Project, Quota, Role, Store, UsageMode, User};
+use penstock_metadata::{BucketRecord, Domain, Keypair, MetaError, Perm, Project, Quota, Role, UsageMode, User};
 
 use crate::s3::{now_ms, Gateway};
 
@@ -148,10 +148,7 @@ async fn handle(gw: &Arc<Gateway>, token: &str, req: Request<Incoming>) -> Respo
         }
     }
     if req.method() == Method::GET && req.uri().path() == "/metrics" {
-        let gw2 = gw.clone();
-        let text = tokio::task::spawn_blocking(move || gw2.metrics.render(&gw2.store))
-            .await
-            .unwrap_or_default();
+        let text = gw.metrics.render(gw.meta.as_ref()).await;
         return Response::builder()
             .status(StatusCode::OK)
             .header(
@@ -208,14 +205,9 @@ fn query(req: &Request<Incoming>) -> HashMap<String, String> {
         .collect()
 }
 
-async fn db<T: Send + 'static>(
-    gw: &Gateway,
-    f: impl FnOnce(&Store) -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let store = gw.store.clone();
-    tokio::task::spawn_blocking(move || f(&store))
-        .await
-        .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e.to_string()))?
+/// Runs a piece of admin work against the metadata engine, fixing its error type.
+async fn db<T>(work: impl std::future::Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
+    work.await
 }
 
 fn to_value<T: Serialize>(status: StatusCode, v: &T) -> ApiResult {
@@ -250,12 +242,21 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
     }
     let q = query(&req);
     match (&method, p.as_slice()) {
-        (&Method::GET, ["v1", "domains"]) => to_value(StatusCode::OK, &db(gw, |s| Ok(s.domains()?)).await?),
+        (&Method::GET, ["v1", "domains"]) => to_value(
+            StatusCode::OK,
+            &db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.domains().await?)
+            })
+            .await?,
+        ),
         (&Method::POST, ["v1", "domains"]) => create_domain(gw, body(req).await?).await,
         (&Method::GET, ["v1", "projects"]) => {
             let d = q.get("domain").cloned();
-            let v = db(gw, move |s| {
-                Ok(s.projects()?
+            let v = db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.projects()
+                    .await?
                     .into_iter()
                     .filter(|p| d.as_ref().is_none_or(|d| &p.domain == d))
                     .collect::<Vec<_>>())
@@ -274,8 +275,10 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         }
         (&Method::GET, ["v1", "users"]) => {
             let d = q.get("domain").cloned();
-            let v = db(gw, move |s| {
-                Ok(s.users()?
+            let v = db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.users()
+                    .await?
                     .into_iter()
                     .filter(|u| d.as_ref().is_none_or(|d| &u.domain == d))
                     .collect::<Vec<_>>())
@@ -286,8 +289,10 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         (&Method::POST, ["v1", "users"]) => create_user(gw, body(req).await?).await,
         (&Method::GET, ["v1", "keypairs"]) => {
             let user = q.get("user_id").map(|u| parse_uuid(u, "user_id")).transpose()?;
-            let v = db(gw, move |s| {
-                Ok(s.keypairs()?
+            let v = db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.keypairs()
+                    .await?
                     .into_iter()
                     .filter(|k| user.is_none_or(|u| k.user_id == u))
                     .map(|k| keypair_view(&k))
@@ -300,10 +305,11 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         (&Method::PATCH, ["v1", "keypairs", ak]) => {
             let b: KeypairPatch = body(req).await?;
             let ak = ak.to_string();
-            let kp = db(gw, move |s| {
-                let mut kp = s.keypair(&ak)?.ok_or_else(|| not_found("no such keypair"))?;
+            let kp = db(async move {
+                let s = gw.meta.as_ref();
+                let mut kp = s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
                 kp.enabled = b.enabled;
-                s.put_keypair(&kp)?;
+                s.put_keypair(&kp).await?;
                 Ok(kp)
             })
             .await?;
@@ -311,17 +317,20 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         }
         (&Method::DELETE, ["v1", "keypairs", ak]) => {
             let ak = ak.to_string();
-            db(gw, move |s| {
-                s.keypair(&ak)?.ok_or_else(|| not_found("no such keypair"))?;
-                Ok(s.delete_keypair(&ak)?)
+            db(async move {
+                let s = gw.meta.as_ref();
+                s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
+                Ok(s.delete_keypair(&ak).await?)
             })
             .await?;
             Ok((StatusCode::OK, json!({"deleted": true})))
         }
         (&Method::GET, ["v1", "vfolders"]) => {
             let d = q.get("domain").cloned();
-            let v = db(gw, move |s| {
-                Ok(s.buckets()?
+            let v = db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.buckets()
+                    .await?
                     .into_iter()
                     .filter(|b| d.as_ref().is_none_or(|d| &b.domain == d))
                     .collect::<Vec<_>>())
@@ -341,11 +350,19 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         (&Method::DELETE, ["v1", "vfolders", domain, name, "grants", user]) => {
             grant(gw, domain, name, parse_uuid(user, "user id")?, None).await
         }
-        (&Method::GET, ["v1", "quotas"]) => to_value(StatusCode::OK, &db(gw, |s| Ok(s.quotas()?)).await?),
+        (&Method::GET, ["v1", "quotas"]) => to_value(
+            StatusCode::OK,
+            &db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.quotas().await?)
+            })
+            .await?,
+        ),
         (&Method::GET, ["v1", "quotas", scope]) => {
             let scope = parse_scope(scope)?;
-            let q = db(gw, move |s| {
-                Ok(s.quota(&scope)?.unwrap_or(Quota {
+            let q = db(async move {
+                let s = gw.meta.as_ref();
+                Ok(s.quota(&scope).await?.unwrap_or(Quota {
                     scope,
                     limit_bytes: None,
                     usage_bytes: 0,
@@ -357,17 +374,7 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         (&Method::PUT, ["v1", "quotas", scope]) => {
             let scope = parse_scope(scope)?;
             let b: QuotaBody = body(req).await?;
-            let q = db(gw, move |s| {
-                let mut q = s.quota(&scope)?.unwrap_or(Quota {
-                    scope,
-                    limit_bytes: None,
-                    usage_bytes: 0,
-                });
-                q.limit_bytes = b.limit_bytes;
-                s.put_quota(&q)?;
-                Ok(q)
-            })
-            .await?;
+            let q = gw.meta.set_quota_limit(&scope, b.limit_bytes).await?;
             to_value(StatusCode::OK, &q)
         }
         (&Method::POST, ["v1", "quotas", scope, "rescan"]) => rescan(gw, parse_scope(scope)?).await,
@@ -378,7 +385,11 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
 async fn ready(gw: &Gateway) -> ApiResult {
     let mut checks = serde_json::Map::new();
     let mut ok = true;
-    let meta = db(gw, |s| Ok(s.domains().map(|_| ()))).await;
+    let meta = db(async move {
+        let s = gw.meta.as_ref();
+        Ok(s.domains().await.map(|_| ()))
+    })
+    .await;
     let meta_ok = matches!(meta, Ok(Ok(())));
     ok &= meta_ok;
     checks.insert("metadata".into(), json!(if meta_ok { "ok" } else { "failed" }));
@@ -416,15 +427,16 @@ struct DomainBody {
 
 async fn create_domain(gw: &Gateway, b: DomainBody) -> ApiResult {
     valid_name(&b.name, "domain name")?;
-    let d = db(gw, move |s| {
-        if s.domain(&b.name)?.is_some() {
+    let d = db(async move {
+        let s = gw.meta.as_ref();
+        if s.domain(&b.name).await?.is_some() {
             return Err(conflict(format!("domain {} exists", b.name)));
         }
         let d = Domain {
             name: b.name,
             created_ms: now_ms(),
         };
-        s.put_domain(&d)?;
+        s.put_domain(&d).await?;
         Ok(d)
     })
     .await?;
@@ -439,10 +451,16 @@ struct ProjectBody {
 
 async fn create_project(gw: &Gateway, b: ProjectBody) -> ApiResult {
     valid_name(&b.name, "project name")?;
-    let p = db(gw, move |s| {
-        s.domain(&b.domain)?
+    let p = db(async move {
+        let s = gw.meta.as_ref();
+        s.domain(&b.domain)
+            .await?
             .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
-        if s.projects()?.iter().any(|p| p.domain == b.domain && p.name == b.name) {
+        if s.projects()
+            .await?
+            .iter()
+            .any(|p| p.domain == b.domain && p.name == b.name)
+        {
             return Err(conflict(format!("project {} exists in {}", b.name, b.domain)));
         }
         let p = Project {
@@ -451,7 +469,7 @@ async fn create_project(gw: &Gateway, b: ProjectBody) -> ApiResult {
             name: b.name,
             created_ms: now_ms(),
         };
-        s.put_project(&p)?;
+        s.put_project(&p).await?;
         Ok(p)
     })
     .await?;
@@ -464,9 +482,10 @@ struct MemberBody {
 }
 
 async fn membership(gw: &Gateway, project: Uuid, user: Uuid, add: bool) -> ApiResult {
-    let u = db(gw, move |s| {
-        let p = s.project(project)?.ok_or_else(|| not_found("no such project"))?;
-        let mut u = s.user(user)?.ok_or_else(|| not_found("no such user"))?;
+    let u = db(async move {
+        let s = gw.meta.as_ref();
+        let p = s.project(project).await?.ok_or_else(|| not_found("no such project"))?;
+        let mut u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
         if u.domain != p.domain {
             return Err(bad("a user can only join projects of their own domain"));
         }
@@ -475,7 +494,7 @@ async fn membership(gw: &Gateway, project: Uuid, user: Uuid, add: bool) -> ApiRe
         } else {
             u.projects.remove(&project);
         }
-        s.put_user(&u)?;
+        s.put_user(&u).await?;
         Ok(u)
     })
     .await?;
@@ -496,10 +515,16 @@ fn default_role() -> Role {
 
 async fn create_user(gw: &Gateway, b: UserBody) -> ApiResult {
     valid_name(&b.name, "user name")?;
-    let u = db(gw, move |s| {
-        s.domain(&b.domain)?
+    let u = db(async move {
+        let s = gw.meta.as_ref();
+        s.domain(&b.domain)
+            .await?
             .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
-        if s.users()?.iter().any(|u| u.domain == b.domain && u.name == b.name) {
+        if s.users()
+            .await?
+            .iter()
+            .any(|u| u.domain == b.domain && u.name == b.name)
+        {
             return Err(conflict(format!("user {} exists in {}", b.name, b.domain)));
         }
         let u = User {
@@ -510,7 +535,7 @@ async fn create_user(gw: &Gateway, b: UserBody) -> ApiResult {
             projects: Default::default(),
             created_ms: now_ms(),
         };
-        s.put_user(&u)?;
+        s.put_user(&u).await?;
         Ok(u)
     })
     .await?;
@@ -536,15 +561,17 @@ async fn create_keypair(gw: &Gateway, b: KeypairBody) -> ApiResult {
     let secret_key = crate::bootstrap::new_secret_key();
     let sealed = gw.master.seal(&access_key, &secret_key);
     let ak = access_key.clone();
-    db(gw, move |s| {
-        s.user(b.user_id)?.ok_or_else(|| not_found("no such user"))?;
+    db(async move {
+        let s = gw.meta.as_ref();
+        s.user(b.user_id).await?.ok_or_else(|| not_found("no such user"))?;
         Ok(s.put_keypair(&Keypair {
             access_key: ak,
             sealed_secret: sealed,
             user_id: b.user_id,
             enabled: true,
             created_ms: now_ms(),
-        })?)
+        })
+        .await?)
     })
     .await?;
     Ok((
@@ -583,12 +610,14 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
     }
     let scope = b.owner;
     let (domain, owner) = (b.domain.clone(), scope);
-    db(gw, move |s| {
-        s.domain(&domain)?
+    db(async move {
+        let s = gw.meta.as_ref();
+        s.domain(&domain)
+            .await?
             .ok_or_else(|| not_found(format!("no domain {domain}")))?;
         let owner_domain = match owner.kind {
-            ScopeKind::User => s.user(owner.id)?.map(|u| u.domain),
-            ScopeKind::Project => s.project(owner.id)?.map(|p| p.domain),
+            ScopeKind::User => s.user(owner.id).await?.map(|u| u.domain),
+            ScopeKind::Project => s.project(owner.id).await?.map(|p| p.domain),
         }
         .ok_or_else(|| not_found(format!("owner {owner} does not exist")))?;
         if owner_domain != domain {
@@ -630,11 +659,12 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         grants: Default::default(),
     };
     let r = rec.clone();
-    let created = db(gw, move |s| {
-        if s.buckets()?.iter().any(|x| x.folder_id == r.folder_id) {
+    let created = db(async move {
+        let s = gw.meta.as_ref();
+        if s.buckets().await?.iter().any(|x| x.folder_id == r.folder_id) {
             return Err(conflict("this folder is already exported as a bucket"));
         }
-        Ok(s.create_bucket(&r)?)
+        Ok(s.create_bucket(&r).await?)
     })
     .await;
     match created {
@@ -659,8 +689,10 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
 
 async fn lookup(gw: &Gateway, domain: &str, name: &str) -> Result<BucketRecord, ApiError> {
     let (d, n) = (domain.to_owned(), name.to_owned());
-    db(gw, move |s| {
-        s.bucket(&d, &n)?
+    db(async move {
+        let s = gw.meta.as_ref();
+        s.bucket(&d, &n)
+            .await?
             .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))
     })
     .await
@@ -684,7 +716,11 @@ async fn delete_vfolder(gw: &Gateway, domain: &str, name: &str, keep_data: bool)
         volume.delete_folder(&loc).await?;
     }
     let r = rec.clone();
-    db(gw, move |s| Ok(s.delete_bucket(&r)?)).await?;
+    db(async move {
+        let s = gw.meta.as_ref();
+        Ok(s.delete_bucket(&r).await?)
+    })
+    .await?;
     gw.charge(&rec.quota_scope, -(used as i64))
         .await
         .map_err(|e| bad(e.to_string()))?;
@@ -699,16 +735,18 @@ struct GrantBody {
 
 async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<Perm>) -> ApiResult {
     let (d, n) = (domain.to_owned(), name.to_owned());
-    let rec = db(gw, move |s| {
+    let rec = db(async move {
+        let s = gw.meta.as_ref();
         let mut b = s
-            .bucket(&d, &n)?
+            .bucket(&d, &n)
+            .await?
             .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
         if b.quota_scope.kind != ScopeKind::User {
             return Err(bad(
                 "project folders are shared with the project's members; grants are for user folders",
             ));
         }
-        let u = s.user(user)?.ok_or_else(|| not_found("no such user"))?;
+        let u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
         if u.domain != b.domain {
             return Err(bad("folders can only be shared within their domain"));
         }
@@ -722,7 +760,7 @@ async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<
                     .ok_or_else(|| not_found("the user has no grant on this folder"))?;
             }
         }
-        s.put_bucket(&b)?;
+        s.put_bucket(&b).await?;
         Ok(b)
     })
     .await?;

@@ -13,7 +13,7 @@ use s3s::auth::{S3Auth, SecretKey};
 use s3s::path::S3Path;
 use s3s::{s3_error, S3Result};
 
-use penstock_metadata::{BucketRecord, Perm, QuotaScope, Role, Store, User};
+use penstock_metadata::{BucketRecord, Metadata, Perm, QuotaScope, Role, User};
 use penstock_types::ScopeKind;
 
 use crate::observe::InfoSlot;
@@ -85,22 +85,21 @@ pub(crate) fn check_presigned_lifetime(uri: &http::Uri) -> S3Result<()> {
 
 /// Secret-key lookup for signature verification.
 pub struct GatewayAuth {
-    store: Arc<Store>,
+    meta: Arc<dyn Metadata>,
     master: Arc<MasterKey>,
 }
 
 impl GatewayAuth {
-    /// Looks keys up in `store` and opens them with `master`.
-    pub fn new(store: Arc<Store>, master: Arc<MasterKey>) -> Self {
-        Self { store, master }
+    /// Looks keys up in `meta` and opens them with `master`.
+    pub fn new(meta: Arc<dyn Metadata>, master: Arc<MasterKey>) -> Self {
+        Self { meta, master }
     }
 }
 
 #[async_trait::async_trait]
 impl S3Auth for GatewayAuth {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
-        // A point read of a small, hot column family: inline (see `Gateway::meta_read`).
-        let kp = self.store.keypair(access_key).map_err(meta_err)?;
+        let kp = self.meta.keypair(access_key).await.map_err(meta_err)?;
         match kp {
             Some(kp) if kp.enabled => {
                 let secret = self.master.open(&kp.access_key, &kp.sealed_secret).map_err(internal)?;
@@ -138,14 +137,11 @@ impl S3Access for GatewayAccess {
             (None, Some(v)) => v,
             (None, None) => return Err(s3_error!(AccessDenied, "Anonymous access is not allowed")),
         };
-        let (kp, user) = self
-            .gateway
-            .meta_read(|s| {
-                let Some(kp) = s.keypair(&ak)? else { return Ok(None) };
-                Ok(s.user(kp.user_id)?.map(|u| (kp, u)))
-            })?
-            .filter(|(kp, _)| kp.enabled)
+        let meta = &self.gateway.meta;
+        let kp = (meta.keypair(&ak).await.map_err(meta_err)?)
+            .filter(|kp| kp.enabled)
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+        let user = (meta.user(kp.user_id).await.map_err(meta_err)?).ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
         let mut caller = Caller {
             access_key: kp.access_key,
             user,
@@ -182,9 +178,14 @@ impl S3Access for GatewayAccess {
             Need::Folder(p) => Some(p),
         };
         if let (Some(need), Some(name)) = (need, bucket) {
-            let domain = caller.user.domain.clone();
             // A missing bucket is left to the handler, which answers NoSuchBucket.
-            if let Some(rec) = self.gateway.meta_read(|s| s.bucket(&domain, &name))? {
+            let found = self
+                .gateway
+                .meta
+                .bucket(&caller.user.domain, &name)
+                .await
+                .map_err(meta_err)?;
+            if let Some(rec) = found {
                 if !caller.may(&rec, need) {
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }

@@ -1,6 +1,6 @@
 //! First-start set-up: the `default` domain and the bootstrap superadmin with its keypair.
 
-use penstock_metadata::{Domain, Keypair, Role, Store, User};
+use penstock_metadata::{Domain, Keypair, Metadata, Role, User};
 use rand::distributions::{Alphanumeric, DistString};
 use rand::Rng;
 use uuid::Uuid;
@@ -22,13 +22,15 @@ pub enum Bootstrap {
 
 /// Ensures the default domain and a superadmin keypair exist, honouring `PENSTOCK_ACCESS_KEY` and
 /// `PENSTOCK_SECRET_KEY`.
-pub fn ensure_admin(store: &Store, master: &MasterKey) -> anyhow::Result<Bootstrap> {
+pub async fn ensure_admin(store: &dyn Metadata, master: &MasterKey) -> anyhow::Result<Bootstrap> {
     let now_ms = crate::s3::now_ms();
-    if store.domain(DEFAULT_DOMAIN)?.is_none() {
-        store.put_domain(&Domain {
-            name: DEFAULT_DOMAIN.to_owned(),
-            created_ms: now_ms,
-        })?;
+    if store.domain(DEFAULT_DOMAIN).await?.is_none() {
+        store
+            .put_domain(&Domain {
+                name: DEFAULT_DOMAIN.to_owned(),
+                created_ms: now_ms,
+            })
+            .await?;
     }
     let env_ak = std::env::var("PENSTOCK_ACCESS_KEY").ok().filter(|s| !s.is_empty());
     let env_sk = std::env::var("PENSTOCK_SECRET_KEY").ok().filter(|s| !s.is_empty());
@@ -37,27 +39,29 @@ pub fn ensure_admin(store: &Store, master: &MasterKey) -> anyhow::Result<Bootstr
         (Some(_), None) | (None, Some(_)) => {
             anyhow::bail!("PENSTOCK_ACCESS_KEY and PENSTOCK_SECRET_KEY must be set together")
         }
-        (None, None) if store.keypairs()?.is_empty() => (new_access_key(), new_secret_key(), true),
+        (None, None) if store.keypairs().await?.is_empty() => (new_access_key(), new_secret_key(), true),
         (None, None) => return Ok(Bootstrap::Existing),
     };
-    let existing = store.keypair(&access_key)?;
+    let existing = store.keypair(&access_key).await?;
     let user_id = match &existing {
-        Some(kp) if store.user(kp.user_id)?.is_some() => kp.user_id,
-        _ => admin_user(store, now_ms)?,
+        Some(kp) if store.user(kp.user_id).await?.is_some() => kp.user_id,
+        _ => admin_user(store, now_ms).await?,
     };
-    let mut user = store.user(user_id)?.expect("admin user exists");
+    let mut user = store.user(user_id).await?.expect("admin user exists");
     if user.role != Role::Superadmin {
         user.role = Role::Superadmin;
-        store.put_user(&user)?;
+        store.put_user(&user).await?;
     }
-    store.put_keypair(&Keypair {
-        sealed_secret: master.seal(&access_key, &secret_key),
-        access_key: access_key.clone(),
-        user_id,
-        enabled: true,
-        // Restarting with the same keys (and maybe a new secret) does not make the key new.
-        created_ms: existing.map_or(now_ms, |kp| kp.created_ms),
-    })?;
+    store
+        .put_keypair(&Keypair {
+            sealed_secret: master.seal(&access_key, &secret_key),
+            access_key: access_key.clone(),
+            user_id,
+            enabled: true,
+            // Restarting with the same keys (and maybe a new secret) does not make the key new.
+            created_ms: existing.map_or(now_ms, |kp| kp.created_ms),
+        })
+        .await?;
     Ok(if generated {
         Bootstrap::Generated { access_key, secret_key }
     } else {
@@ -66,8 +70,8 @@ pub fn ensure_admin(store: &Store, master: &MasterKey) -> anyhow::Result<Bootstr
 }
 
 /// The existing superadmin user, or a new one named `admin` in the default domain.
-fn admin_user(store: &Store, now_ms: i64) -> anyhow::Result<Uuid> {
-    if let Some(u) = store.users()?.into_iter().find(|u| u.role == Role::Superadmin) {
+async fn admin_user(store: &dyn Metadata, now_ms: i64) -> anyhow::Result<Uuid> {
+    if let Some(u) = store.users().await?.into_iter().find(|u| u.role == Role::Superadmin) {
         return Ok(u.id);
     }
     let u = User {
@@ -78,7 +82,7 @@ fn admin_user(store: &Store, now_ms: i64) -> anyhow::Result<Uuid> {
         projects: Default::default(),
         created_ms: now_ms,
     };
-    store.put_user(&u)?;
+    store.put_user(&u).await?;
     Ok(u.id)
 }
 

@@ -16,7 +16,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use penstock_backends::IoObserver;
-use penstock_metadata::Store;
+use penstock_metadata::Metadata;
 
 /// How payload bytes travelled.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -324,11 +324,11 @@ impl Metrics {
     }
 
     /// Renders the text exposition, refreshing store-derived values first.
-    pub fn render(&self, store: &Store) -> String {
-        if let Ok(n) = store.count_uploads() {
+    pub async fn render(&self, meta: &dyn Metadata) -> String {
+        if let Ok(n) = meta.count_uploads().await {
             self.multipart_open.set(n as i64);
         }
-        if let Ok(quotas) = store.quotas() {
+        if let Ok(quotas) = meta.quotas().await {
             for q in quotas {
                 let l = ScopeLabel {
                     scope: q.scope.to_string(),
@@ -339,7 +339,7 @@ impl Metrics {
                 }
             }
         }
-        for (name, v) in store.db_properties() {
+        for (name, v) in meta.properties() {
             self.rocksdb
                 .get_or_create(&PropertyLabel {
                     property: name.to_owned(),

@@ -1,4 +1,4 @@
-//! The RocksDB metadata store of Penstock.
+//! The metadata of Penstock: one async interface ([`Metadata`]) and its engines.
 //!
 //! RocksDB holds what the file tree cannot: access keys, the bucket → vfolder map, object
 //! attributes (ETag, checksums, content headers, user metadata, tags) and multipart state. The
@@ -8,9 +8,15 @@
 //! Layout: one column family per record kind ([`schema`]), values are versioned JSON documents so
 //! fields can be added without a migration.
 
+mod engine;
+mod postgres;
 mod records;
+mod rocks;
 pub mod schema;
 mod store;
 
+pub use engine::{Charge, MetaResult, Metadata};
+pub use postgres::{PgMetadata, PgOptions, PG_SCHEMA_VERSION};
 pub use records::*;
+pub use rocks::RocksMetadata;
 pub use store::{MetaError, Store, StoreOptions};

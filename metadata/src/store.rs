@@ -23,8 +23,18 @@ pub enum MetaError {
     Db(#[from] rocksdb::Error),
     #[error("corrupt record in {cf}: {err}")]
     Corrupt { cf: &'static str, err: serde_json::Error },
-    #[error("the metadata store has schema version {found}; this build understands up to {SCHEMA_VERSION}")]
-    NewerSchema { found: u32 },
+    #[error("the metadata store has schema version {found}; this build understands up to {known}")]
+    NewerSchema { found: u32, known: u32 },
+    #[error("metadata task failed: {0}")]
+    Task(String),
+    /// The engine cannot be reached now (connection refused or lost, pool exhausted for too
+    /// long, database shutting down): the request may succeed later.
+    #[error("metadata engine unavailable: {0}")]
+    Unavailable(String),
+    #[error("PostgreSQL: {0}")]
+    Postgres(String),
+    #[error("metadata configuration: {0}")]
+    Config(String),
 }
 
 type Result<T> = std::result::Result<T, MetaError>;
@@ -109,7 +119,10 @@ impl Store {
             _ => SCHEMA_VERSION,
         };
         if found > SCHEMA_VERSION {
-            return Err(MetaError::NewerSchema { found });
+            return Err(MetaError::NewerSchema {
+                found,
+                known: SCHEMA_VERSION,
+            });
         }
         let mut batch = WriteBatch::default();
         if found < 2 {

@@ -9,7 +9,7 @@ use penstock_metadata::{BucketRecord, Perm, UsageMode};
 
 use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
-use super::{caller, location, Gateway};
+use super::{caller, location, meta_err, Gateway};
 
 /// Prefixes and suffixes S3 reserves for its own kinds of names (access point aliases, Object
 /// Lambda, Multi-Region Access Points, directory and table buckets), which a general purpose
@@ -41,7 +41,7 @@ impl Gateway {
             return Err(s3_error!(InvalidBucketName, "The specified bucket is not valid: {why}"));
         }
         let (d, n) = (who.user.domain.clone(), name.clone());
-        if let Some(existing) = self.meta(move |s| s.bucket(&d, &n)).await? {
+        if let Some(existing) = self.meta.bucket(&d, &n).await.map_err(meta_err)? {
             if existing.quota_scope != QuotaScope::user(who.user.id) {
                 return Err(s3_error!(
                     BucketAlreadyExists,
@@ -79,10 +79,10 @@ impl Gateway {
         };
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.
-        let store = self.store.clone();
+        let meta = self.meta.clone();
         let created = tokio::spawn(async move {
             volume.create_folder(&loc).await.map_err(backend_err)?;
-            match super::run_meta(store, move |s| s.create_bucket(&rec)).await {
+            match meta.create_bucket(&rec).await.map_err(meta_err) {
                 Ok(true) => Ok(true),
                 outcome => {
                     // Lost a race for the name, or the record could not be written.
@@ -125,27 +125,13 @@ impl Gateway {
         }
         let loc = location(&b.rec);
         // Parts of unfinished uploads are charged to the scope and go away with the folder.
-        let folder = b.rec.folder_id;
-        let released: u64 = self
-            .meta(move |s| {
-                let mut ids = Vec::new();
-                s.uploads(folder, "", None, |u| {
-                    ids.push(u.upload_id);
-                    true
-                })?;
-                let mut sum = 0;
-                for id in ids {
-                    sum += s.parts(&id)?.iter().map(|p| p.size).sum::<u64>();
-                }
-                Ok(sum)
-            })
-            .await?;
+        let released = self.upload_bytes(b.rec.folder_id).await?;
         self.volume(&b.rec.volume)?
             .delete_folder(&loc)
             .await
             .map_err(backend_err)?;
         let rec = b.rec.clone();
-        self.meta(move |s| s.delete_bucket(&rec)).await?;
+        self.meta.delete_bucket(&rec).await.map_err(meta_err)?;
         self.charge(&b.rec.quota_scope, -(released as i64)).await?;
         tracing::info!(bucket = %b.rec.name, "bucket deleted");
         Ok(S3Response::new(DeleteBucketOutput::default()))
@@ -158,7 +144,7 @@ impl Gateway {
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let who = caller(&req)?;
         let prefix = req.input.prefix.clone().unwrap_or_default();
-        let all = self.meta(|s| s.buckets()).await?;
+        let all = self.meta.buckets().await.map_err(meta_err)?;
         let buckets = all
             .into_iter()
             .filter(|b| b.domain == who.user.domain && who.may(b, Perm::Ro) && b.name.starts_with(&prefix))
@@ -199,5 +185,30 @@ impl Gateway {
     ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
         self.bucket(&caller(&req)?, &req.input.bucket).await?;
         Ok(S3Response::new(GetBucketVersioningOutput::default()))
+    }
+
+    /// Bytes of the parts of every unfinished upload of a folder: charged to its scope, they go
+    /// away with the folder.
+    async fn upload_bytes(&self, folder: Uuid) -> S3Result<u64> {
+        let mut sum = 0;
+        let mut after: Option<(String, String)> = None;
+        loop {
+            let pos = after.as_ref().map(|(k, id)| (k.as_str(), id.as_str()));
+            let page = self.meta.uploads(folder, "", pos, 1000).await.map_err(meta_err)?;
+            for u in &page {
+                sum += self
+                    .meta
+                    .parts(&u.upload_id)
+                    .await
+                    .map_err(meta_err)?
+                    .iter()
+                    .map(|p| p.size)
+                    .sum::<u64>();
+            }
+            match page.last() {
+                Some(u) if page.len() == 1000 => after = Some((u.key.clone(), u.upload_id.to_string())),
+                _ => return Ok(sum),
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@ use penstock_metadata::{ObjectRecord, Perm};
 
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{input_algo, s3_type, with_checksums, Algo, BodyHasher};
-use super::error::backend_err;
+use super::error::{backend_err, meta_err};
 use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
 };
@@ -124,7 +124,7 @@ impl Gateway {
                 rec.attrs = attrs.clone();
                 rec.tags = tags.clone();
                 let r = rec.clone();
-                self.meta(move |s| s.put_object(folder, &key, &r)).await?;
+                self.meta.put_object(folder, &key, &r).await.map_err(meta_err)?;
                 updated = Some(rec);
             }
         }

@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use penstock_backends::ObjectPath;
 
-use super::error::backend_err;
+use super::error::{backend_err, meta_err};
 use super::object::parse_key;
 use super::{caller, BucketCtx, Gateway};
 
@@ -77,16 +77,10 @@ impl Gateway {
         let parents: Vec<String> = (1..=path.parent().len())
             .map(|n| format!("{}/", path.parent()[..n].join("/")))
             .collect();
-        let keep_depth = self
-            .meta(move |s| {
-                for (i, p) in parents.iter().enumerate().rev() {
-                    if s.object(folder, p)?.is_some() {
-                        return Ok(i + 1);
-                    }
-                }
-                Ok(0)
-            })
-            .await?;
+        // Parents that hold a marker record are directory markers and stay.
+        let parents: Vec<&str> = parents.iter().map(String::as_str).collect();
+        let records = self.meta.objects(folder, &parents).await.map_err(meta_err)?;
+        let keep_depth = records.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
         let size = match b.folder.stat(path).await.map_err(backend_err)? {
             Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
             _ => self.marker_payload_size(b, path).await?,
@@ -94,7 +88,7 @@ impl Gateway {
         if b.folder.remove(path, keep_depth).await.map_err(backend_err)? {
             self.charge(&b.rec.quota_scope, -(size as i64)).await?;
         }
-        self.meta(move |s| s.delete_object(folder, &key)).await
+        self.meta.delete_object(folder, &key).await.map_err(meta_err)
     }
 }
 

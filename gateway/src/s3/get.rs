@@ -14,7 +14,7 @@ use penstock_metadata::ObjectRecord;
 use penstock_rdma::transport::PushError;
 
 use super::checksum::{s3_type, with_checksums, Algo};
-use super::error::backend_err;
+use super::error::{backend_err, meta_err};
 use super::object::{
     effective_record, etag, fingerprint, last_modified, metadata_out, parse_http_date, parse_key, Conditions,
 };
@@ -441,7 +441,7 @@ impl Gateway {
                 return Err(no_such_key());
             }
             let k = key.to_owned();
-            let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            let stored = self.meta.object(folder, &k).await.map_err(meta_err)?;
             // A marker written with a body reads back as those bytes.
             if let Some(h) = b.folder.open_marker(&path).await.map_err(backend_err)? {
                 let st = *h.stat();
@@ -481,7 +481,7 @@ impl Gateway {
             );
             let st = *handle.stat();
             let k = key.to_owned();
-            let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            let stored = self.meta.object(folder, &k).await.map_err(meta_err)?;
             if let Some(rec) = stored.and_then(|r| r.describing(&fingerprint(&st))) {
                 return Ok((rec, st, Some(handle)));
             }

@@ -14,7 +14,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use penstock_backends::{DirEntry, EntryKind, Stat};
 use penstock_metadata::ObjectRecord;
 
-use super::error::backend_err;
+use super::error::{backend_err, meta_err};
 use super::get::EMPTY_MD5;
 use super::object::{effective_record, etag, fingerprint, last_modified};
 use super::{caller, owner_of, BucketCtx, Gateway};
@@ -159,8 +159,8 @@ impl Walk<'_> {
     }
 
     async fn has_marker_record(&self, key: &str) -> S3Result<bool> {
-        let (f, k) = (self.b.rec.folder_id, key.to_owned());
-        Ok(self.gw.meta(move |s| s.object(f, &k)).await?.is_some())
+        let stored = self.gw.meta.object(self.b.rec.folder_id, key).await.map_err(meta_err)?;
+        Ok(stored.is_some())
     }
 }
 
@@ -227,10 +227,8 @@ impl Gateway {
             }
         }
         let folder = b.rec.folder_id;
-        let keys: Vec<String> = objects.iter().map(|(k, _)| k.clone()).collect();
-        let records = self
-            .meta(move |s| s.objects(folder, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
-            .await?;
+        let keys: Vec<&str> = objects.iter().map(|(k, _)| k.as_str()).collect();
+        let records = self.meta.objects(folder, &keys).await.map_err(meta_err)?;
         let mut listed = Vec::with_capacity(objects.len());
         for ((key, st), stored) in objects.into_iter().zip(records) {
             let marker = key.ends_with('/');
@@ -290,7 +288,7 @@ impl Gateway {
                 return Ok(Some((st, effective_record(key, &st, None))));
             }
             let (folder, k) = (b.rec.folder_id, key.to_owned());
-            let stored = self.meta(move |s| s.object(folder, &k)).await?;
+            let stored = self.meta.object(folder, &k).await.map_err(meta_err)?;
             if let Some(rec) = stored.and_then(|r| r.describing(&fingerprint(&st))) {
                 return Ok(Some((st, rec)));
             }

@@ -33,7 +33,7 @@ use s3s::{S3Request, S3Result};
 use penstock_backends::nfs::NfsVolume;
 use penstock_backends::posix::PosixVolume;
 use penstock_backends::{Folder, FolderLocation, Volume};
-use penstock_metadata::{BucketRecord, MetaError, Store, StoreOptions};
+use penstock_metadata::{BucketRecord, Metadata, RocksMetadata, Store, StoreOptions};
 
 use crate::auth::{Caller, GatewayAccess, GatewayAuth};
 use crate::config::{Config, VolumeConfig};
@@ -53,8 +53,8 @@ pub(crate) use error::{internal, meta_err, presigned_too_long};
 
 /// Shared state of the S3 service.
 pub struct Gateway {
-    /// The metadata store.
-    pub store: Arc<Store>,
+    /// The metadata engine.
+    pub meta: Arc<dyn Metadata>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
     /// Seals and opens secret keys at rest.
@@ -83,6 +83,7 @@ impl Gateway {
     pub async fn open(cfg: &Config) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&cfg.data_dir)?;
         let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
+        let meta: Arc<dyn Metadata> = Arc::new(RocksMetadata::new(store));
         let metrics = Arc::new(Metrics::new());
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
@@ -107,7 +108,7 @@ impl Gateway {
         }
         let master = MasterKey::load(cfg.master_key.as_deref(), &cfg.data_dir)?;
         Ok(Self {
-            store: Arc::new(store),
+            meta,
             metrics,
             master: Arc::new(master),
             volumes,
@@ -121,23 +122,6 @@ impl Gateway {
         })
     }
 
-    /// Runs a metadata call on the blocking pool: writes may wait for a WAL fsync.
-    pub(crate) async fn meta<T, F>(&self, f: F) -> S3Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Store) -> Result<T, MetaError> + Send + 'static,
-    {
-        run_meta(self.store.clone(), f).await
-    }
-
-    /// Runs a point read of tenancy records (keys, users, buckets) on the calling task. These
-    /// column families are small and hot, so RocksDB answers from memory in microseconds: less
-    /// than the trip to the blocking pool costs, and every request makes several of them.
-    /// Object records, scans and writes go through [`Gateway::meta`].
-    pub(crate) fn meta_read<T>(&self, f: impl FnOnce(&Store) -> Result<T, MetaError>) -> S3Result<T> {
-        f(&self.store).map_err(meta_err)
-    }
-
     pub(crate) fn volume(&self, name: &str) -> S3Result<&Arc<dyn Volume>> {
         self.volumes
             .get(name)
@@ -146,9 +130,9 @@ impl Gateway {
 
     /// Removes staging leftovers older than `cutoff` in every folder; logs what it did.
     pub async fn sweep_staging(&self, cutoff: std::time::SystemTime) {
-        let buckets = match self.meta(|s| s.buckets()).await {
+        let buckets = match self.meta.buckets().await {
             Ok(b) => b,
-            Err(e) => return tracing::warn!(error = ?e, "staging sweep: cannot list buckets"),
+            Err(e) => return tracing::warn!(error = %e, "staging sweep: cannot list buckets"),
         };
         let mut removed = 0;
         for b in buckets {
@@ -177,11 +161,12 @@ impl Gateway {
     pub(crate) async fn bucket(&self, who: &Caller, name: &str) -> S3Result<BucketCtx> {
         let rec = match &who.checked {
             Some(rec) if rec.name == name => BucketRecord::clone(rec),
-            _ => {
-                let (domain, owned) = (who.user.domain.clone(), name.to_owned());
-                self.meta_read(|s| s.bucket(&domain, &owned))?
-                    .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?
-            }
+            _ => self
+                .meta
+                .bucket(&who.user.domain, name)
+                .await
+                .map_err(meta_err)?
+                .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?,
         };
         let folder = self
             .volume(&rec.volume)?
@@ -190,19 +175,6 @@ impl Gateway {
             .map_err(error::backend_err)?;
         Ok(BucketCtx { rec, folder })
     }
-}
-
-/// [`Gateway::meta`] for work that outlives the request (a spawned task holds the store).
-pub(crate) async fn run_meta<T, F>(store: Arc<Store>, f: F) -> S3Result<T>
-where
-    T: Send + 'static,
-    F: FnOnce(&Store) -> Result<T, MetaError> + Send + 'static,
-{
-    let span = tracing::debug_span!("metadata");
-    tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
-        .await
-        .map_err(internal)?
-        .map_err(meta_err)
 }
 
 /// The folder location recorded for a bucket.
@@ -245,7 +217,7 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
             .map(|d| d.to_ascii_lowercase())
             .collect(),
     });
-    b.set_auth(GatewayAuth::new(gateway.store.clone(), gateway.master.clone()));
+    b.set_auth(GatewayAuth::new(gateway.meta.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway.clone()));
     let itself = Arc::new(std::sync::OnceLock::new());
     b.set_route(range::IgnoredRange {
@@ -254,7 +226,7 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     let service = b.build();
     // The route re-dispatches through the service it is part of.
     let _ = itself.set(service.clone());
-    let auth = GatewayAuth::new(gateway.store.clone(), gateway.master.clone());
+    let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
     Observed::new(service, metrics, auth)
 }
 

@@ -16,11 +16,13 @@ use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::WriteConditions;
 use super::rdma::{reply_headers, Admission};
-use super::{caller, internal, owner_of, peer, BucketCtx, Gateway};
+use super::{caller, internal, meta_err, owner_of, peer, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
 const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
 const MAX_PART_NUMBER: i32 = 10_000;
+/// Uploads read from the metadata engine at a time when listing them.
+const PAGE: usize = 1000;
 
 impl Gateway {
     async fn upload_record(&self, b: &BucketCtx, key: &str, upload_id: &str) -> S3Result<UploadRecord> {
@@ -29,9 +31,10 @@ impl Gateway {
         };
         // An id the gateway cannot have made names no upload.
         let u: UploadId = upload_id.parse().map_err(|_| no_such_upload())?;
-        let (f, k) = (b.rec.folder_id, key.to_owned());
-        self.meta(move |s| s.upload(f, &k, &u))
-            .await?
+        self.meta
+            .upload(b.rec.folder_id, key, &u)
+            .await
+            .map_err(meta_err)?
             .ok_or_else(no_such_upload)
     }
 
@@ -73,7 +76,7 @@ impl Gateway {
             checksum_type: ctype,
         };
         let (f, u) = (b.rec.folder_id, up.clone());
-        self.meta(move |s| s.put_upload(f, &u)).await?;
+        self.meta.put_upload(f, &u).await.map_err(meta_err)?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(input.bucket.clone()),
             key: Some(input.key.clone()),
@@ -192,14 +195,14 @@ impl Gateway {
             .locks
             .lock_owned(b.rec.folder_id, &format!("\0part/{id}/{n}"))
             .await;
-        let previous = self.meta(move |s| s.part(&id, n)).await?.map_or(0, |p| p.size);
+        let previous = self.meta.part(&id, n).await.map_err(meta_err)?.map_or(0, |p| p.size);
         let delta = st.size as i64 - previous as i64;
         // The charge, the rename and the record go together even if the client disconnects
         // meanwhile (the request's future is dropped): a task of its own finishes them (refunding
         // on failure), holding the part's lock, so the part file and its record always describe
         // the same upload of the part and the scope is charged exactly for what landed.
-        let (store, quota_locks, scope, durable) = (
-            self.store.clone(),
+        let (meta, quota_locks, scope, durable) = (
+            self.meta.clone(),
             self.quota_locks.clone(),
             b.rec.quota_scope,
             self.durable,
@@ -208,14 +211,14 @@ impl Gateway {
         tokio::spawn(async move {
             let _guard = guard;
             // Made durable by the part record's synced write below.
-            super::quota::charge_scope(store.clone(), quota_locks.clone(), scope, delta, false).await?;
+            super::quota::charge_scope(meta.clone(), quota_locks.clone(), scope, delta, false).await?;
             let stored = async {
                 staging.publish_part(&id, n, durable).await.map_err(backend_err)?;
-                super::run_meta(store.clone(), move |s| s.put_part(&id, &p)).await
+                meta.put_part(&id, &p).await.map_err(meta_err)
             }
             .await;
             if stored.is_err() {
-                let _ = super::quota::charge_scope(store, quota_locks, scope, -delta, true).await;
+                let _ = super::quota::charge_scope(meta, quota_locks, scope, -delta, true).await;
             }
             stored
         })
@@ -239,7 +242,7 @@ impl Gateway {
             Err(gone) => return self.completed_before(&b, input, gone).await,
         };
         let id = up.upload_id.clone();
-        let stored = self.meta(move |s| s.parts(&id)).await?;
+        let stored = self.meta.parts(&id).await.map_err(meta_err)?;
 
         // Validate the client's list against the stored parts: ascending numbers, matching
         // ETags (and checksums when sent), every part but the last at least 5 MiB.
@@ -382,7 +385,7 @@ impl Gateway {
 
         // The object is visible; now forget the upload.
         let (f, k, id) = (b.rec.folder_id, input.key.clone(), up.upload_id.clone());
-        self.meta(move |s| s.delete_upload(f, &k, &id)).await?;
+        self.meta.delete_upload(f, &k, &id).await.map_err(meta_err)?;
         if let Err(e) = b.folder.remove_upload(&up.upload_id).await {
             tracing::warn!(upload = %up.upload_id, error = %e, "could not remove part files");
         }
@@ -433,8 +436,15 @@ impl Gateway {
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let (f, k, id) = (b.rec.folder_id, up.key.clone(), up.upload_id.clone());
         let pid = up.upload_id.clone();
-        let released: u64 = self.meta(move |s| s.parts(&pid)).await?.iter().map(|p| p.size).sum();
-        self.meta(move |s| s.delete_upload(f, &k, &id)).await?;
+        let released: u64 = self
+            .meta
+            .parts(&pid)
+            .await
+            .map_err(meta_err)?
+            .iter()
+            .map(|p| p.size)
+            .sum();
+        self.meta.delete_upload(f, &k, &id).await.map_err(meta_err)?;
         b.folder.remove_upload(&up.upload_id).await.map_err(backend_err)?;
         self.charge(&b.rec.quota_scope, -(released as i64)).await?;
         Ok(S3Response::new(AbortMultipartUploadOutput::default()))
@@ -446,7 +456,7 @@ impl Gateway {
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let id = up.upload_id.clone();
-        let parts = self.meta(move |s| s.parts(&id)).await?;
+        let parts = self.meta.parts(&id).await.map_err(meta_err)?;
         let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
         let marker = i.part_number_marker.unwrap_or(0);
         let mut page: Vec<&PartRecord> = parts.iter().filter(|p| p.part_number as i32 > marker).collect();
@@ -501,44 +511,49 @@ impl Gateway {
         let key_marker = i.key_marker.clone().unwrap_or_default();
         let id_marker = i.upload_id_marker.clone();
         let folder = b.rec.folder_id;
-        let (p2, d2, km) = (prefix.clone(), delimiter.clone(), key_marker.clone());
-        // Collect max+1 entries (uploads and common prefixes) to detect truncation.
-        let (uploads, prefixes, truncated) = self
-            .meta(move |s| {
-                let mut uploads: Vec<UploadRecord> = Vec::new();
-                let mut prefixes: Vec<String> = Vec::new();
-                let mut truncated = false;
-                let start = match (&km, &id_marker) {
-                    (k, Some(id)) if !k.is_empty() => Some((k.as_str(), id.as_str())),
-                    _ => None,
-                };
-                s.uploads(folder, &p2, start, |u| {
-                    if start.is_none() && !km.is_empty() && u.key.as_str() <= km.as_str() {
-                        return true;
-                    }
-                    if let Some(d) = &d2 {
-                        if let Some(pos) = u.key[p2.len()..].find(d.as_str()) {
-                            let cp = u.key[..p2.len() + pos + d.len()].to_owned();
-                            if prefixes.last() != Some(&cp) {
-                                if uploads.len() + prefixes.len() >= max {
-                                    truncated = true;
-                                    return false;
-                                }
-                                prefixes.push(cp);
+        // Collect max+1 entries (uploads and common prefixes) to detect truncation, reading
+        // the engine a page at a time.
+        let mut uploads: Vec<UploadRecord> = Vec::new();
+        let mut prefixes: Vec<String> = Vec::new();
+        let mut truncated = false;
+        let mut after = match (&key_marker, &id_marker) {
+            (k, Some(id)) if !k.is_empty() => Some((k.clone(), id.clone())),
+            _ => None,
+        };
+        // A key marker without an upload id marker skips every upload of keys up to it.
+        let skip_through = (after.is_none() && !key_marker.is_empty()).then(|| key_marker.clone());
+        'pages: loop {
+            let pos = after.as_ref().map(|(k, id)| (k.as_str(), id.as_str()));
+            let page = self.meta.uploads(folder, &prefix, pos, PAGE).await.map_err(meta_err)?;
+            let full = page.len() == PAGE;
+            after = page.last().map(|u| (u.key.clone(), u.upload_id.to_string()));
+            for u in page {
+                if skip_through.as_ref().is_some_and(|m| u.key.as_str() <= m.as_str()) {
+                    continue;
+                }
+                if let Some(d) = &delimiter {
+                    if let Some(pos) = u.key[prefix.len()..].find(d.as_str()) {
+                        let cp = u.key[..prefix.len() + pos + d.len()].to_owned();
+                        if prefixes.last() != Some(&cp) {
+                            if uploads.len() + prefixes.len() >= max {
+                                truncated = true;
+                                break 'pages;
                             }
-                            return true;
+                            prefixes.push(cp);
                         }
+                        continue;
                     }
-                    if uploads.len() + prefixes.len() >= max {
-                        truncated = true;
-                        return false;
-                    }
-                    uploads.push(u);
-                    true
-                })?;
-                Ok((uploads, prefixes, truncated))
-            })
-            .await?;
+                }
+                if uploads.len() + prefixes.len() >= max {
+                    truncated = true;
+                    break 'pages;
+                }
+                uploads.push(u);
+            }
+            if !full {
+                break;
+            }
+        }
         let owner = owner_of(&b.rec);
         let next = uploads.last().cloned();
         Ok(S3Response::new(ListMultipartUploadsOutput {

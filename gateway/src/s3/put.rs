@@ -10,7 +10,7 @@ use penstock_metadata::{ObjectAttrs, ObjectRecord};
 
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
-use super::error::backend_err;
+use super::error::{backend_err, meta_err};
 use super::object::{
     attr_input, effective_record, etag, fingerprint, new_record, now_ms, parse_key, parse_tagging_header,
 };
@@ -168,7 +168,7 @@ impl Gateway {
         };
         let folder = b.rec.folder_id;
         let r = rec.clone();
-        self.meta(move |s| s.put_object(folder, &key, &r)).await?;
+        self.meta.put_object(folder, &key, &r).await.map_err(meta_err)?;
         Ok(rec)
     }
 
@@ -212,32 +212,30 @@ impl Gateway {
         // From the charge on, the publish runs in a task of its own: a client that disconnects
         // (dropping this future) cannot stop it halfway, with the scope charged for a file that
         // never landed or a pending record never settled. The key lock goes with it.
-        let (store, quota_locks, scope) = (self.store.clone(), self.quota_locks.clone(), b.rec.quota_scope);
+        let (meta, quota_locks, scope) = (self.meta.clone(), self.quota_locks.clone(), b.rec.quota_scope);
         let (path, rec, durable) = (path.clone(), rec.clone(), self.durable);
         let refund = {
-            let (store, quota_locks, scope) = (store.clone(), quota_locks.clone(), scope);
-            move || super::quota::charge_scope(store, quota_locks, scope, -delta, true)
+            let (meta, quota_locks, scope) = (meta.clone(), quota_locks.clone(), scope);
+            move || super::quota::charge_scope(meta, quota_locks, scope, -delta, true)
         };
         tokio::spawn(async move {
             let _guard = guard;
             // Made durable by the record's synced write right below.
-            super::quota::charge_scope(store.clone(), quota_locks, scope, delta, false).await?;
+            super::quota::charge_scope(meta.clone(), quota_locks, scope, delta, false).await?;
             let pending = ObjectRecord {
                 replaces: replaced.clone().map(Box::new),
                 ..rec.clone()
             };
-            let (k, now) = (key.clone(), now_ms());
-            if let Err(e) = super::run_meta(store.clone(), move |s| s.begin_publish(folder, &k, &pending, now)).await {
+            if let Err(e) = meta.begin_publish(folder, &key, &pending, now_ms()).await {
                 let _ = refund().await;
-                return Err(e);
+                return Err(meta_err(e));
             }
             let outcome = staging.publish(&path, durable).await;
             // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
             let settled = if outcome.is_ok() { Some(rec) } else { replaced };
-            let k = key.clone();
-            if let Err(e) = super::run_meta(store, move |s| s.end_publish(folder, &k, settled.as_ref())).await {
+            if let Err(e) = meta.end_publish(folder, &key, settled.as_ref()).await {
                 // The stored pair still resolves by fingerprint; the next start-up settles it.
-                tracing::warn!(%key, error = ?e, "could not settle a published record");
+                tracing::warn!(%key, error = %e, "could not settle a published record");
             }
             if let Err(e) = outcome {
                 let _ = refund().await;
@@ -253,7 +251,7 @@ impl Gateway {
     /// and the stored record that describes it, if any.
     pub(crate) async fn in_place(&self, b: &BucketCtx, path: &ObjectPath) -> S3Result<(u64, Option<ObjectRecord>)> {
         let (folder, k) = (b.rec.folder_id, path.key());
-        let stored = self.meta(move |s| s.object(folder, &k)).await?;
+        let stored = self.meta.object(folder, &k).await.map_err(meta_err)?;
         match b.folder.stat(path).await.map_err(backend_err)? {
             Some(st) if st.kind == penstock_backends::EntryKind::File => {
                 Ok((st.size, stored.and_then(|r| r.describing(&fingerprint(&st)))))
@@ -272,14 +270,14 @@ impl Gateway {
     /// record of the file that is at it now (or none, if nothing is). Runs at start-up, beside
     /// serving; the key lock keeps it from racing a new write of the same key.
     pub async fn settle_publishes(&self) {
-        let pending = match self.meta(|s| s.publishing()).await {
+        let pending = match self.meta.publishing().await.map_err(meta_err) {
             Ok(p) => p,
             Err(e) => return tracing::warn!(error = ?e, "publish sweep: cannot read pending publishes"),
         };
         if pending.is_empty() {
             return;
         }
-        let buckets = match self.meta(|s| s.buckets()).await {
+        let buckets = match self.meta.buckets().await.map_err(meta_err) {
             Ok(b) => b,
             Err(e) => return tracing::warn!(error = ?e, "publish sweep: cannot list buckets"),
         };
@@ -288,7 +286,7 @@ impl Gateway {
             let outcome: S3Result<()> = async {
                 let Some(rec) = buckets.iter().find(|b| b.folder_id == folder).cloned() else {
                     // The bucket is gone; so are its records except this note.
-                    return self.meta(move |s| s.end_publish(folder, &key, None)).await;
+                    return self.meta.end_publish(folder, &key, None).await.map_err(meta_err);
                 };
                 let b = BucketCtx {
                     folder: self
@@ -301,7 +299,10 @@ impl Gateway {
                 let path = parse_key(&key)?;
                 let _guard = self.locks.lock(folder, &key).await;
                 let (_, current) = self.in_place(&b, &path).await?;
-                self.meta(move |s| s.end_publish(folder, &key, current.as_ref())).await
+                self.meta
+                    .end_publish(folder, &key, current.as_ref())
+                    .await
+                    .map_err(meta_err)
             }
             .await;
             match outcome {
@@ -319,7 +320,7 @@ impl Gateway {
         let current = match b.folder.stat(path).await.map_err(backend_err)? {
             Some(st) if st.kind == penstock_backends::EntryKind::File => {
                 let (folder, key) = (b.rec.folder_id, path.key());
-                let stored = self.meta(move |s| s.object(folder, &key)).await?;
+                let stored = self.meta.object(folder, &key).await.map_err(meta_err)?;
                 Some(effective_record(&path.key(), &st, stored).etag)
             }
             _ => None,

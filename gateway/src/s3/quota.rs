@@ -1,16 +1,17 @@
 //! Quota scopes: byte limits per `user:<uuid>` / `project:<uuid>`, with usage tracked
 //! incrementally on every write and delete.
 //!
-//! Each change takes the scope's lock, so writers racing against a limit are serialized at the
-//! moment they commit: the usage can never end above the limit. A write that would exceed it is
-//! refused before its file is published, and its staging file is dropped with it.
+//! Each change is one atomic charge in the metadata engine, so writers racing against a limit
+//! (on this gateway or another) never leave the usage above it. A write that would exceed it is
+//! refused before its file is published, and its staging file is dropped with it. A rescan holds
+//! the scope's lock in this process so that no charge made here during the scan is lost.
 
 use std::sync::Arc;
 
 use s3s::S3Result;
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::{Quota, Store};
+use penstock_metadata::{Charge, Metadata, Quota};
 
 use super::locks::KeyLocks;
 use super::Gateway;
@@ -25,15 +26,10 @@ impl Gateway {
         mut progress: impl FnMut(usize, usize, u64),
     ) -> S3Result<Quota> {
         let _guard = self.quota_locks.lock(uuid::Uuid::nil(), &scope.to_string()).await;
-        let buckets = self
-            .meta(move |st| {
-                Ok(st
-                    .buckets()?
-                    .into_iter()
-                    .filter(|b| b.quota_scope == scope)
-                    .collect::<Vec<_>>())
-            })
-            .await?;
+        let buckets: Vec<_> = (self.meta.buckets().await.map_err(super::meta_err)?)
+            .into_iter()
+            .filter(|b| b.quota_scope == scope)
+            .collect();
         let mut total = 0u64;
         progress(0, buckets.len(), 0);
         for (i, b) in buckets.iter().enumerate() {
@@ -45,41 +41,29 @@ impl Gateway {
             total += folder.usage().await.map_err(super::error::backend_err)?;
             progress(i + 1, buckets.len(), total);
         }
-        let q = self
-            .meta(move |st| {
-                let mut q = st.quota(&scope)?.unwrap_or(Quota {
-                    scope,
-                    limit_bytes: None,
-                    usage_bytes: 0,
-                });
-                q.usage_bytes = total;
-                st.put_quota(&q)?;
-                Ok(q)
-            })
-            .await?;
-        Ok(q)
+        self.meta.set_quota_usage(&scope, total).await.map_err(super::meta_err)
     }
 
     /// Adds `delta` bytes to the scope's usage, refusing growth beyond its limit. The change is
     /// durable when this returns.
     pub(crate) async fn charge(&self, scope: &QuotaScope, delta: i64) -> S3Result<()> {
-        charge_scope(self.store.clone(), self.quota_locks.clone(), *scope, delta, true).await
+        charge_scope(self.meta.clone(), self.quota_locks.clone(), *scope, delta, true).await
     }
 }
 
-/// Adds `delta` bytes to `scope`'s usage under its lock, refusing growth beyond its limit;
-/// `sync` makes the change durable on its own.
+/// Adds `delta` bytes to `scope`'s usage, refusing growth beyond its limit; `sync` makes the
+/// change durable on its own.
 ///
 /// Writers pass `sync = false` and let their next synced metadata write (the object or part
 /// record) make the change durable, as RocksDB syncs the whole write-ahead log up to that write:
-/// the scope's lock is then held for a memtable insert instead of an fsync, so concurrent writers
-/// of a scope do not queue behind each other's syncs. If the process dies before that record
-/// write, the write was not acknowledged and its charge is lost with it.
+/// a charge is then a memtable insert instead of an fsync, so concurrent writers of a scope do
+/// not queue behind each other's syncs. If the process dies before that record write, the write
+/// was not acknowledged and its charge is lost with it.
 ///
 /// A free function over shared handles so that a task that outlives its request (a publish,
 /// which must finish once begun) can charge and refund.
 pub(crate) async fn charge_scope(
-    store: Arc<Store>,
+    meta: Arc<dyn Metadata>,
     locks: Arc<KeyLocks>,
     scope: QuotaScope,
     delta: i64,
@@ -88,29 +72,15 @@ pub(crate) async fn charge_scope(
     if delta == 0 {
         return Ok(());
     }
+    // Waits while a rescan of the scope runs in this process.
     let _guard = locks.lock(uuid::Uuid::nil(), &scope.to_string()).await;
-    // One metadata round trip: read, check and write under the scope's lock.
-    let refused = super::run_meta(store, move |st| {
-        let mut q = st.quota(&scope)?.unwrap_or(Quota {
-            scope,
-            limit_bytes: None,
-            usage_bytes: 0,
-        });
-        let new = (q.usage_bytes as i64).saturating_add(delta).max(0) as u64;
-        if delta > 0 {
-            if let Some(limit) = q.limit_bytes {
-                if new > limit {
-                    return Ok(Some((limit.saturating_sub(q.usage_bytes), limit)));
-                }
-            }
-        }
-        q.usage_bytes = new;
-        st.put_quota_opt(&q, sync)?;
-        Ok(None)
-    })
-    .await?;
-    if let Some((left, limit)) = refused {
-        return Err(super::error::quota_exceeded(delta, &scope, left, limit));
+    match meta.charge(&scope, delta, sync).await.map_err(super::meta_err)? {
+        Charge::Done => Ok(()),
+        Charge::Refused { usage, limit } => Err(super::error::quota_exceeded(
+            delta,
+            &scope,
+            limit.saturating_sub(usage),
+            limit,
+        )),
     }
-    Ok(())
 }

@@ -4,7 +4,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::object::{parse_key, validate_tags};
-use super::{caller, Gateway};
+use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
 
 impl Gateway {
@@ -69,6 +69,6 @@ impl Gateway {
         let (mut rec, _, _) = self.open_object(&b, key).await?;
         rec.tags = tags;
         let k = key.to_owned();
-        self.meta(move |s| s.put_object(folder, &k, &rec)).await
+        self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)
     }
 }

@@ -1,0 +1,156 @@
+//! The metadata interface the gateway talks to, whatever engine stands behind it.
+//!
+//! Every operation is async and names a whole change: where an engine must make a
+//! read-check-write atomic (a quota charge, a bucket name claim, completing an upload), the
+//! interface has one call for it, so an engine shared by several gateways can do it in one
+//! statement or transaction instead of relying on a lock inside one process.
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use crate::{
+    BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
+    UploadRecord, User,
+};
+
+/// Result of a metadata call.
+pub type MetaResult<T> = std::result::Result<T, MetaError>;
+
+/// What a quota charge did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charge {
+    /// The usage changed by the delta (a refund never goes below zero).
+    Done,
+    /// Growth beyond the limit was refused; nothing changed.
+    Refused {
+        /// Usage at the time of the refusal.
+        usage: u64,
+        /// The scope's limit.
+        limit: u64,
+    },
+}
+
+/// One metadata engine: tenancy records, bucket ↔ vfolder map, object records, multipart state
+/// and quota accounting. Implementations: [`crate::RocksMetadata`] (embedded, one process).
+#[async_trait]
+pub trait Metadata: Send + Sync {
+    /// The engine's name as configured (`rocksdb`, `postgres`).
+    fn engine(&self) -> &'static str;
+
+    /// Gauges worth exporting as metrics, by label.
+    fn properties(&self) -> Vec<(&'static str, u64)>;
+
+    /// The schema version the store is at.
+    async fn schema_version(&self) -> MetaResult<Option<u32>>;
+
+    // ---- tenants
+
+    /// Stores (or replaces) a domain.
+    async fn put_domain(&self, d: &Domain) -> MetaResult<()>;
+    /// A domain by name.
+    async fn domain(&self, name: &str) -> MetaResult<Option<Domain>>;
+    /// All domains, by name.
+    async fn domains(&self) -> MetaResult<Vec<Domain>>;
+    /// Stores (or replaces) a project.
+    async fn put_project(&self, p: &Project) -> MetaResult<()>;
+    /// A project by id.
+    async fn project(&self, id: Uuid) -> MetaResult<Option<Project>>;
+    /// All projects.
+    async fn projects(&self) -> MetaResult<Vec<Project>>;
+    /// Stores (or replaces) a user.
+    async fn put_user(&self, u: &User) -> MetaResult<()>;
+    /// A user by id.
+    async fn user(&self, id: Uuid) -> MetaResult<Option<User>>;
+    /// All users.
+    async fn users(&self) -> MetaResult<Vec<User>>;
+    /// A keypair by access key.
+    async fn keypair(&self, access_key: &str) -> MetaResult<Option<Keypair>>;
+    /// Stores (or replaces) a keypair.
+    async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()>;
+    /// Removes a keypair.
+    async fn delete_keypair(&self, access_key: &str) -> MetaResult<()>;
+    /// All keypairs, by access key.
+    async fn keypairs(&self) -> MetaResult<Vec<Keypair>>;
+
+    // ---- buckets
+
+    /// Inserts a bucket unless its name is taken in its domain; false when it is.
+    async fn create_bucket(&self, b: &BucketRecord) -> MetaResult<bool>;
+    /// Replaces an existing bucket record.
+    async fn put_bucket(&self, b: &BucketRecord) -> MetaResult<()>;
+    /// A bucket by domain and name.
+    async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>>;
+    /// All buckets, by domain and name.
+    async fn buckets(&self) -> MetaResult<Vec<BucketRecord>>;
+    /// Removes a bucket with every object, upload and part record of its folder.
+    async fn delete_bucket(&self, b: &BucketRecord) -> MetaResult<()>;
+
+    // ---- quotas
+
+    /// A scope's limit and usage, if any was recorded.
+    async fn quota(&self, scope: &QuotaScope) -> MetaResult<Option<Quota>>;
+    /// All recorded scopes.
+    async fn quotas(&self) -> MetaResult<Vec<Quota>>;
+    /// Adds `delta` bytes to the scope's usage, atomically refusing growth beyond its limit.
+    /// With `sync` unset an engine may leave the change to be made durable by the caller's next
+    /// synced write (the object or part record that follows every charge).
+    async fn charge(&self, scope: &QuotaScope, delta: i64, sync: bool) -> MetaResult<Charge>;
+    /// Sets a scope's limit (`None`: unlimited), keeping its usage.
+    async fn set_quota_limit(&self, scope: &QuotaScope, limit: Option<u64>) -> MetaResult<Quota>;
+    /// Sets a scope's usage (after a rescan), keeping its limit.
+    async fn set_quota_usage(&self, scope: &QuotaScope, usage: u64) -> MetaResult<Quota>;
+
+    // ---- objects
+
+    /// The record of one object.
+    async fn object(&self, folder: Uuid, key: &str) -> MetaResult<Option<ObjectRecord>>;
+    /// Records of many objects of one folder (listings), in the order of `keys`.
+    async fn objects(&self, folder: Uuid, keys: &[&str]) -> MetaResult<Vec<Option<ObjectRecord>>>;
+    /// Stores (or replaces) an object record.
+    async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()>;
+    /// Removes an object record.
+    async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()>;
+    /// First half of publishing a file at a key: stores `rec` and notes the key as publishing,
+    /// durably, before the file is renamed into place.
+    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> MetaResult<()>;
+    /// Second half: the key's record becomes `rec` (`None` removes it) and the key stops being
+    /// publishing.
+    async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()>;
+    /// Keys with a publish begun and not ended, as (folder, key).
+    async fn publishing(&self) -> MetaResult<Vec<(Uuid, String)>>;
+
+    // ---- multipart
+
+    /// Stores a new upload.
+    async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()>;
+    /// One upload.
+    async fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<Option<UploadRecord>>;
+    /// Up to `limit` uploads of a folder whose keys begin with `prefix`, in (key, upload id)
+    /// order, after the position `(key, upload id)` when given (the id need not be a valid one:
+    /// it comes from a client's marker).
+    async fn uploads(
+        &self,
+        folder: Uuid,
+        prefix: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> MetaResult<Vec<UploadRecord>>;
+    /// Number of uploads in progress in all folders.
+    async fn count_uploads(&self) -> MetaResult<u64>;
+    /// Stores (or replaces) a part.
+    async fn put_part(&self, upload_id: &UploadId, part: &PartRecord) -> MetaResult<()>;
+    /// One part of an upload.
+    async fn part(&self, upload_id: &UploadId, part: u32) -> MetaResult<Option<PartRecord>>;
+    /// All parts of an upload, by part number.
+    async fn parts(&self, upload_id: &UploadId) -> MetaResult<Vec<PartRecord>>;
+    /// Removes an upload and its parts.
+    async fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<()>;
+    /// Atomically records a completed object and forgets its upload and parts.
+    async fn complete_upload(
+        &self,
+        folder: Uuid,
+        key: &str,
+        upload_id: &UploadId,
+        rec: &ObjectRecord,
+    ) -> MetaResult<()>;
+}

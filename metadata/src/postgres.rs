@@ -1,0 +1,690 @@
+//! The shared engine: [`Metadata`] in PostgreSQL, for many gateways over one volume.
+//!
+//! Every gateway opens the same database; everything the gateways must agree on lives there and
+//! nowhere else. Each call is one statement or one transaction, so what the interface promises
+//! atomically (a quota charge against a limit, a bucket name claim, completing an upload) holds
+//! across gateways, not only within one process: no lock outside the database guards it.
+//!
+//! Records are the same serde documents the embedded engine stores, in `doc` columns; the columns
+//! beside them are what statements select, order or update by. Object keys and upload ids are
+//! `BYTEA`, so their order is byte order (S3's) whatever the database's collation; the short
+//! tenancy lists are sorted here. The SQL sticks to what CockroachDB and YugabyteDB also run
+//! (`INSERT … ON CONFLICT`, row comparisons, no advisory locks or PL/pgSQL).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{NoTls, Row};
+use uuid::Uuid;
+
+use crate::engine::{Charge, MetaResult, Metadata};
+use crate::{
+    BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
+    UploadRecord, User,
+};
+
+/// The schema, one migration per version, applied in order and each exactly once (recorded in
+/// `penstock_schema`). Append; never edit one that has shipped.
+const MIGRATIONS: &[&str] = &[
+    // 1. The first schema.
+    "CREATE TABLE domains (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+     CREATE TABLE projects (id UUID PRIMARY KEY, doc TEXT NOT NULL);
+     CREATE TABLE users (id UUID PRIMARY KEY, doc TEXT NOT NULL);
+     CREATE TABLE keypairs (access_key TEXT PRIMARY KEY, doc TEXT NOT NULL);
+     CREATE TABLE buckets (domain TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL,
+                           PRIMARY KEY (domain, name));
+     CREATE TABLE quotas (scope TEXT PRIMARY KEY, limit_bytes BIGINT, usage_bytes BIGINT NOT NULL);
+     CREATE TABLE objects (folder_id UUID NOT NULL, key BYTEA NOT NULL, doc TEXT NOT NULL,
+                           PRIMARY KEY (folder_id, key));
+     CREATE TABLE publishing (folder_id UUID NOT NULL, key BYTEA NOT NULL, since_ms BIGINT NOT NULL,
+                              PRIMARY KEY (folder_id, key));
+     CREATE TABLE uploads (folder_id UUID NOT NULL, key BYTEA NOT NULL, upload_id BYTEA NOT NULL,
+                           doc TEXT NOT NULL, PRIMARY KEY (folder_id, key, upload_id));
+     CREATE TABLE parts (upload_id BYTEA NOT NULL, part_number BIGINT NOT NULL, doc TEXT NOT NULL,
+                         PRIMARY KEY (upload_id, part_number));",
+];
+
+/// The PostgreSQL schema version this build reads and writes.
+pub const PG_SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// How to reach the database.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// `postgres://user[:password]@host[:port]/database[?options]`.
+    pub url: String,
+    /// Connections the pool keeps at most.
+    pub pool_size: usize,
+    /// How long a call waits for a connection (free or new) before failing as unavailable.
+    pub wait: Duration,
+}
+
+/// The PostgreSQL engine.
+pub struct PgMetadata {
+    pool: Pool,
+}
+
+impl PgMetadata {
+    /// Connects, applies the migrations this database lacks, and refuses a database whose schema
+    /// is newer than this build's.
+    pub async fn connect(opts: &PgOptions) -> MetaResult<Self> {
+        let mut cfg: tokio_postgres::Config = opts
+            .url
+            .parse()
+            .map_err(|e| MetaError::Config(format!("metadata url: {e}")))?;
+        if cfg.get_connect_timeout().is_none() {
+            cfg.connect_timeout(opts.wait);
+        }
+        // A dead peer (database host gone, connection cut by a balancer) is noticed by TCP
+        // keepalives instead of hanging a request until the kernel gives up.
+        cfg.keepalives(true).keepalives_idle(Duration::from_secs(10));
+        let mgr = Manager::from_config(
+            cfg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(opts.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(opts.wait))
+            .create_timeout(Some(opts.wait))
+            .recycle_timeout(Some(opts.wait))
+            .build()
+            .map_err(|e| MetaError::Config(format!("metadata pool: {e}")))?;
+        let this = Self { pool };
+        this.migrate().await?;
+        Ok(this)
+    }
+
+    async fn client(&self) -> MetaResult<Object> {
+        self.pool.get().await.map_err(|e| MetaError::Unavailable(e.to_string()))
+    }
+
+    /// Applies missing migrations. Gateways starting together race to apply one: each claims a
+    /// version by inserting its row inside the migration's transaction, so the loser waits on the
+    /// row, fails on the key, rolls back and finds the version applied.
+    async fn migrate(&self) -> MetaResult<()> {
+        let mut c = self.client().await?;
+        // CREATE TABLE IF NOT EXISTS is not safe against itself: of two gateways creating the
+        // table at once, one can fail on a catalog index (23505, 42710, 42P07). The table exists
+        // by then, so once more finds it.
+        let create = "CREATE TABLE IF NOT EXISTS penstock_schema (version INT PRIMARY KEY, applied_ms BIGINT NOT NULL)";
+        if c.batch_execute(create).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            c.batch_execute(create).await.map_err(pg)?;
+        }
+        loop {
+            let found = schema_version(&c).await?.unwrap_or(0);
+            if found > PG_SCHEMA_VERSION {
+                return Err(MetaError::NewerSchema {
+                    found,
+                    known: PG_SCHEMA_VERSION,
+                });
+            }
+            if found == PG_SCHEMA_VERSION {
+                return Ok(());
+            }
+            let next = found + 1;
+            let tx = c.transaction().await.map_err(pg)?;
+            let claimed = tx
+                .execute(
+                    "INSERT INTO penstock_schema (version, applied_ms) VALUES ($1, $2)",
+                    &[&(next as i32), &now_ms()],
+                )
+                .await;
+            match claimed {
+                Ok(_) => {
+                    tx.batch_execute(MIGRATIONS[found as usize]).await.map_err(pg)?;
+                    tx.commit().await.map_err(pg)?;
+                    tracing::info!(version = next, "metadata schema migrated");
+                }
+                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => drop(tx),
+                Err(e) => return Err(pg(e)),
+            }
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        table: &'static str,
+        sql: &str,
+        args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> MetaResult<Option<T>> {
+        let c = self.client().await?;
+        let row = c.query_opt(sql, args).await.map_err(pg)?;
+        row.map(|r| doc(table, &r, 0)).transpose()
+    }
+
+    async fn all<T: DeserializeOwned>(&self, table: &'static str, sql: &str) -> MetaResult<Vec<T>> {
+        let c = self.client().await?;
+        let rows = c.query(sql, &[]).await.map_err(pg)?;
+        rows.iter().map(|r| doc(table, r, 0)).collect()
+    }
+
+    async fn exec(&self, sql: &str, args: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> MetaResult<u64> {
+        let c = self.client().await?;
+        c.execute(sql, args).await.map_err(pg)
+    }
+
+    /// Upserts a scope's row, applying `set` (an SQL assignment list over `q` and `$2`).
+    async fn upsert_quota(
+        &self,
+        scope: &QuotaScope,
+        insert: (Option<i64>, i64),
+        set: &str,
+        arg: Option<i64>,
+    ) -> MetaResult<Quota> {
+        let sql = format!(
+            "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, $3::BIGINT, $4::BIGINT)
+             ON CONFLICT (scope) DO UPDATE SET {set} RETURNING limit_bytes, usage_bytes"
+        );
+        let c = self.client().await?;
+        let row = c
+            .query_one(&sql, &[&scope.to_string(), &arg, &insert.0, &insert.1])
+            .await
+            .map_err(pg)?;
+        Ok(quota_row(*scope, &row))
+    }
+}
+
+#[async_trait]
+impl Metadata for PgMetadata {
+    fn engine(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn properties(&self) -> Vec<(&'static str, u64)> {
+        let s = self.pool.status();
+        vec![
+            ("pool_size", s.size as u64),
+            ("pool_available", s.available as u64),
+            ("pool_waiting", s.waiting as u64),
+        ]
+    }
+
+    async fn schema_version(&self) -> MetaResult<Option<u32>> {
+        let c = self.client().await?;
+        schema_version(&c).await
+    }
+
+    async fn put_domain(&self, d: &Domain) -> MetaResult<()> {
+        let sql = "INSERT INTO domains (name, doc) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = $2";
+        self.exec(sql, &[&d.name, &json(d)]).await.map(drop)
+    }
+    async fn domain(&self, name: &str) -> MetaResult<Option<Domain>> {
+        self.get("domains", "SELECT doc FROM domains WHERE name = $1", &[&name])
+            .await
+    }
+    async fn domains(&self) -> MetaResult<Vec<Domain>> {
+        let mut v: Vec<Domain> = self.all("domains", "SELECT doc FROM domains").await?;
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(v)
+    }
+    async fn put_project(&self, p: &Project) -> MetaResult<()> {
+        let sql = "INSERT INTO projects (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = $2";
+        self.exec(sql, &[&p.id, &json(p)]).await.map(drop)
+    }
+    async fn project(&self, id: Uuid) -> MetaResult<Option<Project>> {
+        self.get("projects", "SELECT doc FROM projects WHERE id = $1", &[&id])
+            .await
+    }
+    async fn projects(&self) -> MetaResult<Vec<Project>> {
+        let mut v: Vec<Project> = self.all("projects", "SELECT doc FROM projects").await?;
+        v.sort_by_key(|p| p.id);
+        Ok(v)
+    }
+    async fn put_user(&self, u: &User) -> MetaResult<()> {
+        let sql = "INSERT INTO users (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = $2";
+        self.exec(sql, &[&u.id, &json(u)]).await.map(drop)
+    }
+    async fn user(&self, id: Uuid) -> MetaResult<Option<User>> {
+        self.get("users", "SELECT doc FROM users WHERE id = $1", &[&id]).await
+    }
+    async fn users(&self) -> MetaResult<Vec<User>> {
+        let mut v: Vec<User> = self.all("users", "SELECT doc FROM users").await?;
+        v.sort_by_key(|u| u.id);
+        Ok(v)
+    }
+    async fn keypair(&self, access_key: &str) -> MetaResult<Option<Keypair>> {
+        self.get(
+            "keypairs",
+            "SELECT doc FROM keypairs WHERE access_key = $1",
+            &[&access_key],
+        )
+        .await
+    }
+    async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()> {
+        let sql = "INSERT INTO keypairs (access_key, doc) VALUES ($1, $2)
+                   ON CONFLICT (access_key) DO UPDATE SET doc = $2";
+        self.exec(sql, &[&kp.access_key, &json(kp)]).await.map(drop)
+    }
+    async fn delete_keypair(&self, access_key: &str) -> MetaResult<()> {
+        self.exec("DELETE FROM keypairs WHERE access_key = $1", &[&access_key])
+            .await
+            .map(drop)
+    }
+    async fn keypairs(&self) -> MetaResult<Vec<Keypair>> {
+        let mut v: Vec<Keypair> = self.all("keypairs", "SELECT doc FROM keypairs").await?;
+        v.sort_by(|a, b| a.access_key.cmp(&b.access_key));
+        Ok(v)
+    }
+
+    async fn create_bucket(&self, b: &BucketRecord) -> MetaResult<bool> {
+        let sql = "INSERT INTO buckets (domain, name, doc) VALUES ($1, $2, $3) ON CONFLICT (domain, name) DO NOTHING";
+        Ok(self.exec(sql, &[&b.domain, &b.name, &json(b)]).await? == 1)
+    }
+    async fn put_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
+        let sql = "INSERT INTO buckets (domain, name, doc) VALUES ($1, $2, $3)
+                   ON CONFLICT (domain, name) DO UPDATE SET doc = $3";
+        self.exec(sql, &[&b.domain, &b.name, &json(b)]).await.map(drop)
+    }
+    async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>> {
+        let sql = "SELECT doc FROM buckets WHERE domain = $1 AND name = $2";
+        self.get("buckets", sql, &[&domain, &name]).await
+    }
+    async fn buckets(&self) -> MetaResult<Vec<BucketRecord>> {
+        let mut v: Vec<BucketRecord> = self.all("buckets", "SELECT doc FROM buckets").await?;
+        v.sort_by(|a, b| (&a.domain, &a.name).cmp(&(&b.domain, &b.name)));
+        Ok(v)
+    }
+    async fn delete_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await.map_err(pg)?;
+        let f = &b.folder_id;
+        tx.execute(
+            "DELETE FROM parts WHERE upload_id IN (SELECT upload_id FROM uploads WHERE folder_id = $1)",
+            &[f],
+        )
+        .await
+        .map_err(pg)?;
+        for table in ["uploads", "objects", "publishing"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE folder_id = $1"), &[f])
+                .await
+                .map_err(pg)?;
+        }
+        tx.execute(
+            "DELETE FROM buckets WHERE domain = $1 AND name = $2",
+            &[&b.domain, &b.name],
+        )
+        .await
+        .map_err(pg)?;
+        tx.commit().await.map_err(pg)
+    }
+
+    async fn quota(&self, scope: &QuotaScope) -> MetaResult<Option<Quota>> {
+        let c = self.client().await?;
+        let row = c
+            .query_opt(
+                "SELECT limit_bytes, usage_bytes FROM quotas WHERE scope = $1",
+                &[&scope.to_string()],
+            )
+            .await
+            .map_err(pg)?;
+        Ok(row.map(|r| quota_row(*scope, &r)))
+    }
+    async fn quotas(&self) -> MetaResult<Vec<Quota>> {
+        let c = self.client().await?;
+        let rows = c
+            .query("SELECT scope, limit_bytes, usage_bytes FROM quotas ORDER BY scope", &[])
+            .await
+            .map_err(pg)?;
+        rows.iter()
+            .map(|r| {
+                let scope: String = r.get(0);
+                let scope = scope
+                    .parse()
+                    .map_err(|e| MetaError::Postgres(format!("quota scope {scope}: {e}")))?;
+                Ok(Quota {
+                    scope,
+                    limit_bytes: r.get::<_, Option<i64>>(1).map(|l| l.max(0) as u64),
+                    usage_bytes: r.get::<_, i64>(2).max(0) as u64,
+                })
+            })
+            .collect()
+    }
+    async fn charge(&self, scope: &QuotaScope, delta: i64, _sync: bool) -> MetaResult<Charge> {
+        if delta == 0 {
+            return Ok(Charge::Done);
+        }
+        // One statement: the row is locked for the check and the update, so charges from any
+        // number of gateways serialize on it. A refused charge updates nothing and returns no row.
+        let c = self.client().await?;
+        let done = c
+            .query_opt(
+                "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, NULL, GREATEST($2::BIGINT, 0))
+                 ON CONFLICT (scope) DO UPDATE SET usage_bytes = GREATEST(q.usage_bytes + $2::BIGINT, 0)
+                 WHERE $2::BIGINT <= 0 OR q.limit_bytes IS NULL OR q.usage_bytes + $2::BIGINT <= q.limit_bytes
+                 RETURNING usage_bytes",
+                &[&scope.to_string(), &delta],
+            )
+            .await
+            .map_err(pg)?;
+        if done.is_some() {
+            return Ok(Charge::Done);
+        }
+        // Give the connection back before taking another: tasks holding one each while waiting
+        // for a second would starve the pool.
+        drop(c);
+        let q = self.quota(scope).await?;
+        Ok(match q {
+            Some(Quota {
+                limit_bytes: Some(limit),
+                usage_bytes,
+                ..
+            }) => Charge::Refused {
+                usage: usage_bytes,
+                limit,
+            },
+            // The limit was lifted between the two statements: try again.
+            _ => return self.charge(scope, delta, true).await,
+        })
+    }
+    async fn set_quota_limit(&self, scope: &QuotaScope, limit: Option<u64>) -> MetaResult<Quota> {
+        let limit = limit.map(|l| l.min(i64::MAX as u64) as i64);
+        self.upsert_quota(scope, (limit, 0), "limit_bytes = $2::BIGINT", limit)
+            .await
+    }
+    async fn set_quota_usage(&self, scope: &QuotaScope, usage: u64) -> MetaResult<Quota> {
+        let usage = usage.min(i64::MAX as u64) as i64;
+        self.upsert_quota(scope, (None, usage), "usage_bytes = $2::BIGINT", Some(usage))
+            .await
+    }
+
+    async fn object(&self, folder: Uuid, key: &str) -> MetaResult<Option<ObjectRecord>> {
+        let sql = "SELECT doc FROM objects WHERE folder_id = $1 AND key = $2";
+        self.get("objects", sql, &[&folder, &key.as_bytes()]).await
+    }
+    async fn objects(&self, folder: Uuid, keys: &[&str]) -> MetaResult<Vec<Option<ObjectRecord>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        let c = self.client().await?;
+        let rows = c
+            .query(
+                "SELECT key, doc FROM objects WHERE folder_id = $1 AND key = ANY($2)",
+                &[&folder, &wanted],
+            )
+            .await
+            .map_err(pg)?;
+        let mut found = std::collections::HashMap::with_capacity(rows.len());
+        for r in &rows {
+            found.insert(r.get::<_, Vec<u8>>(0), doc::<ObjectRecord>("objects", r, 1)?);
+        }
+        Ok(keys.iter().map(|k| found.get(k.as_bytes()).cloned()).collect())
+    }
+    async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()> {
+        let sql = "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
+                   ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3";
+        self.exec(sql, &[&folder, &key.as_bytes(), &json(rec)]).await.map(drop)
+    }
+    async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()> {
+        let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
+        self.exec(sql, &[&folder, &key.as_bytes()]).await.map(drop)
+    }
+    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> MetaResult<()> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await.map_err(pg)?;
+        tx.execute(
+            "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
+             ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3",
+            &[&folder, &key.as_bytes(), &json(rec)],
+        )
+        .await
+        .map_err(pg)?;
+        tx.execute(
+            "INSERT INTO publishing (folder_id, key, since_ms) VALUES ($1, $2, $3)
+             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = $3",
+            &[&folder, &key.as_bytes(), &now_ms],
+        )
+        .await
+        .map_err(pg)?;
+        tx.commit().await.map_err(pg)
+    }
+    async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await.map_err(pg)?;
+        let k = key.as_bytes();
+        match rec {
+            Some(r) => {
+                tx.execute(
+                    "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
+                     ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3",
+                    &[&folder, &k, &json(r)],
+                )
+                .await
+            }
+            None => {
+                tx.execute("DELETE FROM objects WHERE folder_id = $1 AND key = $2", &[&folder, &k])
+                    .await
+            }
+        }
+        .map_err(pg)?;
+        tx.execute(
+            "DELETE FROM publishing WHERE folder_id = $1 AND key = $2",
+            &[&folder, &k],
+        )
+        .await
+        .map_err(pg)?;
+        tx.commit().await.map_err(pg)
+    }
+    async fn publishing(&self) -> MetaResult<Vec<(Uuid, String)>> {
+        let c = self.client().await?;
+        let rows = c
+            .query("SELECT folder_id, key FROM publishing ORDER BY folder_id, key", &[])
+            .await
+            .map_err(pg)?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Some((r.get(0), String::from_utf8(r.get(1)).ok()?)))
+            .collect())
+    }
+
+    async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()> {
+        let sql = "INSERT INTO uploads (folder_id, key, upload_id, doc) VALUES ($1, $2, $3, $4)
+                   ON CONFLICT (folder_id, key, upload_id) DO UPDATE SET doc = $4";
+        let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+            &folder,
+            &up.key.as_bytes(),
+            &up.upload_id.as_str().as_bytes(),
+            &json(up),
+        ];
+        self.exec(sql, &args).await.map(drop)
+    }
+    async fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<Option<UploadRecord>> {
+        let sql = "SELECT doc FROM uploads WHERE folder_id = $1 AND key = $2 AND upload_id = $3";
+        self.get(
+            "uploads",
+            sql,
+            &[&folder, &key.as_bytes(), &upload_id.as_str().as_bytes()],
+        )
+        .await
+    }
+    async fn uploads(
+        &self,
+        folder: Uuid,
+        prefix: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> MetaResult<Vec<UploadRecord>> {
+        let lo = prefix.as_bytes();
+        let hi = successor(lo);
+        let (ak, aid) = match after {
+            Some((k, id)) => (Some(k.as_bytes()), Some(id.as_bytes())),
+            None => (None, None),
+        };
+        let limit = limit.min(i64::MAX as usize) as i64;
+        let c = self.client().await?;
+        let rows = c
+            .query(
+                "SELECT doc FROM uploads
+                 WHERE folder_id = $1 AND key >= $2 AND ($3::BYTEA IS NULL OR key < $3)
+                   AND ($4::BYTEA IS NULL OR (key, upload_id) > ($4, $5))
+                 ORDER BY key, upload_id LIMIT $6",
+                &[&folder, &lo, &hi.as_deref(), &ak, &aid, &limit],
+            )
+            .await
+            .map_err(pg)?;
+        rows.iter().map(|r| doc("uploads", r, 0)).collect()
+    }
+    async fn count_uploads(&self) -> MetaResult<u64> {
+        let c = self.client().await?;
+        let row = c.query_one("SELECT count(*) FROM uploads", &[]).await.map_err(pg)?;
+        Ok(row.get::<_, i64>(0).max(0) as u64)
+    }
+    async fn put_part(&self, upload_id: &UploadId, part: &PartRecord) -> MetaResult<()> {
+        let sql = "INSERT INTO parts (upload_id, part_number, doc) VALUES ($1, $2, $3)
+                   ON CONFLICT (upload_id, part_number) DO UPDATE SET doc = $3";
+        let n = part.part_number as i64;
+        self.exec(sql, &[&upload_id.as_str().as_bytes(), &n, &json(part)])
+            .await
+            .map(drop)
+    }
+    async fn part(&self, upload_id: &UploadId, part: u32) -> MetaResult<Option<PartRecord>> {
+        let sql = "SELECT doc FROM parts WHERE upload_id = $1 AND part_number = $2";
+        self.get("parts", sql, &[&upload_id.as_str().as_bytes(), &(part as i64)])
+            .await
+    }
+    async fn parts(&self, upload_id: &UploadId) -> MetaResult<Vec<PartRecord>> {
+        let c = self.client().await?;
+        let rows = c
+            .query(
+                "SELECT doc FROM parts WHERE upload_id = $1 ORDER BY part_number",
+                &[&upload_id.as_str().as_bytes()],
+            )
+            .await
+            .map_err(pg)?;
+        rows.iter().map(|r| doc("parts", r, 0)).collect()
+    }
+    async fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<()> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await.map_err(pg)?;
+        forget_upload(&tx, folder, key, upload_id).await?;
+        tx.commit().await.map_err(pg)
+    }
+    async fn complete_upload(
+        &self,
+        folder: Uuid,
+        key: &str,
+        upload_id: &UploadId,
+        rec: &ObjectRecord,
+    ) -> MetaResult<()> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await.map_err(pg)?;
+        forget_upload(&tx, folder, key, upload_id).await?;
+        tx.execute(
+            "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
+             ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3",
+            &[&folder, &key.as_bytes(), &json(rec)],
+        )
+        .await
+        .map_err(pg)?;
+        tx.commit().await.map_err(pg)
+    }
+}
+
+async fn forget_upload(
+    tx: &deadpool_postgres::Transaction<'_>,
+    folder: Uuid,
+    key: &str,
+    upload_id: &UploadId,
+) -> MetaResult<()> {
+    let id = upload_id.as_str().as_bytes();
+    tx.execute(
+        "DELETE FROM uploads WHERE folder_id = $1 AND key = $2 AND upload_id = $3",
+        &[&folder, &key.as_bytes(), &id],
+    )
+    .await
+    .map_err(pg)?;
+    tx.execute("DELETE FROM parts WHERE upload_id = $1", &[&id])
+        .await
+        .map_err(pg)?;
+    Ok(())
+}
+
+async fn schema_version(c: &tokio_postgres::Client) -> MetaResult<Option<u32>> {
+    let row = c
+        .query_one("SELECT max(version) FROM penstock_schema", &[])
+        .await
+        .map_err(pg)?;
+    Ok(row.get::<_, Option<i32>>(0).map(|v| v.max(0) as u32))
+}
+
+/// The smallest byte string greater than every string that starts with `prefix`; `None` when no
+/// such bound exists (an empty prefix, or one of 0xff bytes only).
+fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xff {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+fn quota_row(scope: QuotaScope, r: &Row) -> Quota {
+    Quota {
+        scope,
+        limit_bytes: r.get::<_, Option<i64>>(0).map(|l| l.max(0) as u64),
+        usage_bytes: r.get::<_, i64>(1).max(0) as u64,
+    }
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("records serialize")
+}
+
+fn doc<T: DeserializeOwned>(table: &'static str, r: &Row, col: usize) -> MetaResult<T> {
+    let text: &str = r.get(col);
+    serde_json::from_str(text).map_err(|err| MetaError::Corrupt { cf: table, err })
+}
+
+/// A failed statement: the database unreachable (connection refused, closed, reset, timed out,
+/// or the server shutting down), or a statement it refused.
+fn pg(e: tokio_postgres::Error) -> MetaError {
+    let shutting_down = [
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+    ];
+    if let Some(db) = e.as_db_error() {
+        let text = format!("{} ({})", db.message(), db.code().code());
+        return if shutting_down.contains(db.code()) {
+            MetaError::Unavailable(text)
+        } else {
+            MetaError::Postgres(text)
+        };
+    }
+    let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+    let text = e.to_string();
+    if e.is_closed() || io || text.starts_with("error connecting") || text.starts_with("timeout") {
+        MetaError::Unavailable(text)
+    } else {
+        MetaError::Postgres(text)
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::successor;
+
+    #[test]
+    fn successor_bounds_every_string_with_the_prefix() {
+        assert_eq!(successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(successor(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(successor(b"\xff\xff"), None);
+        assert_eq!(successor(b""), None);
+    }
+}

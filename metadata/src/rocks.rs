@@ -1,0 +1,296 @@
+//! The embedded engine: [`Metadata`] over the RocksDB [`Store`], for one gateway process.
+//!
+//! Writes and scans run on tokio's blocking pool, as a write may wait for a WAL fsync. Point
+//! reads of tenancy records (keypairs, users, buckets, domains, projects) run on the calling
+//! task: those column families are small and hot, RocksDB answers them from memory in
+//! microseconds, and every request makes several of them, so the trip to the pool would cost more
+//! than the read.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use crate::engine::{Charge, MetaResult, Metadata};
+use crate::{
+    BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
+    UploadRecord, User,
+};
+
+/// The RocksDB engine. Only one process opens a store, so an in-process lock is a complete
+/// guard for the read-check-write of a quota charge.
+pub struct RocksMetadata {
+    store: Arc<Store>,
+    quota: Arc<Mutex<()>>,
+}
+
+impl RocksMetadata {
+    /// Serves an opened store.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store: Arc::new(store),
+            quota: Arc::new(Mutex::new(())),
+        }
+    }
+
+    /// The store itself, for tools that work on it offline.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> MetaResult<T> + Send + 'static,
+    ) -> MetaResult<T> {
+        let store = self.store.clone();
+        let span = tracing::debug_span!("metadata");
+        tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
+            .await
+            .map_err(|e| MetaError::Task(e.to_string()))?
+    }
+
+    /// Reads a scope's record, lets `f` change it and writes it back if `f` says so, all under
+    /// the engine's quota lock; answers the record and whether it was written. A synced update
+    /// waits for the WAL and so runs on the blocking pool; an unsynced one is a memtable insert
+    /// and runs here.
+    async fn update_quota(
+        &self,
+        scope: QuotaScope,
+        sync: bool,
+        f: impl FnOnce(&mut Quota) -> bool + Send + 'static,
+    ) -> MetaResult<(Quota, bool)> {
+        let lock = self.quota.clone();
+        let run = move |s: &Store| {
+            let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut q = s.quota(&scope)?.unwrap_or(Quota {
+                scope,
+                limit_bytes: None,
+                usage_bytes: 0,
+            });
+            let write = f(&mut q);
+            if write {
+                s.put_quota_opt(&q, sync)?;
+            }
+            Ok((q, write))
+        };
+        if sync {
+            self.blocking(run).await
+        } else {
+            run(&self.store)
+        }
+    }
+}
+
+#[async_trait]
+impl Metadata for RocksMetadata {
+    fn engine(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn properties(&self) -> Vec<(&'static str, u64)> {
+        self.store.db_properties()
+    }
+
+    async fn schema_version(&self) -> MetaResult<Option<u32>> {
+        self.store.schema_version()
+    }
+
+    async fn put_domain(&self, d: &Domain) -> MetaResult<()> {
+        let d = d.clone();
+        self.blocking(move |s| s.put_domain(&d)).await
+    }
+    async fn domain(&self, name: &str) -> MetaResult<Option<Domain>> {
+        self.store.domain(name)
+    }
+    async fn domains(&self) -> MetaResult<Vec<Domain>> {
+        self.blocking(|s| s.domains()).await
+    }
+    async fn put_project(&self, p: &Project) -> MetaResult<()> {
+        let p = p.clone();
+        self.blocking(move |s| s.put_project(&p)).await
+    }
+    async fn project(&self, id: Uuid) -> MetaResult<Option<Project>> {
+        self.store.project(id)
+    }
+    async fn projects(&self) -> MetaResult<Vec<Project>> {
+        self.blocking(|s| s.projects()).await
+    }
+    async fn put_user(&self, u: &User) -> MetaResult<()> {
+        let u = u.clone();
+        self.blocking(move |s| s.put_user(&u)).await
+    }
+    async fn user(&self, id: Uuid) -> MetaResult<Option<User>> {
+        self.store.user(id)
+    }
+    async fn users(&self) -> MetaResult<Vec<User>> {
+        self.blocking(|s| s.users()).await
+    }
+    async fn keypair(&self, access_key: &str) -> MetaResult<Option<Keypair>> {
+        self.store.keypair(access_key)
+    }
+    async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()> {
+        let kp = kp.clone();
+        self.blocking(move |s| s.put_keypair(&kp)).await
+    }
+    async fn delete_keypair(&self, access_key: &str) -> MetaResult<()> {
+        let ak = access_key.to_owned();
+        self.blocking(move |s| s.delete_keypair(&ak)).await
+    }
+    async fn keypairs(&self) -> MetaResult<Vec<Keypair>> {
+        self.blocking(|s| s.keypairs()).await
+    }
+
+    async fn create_bucket(&self, b: &BucketRecord) -> MetaResult<bool> {
+        let b = b.clone();
+        self.blocking(move |s| s.create_bucket(&b)).await
+    }
+    async fn put_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
+        let b = b.clone();
+        self.blocking(move |s| s.put_bucket(&b)).await
+    }
+    async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>> {
+        self.store.bucket(domain, name)
+    }
+    async fn buckets(&self) -> MetaResult<Vec<BucketRecord>> {
+        self.blocking(|s| s.buckets()).await
+    }
+    async fn delete_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
+        let b = b.clone();
+        self.blocking(move |s| s.delete_bucket(&b)).await
+    }
+
+    async fn quota(&self, scope: &QuotaScope) -> MetaResult<Option<Quota>> {
+        self.store.quota(scope)
+    }
+    async fn quotas(&self) -> MetaResult<Vec<Quota>> {
+        self.blocking(|s| s.quotas()).await
+    }
+    async fn charge(&self, scope: &QuotaScope, delta: i64, sync: bool) -> MetaResult<Charge> {
+        if delta == 0 {
+            return Ok(Charge::Done);
+        }
+        let (q, written) = self
+            .update_quota(*scope, sync, move |q| {
+                let new = (q.usage_bytes as i64).saturating_add(delta).max(0) as u64;
+                let refused = delta > 0 && q.limit_bytes.is_some_and(|limit| new > limit);
+                if !refused {
+                    q.usage_bytes = new;
+                }
+                !refused
+            })
+            .await?;
+        Ok(match (written, q.limit_bytes) {
+            (false, Some(limit)) => Charge::Refused {
+                usage: q.usage_bytes,
+                limit,
+            },
+            _ => Charge::Done,
+        })
+    }
+    async fn set_quota_limit(&self, scope: &QuotaScope, limit: Option<u64>) -> MetaResult<Quota> {
+        let (q, _) = self
+            .update_quota(*scope, true, move |q| {
+                q.limit_bytes = limit;
+                true
+            })
+            .await?;
+        Ok(q)
+    }
+    async fn set_quota_usage(&self, scope: &QuotaScope, usage: u64) -> MetaResult<Quota> {
+        let (q, _) = self
+            .update_quota(*scope, true, move |q| {
+                q.usage_bytes = usage;
+                true
+            })
+            .await?;
+        Ok(q)
+    }
+
+    async fn object(&self, folder: Uuid, key: &str) -> MetaResult<Option<ObjectRecord>> {
+        let key = key.to_owned();
+        self.blocking(move |s| s.object(folder, &key)).await
+    }
+    async fn objects(&self, folder: Uuid, keys: &[&str]) -> MetaResult<Vec<Option<ObjectRecord>>> {
+        let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+        self.blocking(move |s| s.objects(folder, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
+            .await
+    }
+    async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()> {
+        let (key, rec) = (key.to_owned(), rec.clone());
+        self.blocking(move |s| s.put_object(folder, &key, &rec)).await
+    }
+    async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()> {
+        let key = key.to_owned();
+        self.blocking(move |s| s.delete_object(folder, &key)).await
+    }
+    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> MetaResult<()> {
+        let (key, rec) = (key.to_owned(), rec.clone());
+        self.blocking(move |s| s.begin_publish(folder, &key, &rec, now_ms))
+            .await
+    }
+    async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()> {
+        let (key, rec) = (key.to_owned(), rec.cloned());
+        self.blocking(move |s| s.end_publish(folder, &key, rec.as_ref())).await
+    }
+    async fn publishing(&self) -> MetaResult<Vec<(Uuid, String)>> {
+        self.blocking(|s| s.publishing()).await
+    }
+
+    async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()> {
+        let up = up.clone();
+        self.blocking(move |s| s.put_upload(folder, &up)).await
+    }
+    async fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<Option<UploadRecord>> {
+        let (key, id) = (key.to_owned(), upload_id.clone());
+        self.blocking(move |s| s.upload(folder, &key, &id)).await
+    }
+    async fn uploads(
+        &self,
+        folder: Uuid,
+        prefix: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> MetaResult<Vec<UploadRecord>> {
+        let prefix = prefix.to_owned();
+        let after = after.map(|(k, id)| (k.to_owned(), id.to_owned()));
+        self.blocking(move |s| {
+            let mut out = Vec::new();
+            let after = after.as_ref().map(|(k, id)| (k.as_str(), id.as_str()));
+            s.uploads(folder, &prefix, after, |u| {
+                out.push(u);
+                out.len() < limit
+            })?;
+            Ok(out)
+        })
+        .await
+    }
+    async fn count_uploads(&self) -> MetaResult<u64> {
+        self.blocking(|s| s.count_uploads()).await
+    }
+    async fn put_part(&self, upload_id: &UploadId, part: &PartRecord) -> MetaResult<()> {
+        let (id, part) = (upload_id.clone(), part.clone());
+        self.blocking(move |s| s.put_part(&id, &part)).await
+    }
+    async fn part(&self, upload_id: &UploadId, part: u32) -> MetaResult<Option<PartRecord>> {
+        let id = upload_id.clone();
+        self.blocking(move |s| s.part(&id, part)).await
+    }
+    async fn parts(&self, upload_id: &UploadId) -> MetaResult<Vec<PartRecord>> {
+        let id = upload_id.clone();
+        self.blocking(move |s| s.parts(&id)).await
+    }
+    async fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<()> {
+        let (key, id) = (key.to_owned(), upload_id.clone());
+        self.blocking(move |s| s.delete_upload(folder, &key, &id)).await
+    }
+    async fn complete_upload(
+        &self,
+        folder: Uuid,
+        key: &str,
+        upload_id: &UploadId,
+        rec: &ObjectRecord,
+    ) -> MetaResult<()> {
+        let (key, id, rec) = (key.to_owned(), upload_id.clone(), rec.clone());
+        self.blocking(move |s| s.complete_upload(folder, &key, &id, &rec)).await
+    }
+}

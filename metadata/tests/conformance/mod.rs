@@ -1,0 +1,350 @@
+//! What every metadata engine must do, checked through the [`Metadata`] interface alone. Each
+//! engine's test file opens a fresh, empty engine and hands it to [`run`]; a shared engine
+//! (PostgreSQL) must also hold these properties when the calls come from several gateways, which
+//! the races below exercise from many tasks at once.
+
+use std::sync::Arc;
+
+use penstock_metadata::{
+    BucketRecord, Charge, Checksums, Domain, Fingerprint, Keypair, Metadata, ObjectAttrs, ObjectRecord, PartRecord,
+    Perm, Project, QuotaScope, Role, UploadId, UploadRecord, UsageMode, User,
+};
+use uuid::Uuid;
+
+/// Runs every check against `m`, a fresh engine with no records.
+pub async fn run(m: Arc<dyn Metadata>) {
+    tenants(m.as_ref()).await;
+    buckets(m.as_ref()).await;
+    bucket_name_race(m.clone()).await;
+    quotas(m.as_ref()).await;
+    quota_race(m.clone()).await;
+    objects(m.as_ref()).await;
+    publishing(m.as_ref()).await;
+    multipart(m.as_ref()).await;
+    delete_bucket_takes_its_records(m.as_ref()).await;
+}
+
+fn bucket(domain: &str, name: &str) -> BucketRecord {
+    BucketRecord {
+        name: name.to_owned(),
+        domain: domain.to_owned(),
+        folder_id: Uuid::new_v4(),
+        volume: "local".to_owned(),
+        quota_scope: QuotaScope::user(Uuid::new_v4()),
+        created_ms: 1_700_000_000_000,
+        usage_mode: UsageMode::General,
+        permission: Perm::Rw,
+        grants: Default::default(),
+    }
+}
+
+/// An object record whose fields all differ with `seed`, so a mixed-up record shows.
+pub fn object(seed: u64) -> ObjectRecord {
+    let mut attrs = ObjectAttrs { content_type: Some(format!("type/{seed}")), ..Default::default() };
+    attrs.user_metadata.insert("seed".into(), seed.to_string());
+    let checksums = Checksums { crc32c: Some(format!("crc-{seed}")), ..Default::default() };
+    ObjectRecord {
+        etag: format!("{seed:032x}"),
+        fingerprint: Fingerprint { inode: seed, size: seed * 10, mtime_ns: seed as i128 * 1_000_000_007 },
+        attrs,
+        checksums,
+        tags: vec![("k".into(), seed.to_string())],
+        parts: Vec::new(),
+        upload_id: None,
+        replaces: None,
+    }
+}
+
+fn upload(key: &str, id: &UploadId) -> UploadRecord {
+    UploadRecord {
+        upload_id: id.clone(),
+        key: key.to_owned(),
+        initiated_ms: 1_700_000_000_000,
+        initiator: "PKTEST".to_owned(),
+        attrs: ObjectAttrs::default(),
+        tags: Vec::new(),
+        checksum_algorithm: None,
+        checksum_type: None,
+    }
+}
+
+fn part(n: u32, size: u64) -> PartRecord {
+    PartRecord {
+        part_number: n,
+        md5_hex: format!("{n:032x}"),
+        size,
+        last_modified_ms: 1_700_000_000_000 + n as i64,
+        checksums: Checksums::default(),
+        fingerprint: None,
+    }
+}
+
+async fn tenants(m: &dyn Metadata) {
+    assert_eq!(m.domain("acme").await.unwrap(), None);
+    for name in ["zeta", "acme"] {
+        let d = Domain { name: name.into(), created_ms: 5 };
+        m.put_domain(&d).await.unwrap();
+    }
+    let names: Vec<String> = m.domains().await.unwrap().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["acme", "zeta"], "domains come back by name");
+
+    let p = Project { id: Uuid::new_v4(), domain: "acme".into(), name: "ml".into(), created_ms: 6 };
+    m.put_project(&p).await.unwrap();
+    assert_eq!(m.project(p.id).await.unwrap(), Some(p.clone()));
+    assert_eq!(m.projects().await.unwrap(), vec![p.clone()]);
+
+    let mut u = User {
+        id: Uuid::new_v4(),
+        domain: "acme".into(),
+        name: "alice".into(),
+        role: Role::User,
+        projects: [p.id].into(),
+        created_ms: 7,
+    };
+    m.put_user(&u).await.unwrap();
+    u.role = Role::DomainAdmin;
+    m.put_user(&u).await.unwrap();
+    assert_eq!(m.user(u.id).await.unwrap(), Some(u.clone()), "a put replaces");
+    assert_eq!(m.users().await.unwrap().len(), 1);
+
+    let kp = |ak: &str| Keypair {
+        access_key: ak.into(),
+        sealed_secret: format!("sealed-{ak}"),
+        user_id: u.id,
+        enabled: true,
+        created_ms: 8,
+    };
+    m.put_keypair(&kp("PKB")).await.unwrap();
+    m.put_keypair(&kp("PKA")).await.unwrap();
+    let mut off = kp("PKB");
+    off.enabled = false;
+    m.put_keypair(&off).await.unwrap();
+    assert_eq!(m.keypair("PKB").await.unwrap(), Some(off));
+    let aks: Vec<String> = m.keypairs().await.unwrap().into_iter().map(|k| k.access_key).collect();
+    assert_eq!(aks, ["PKA", "PKB"], "keypairs come back by access key");
+    m.delete_keypair("PKB").await.unwrap();
+    assert_eq!(m.keypair("PKB").await.unwrap(), None);
+    assert_eq!(m.keypairs().await.unwrap().len(), 1);
+}
+
+async fn buckets(m: &dyn Metadata) {
+    let a = bucket("d1", "data");
+    assert!(m.create_bucket(&a).await.unwrap());
+    assert!(!m.create_bucket(&bucket("d1", "data")).await.unwrap(), "a taken name is refused");
+    assert_eq!(m.bucket("d1", "data").await.unwrap(), Some(a.clone()), "the first keeps it");
+    // The same name in another domain is another bucket.
+    let b = bucket("d2", "data");
+    assert!(m.create_bucket(&b).await.unwrap());
+    assert!(m.create_bucket(&bucket("d1", "cache")).await.unwrap());
+    let all: Vec<(String, String)> = m.buckets().await.unwrap().into_iter().map(|b| (b.domain, b.name)).collect();
+    assert_eq!(
+        all,
+        [("d1".into(), "cache".into()), ("d1".into(), "data".into()), ("d2".into(), "data".into())],
+        "buckets come back by domain and name"
+    );
+    let mut changed = a.clone();
+    changed.grants.insert(Uuid::new_v4(), Perm::Ro);
+    changed.permission = Perm::Wd;
+    m.put_bucket(&changed).await.unwrap();
+    assert_eq!(m.bucket("d1", "data").await.unwrap(), Some(changed.clone()));
+    m.delete_bucket(&changed).await.unwrap();
+    assert_eq!(m.bucket("d1", "data").await.unwrap(), None);
+    assert_eq!(m.bucket("d2", "data").await.unwrap(), Some(b));
+}
+
+/// Many creators of one name at once: exactly one wins, and the record is the winner's.
+async fn bucket_name_race(m: Arc<dyn Metadata>) {
+    let tries: Vec<BucketRecord> = (0..16).map(|_| bucket("race", "contested")).collect();
+    let tasks: Vec<_> = tries
+        .iter()
+        .cloned()
+        .map(|b| {
+            let m = m.clone();
+            tokio::spawn(async move { m.create_bucket(&b).await.unwrap() })
+        })
+        .collect();
+    let mut won = Vec::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        if t.await.unwrap() {
+            won.push(i);
+        }
+    }
+    assert_eq!(won.len(), 1, "exactly one CreateBucket wins: {won:?}");
+    let stored = m.bucket("race", "contested").await.unwrap().unwrap();
+    assert_eq!(stored.folder_id, tries[won[0]].folder_id);
+}
+
+async fn quotas(m: &dyn Metadata) {
+    let s = QuotaScope::project(Uuid::new_v4());
+    assert_eq!(m.quota(&s).await.unwrap(), None);
+    // Without a limit anything fits; usage is created on first charge.
+    assert_eq!(m.charge(&s, 700, true).await.unwrap(), Charge::Done);
+    assert_eq!(m.quota(&s).await.unwrap().unwrap().usage_bytes, 700);
+    let q = m.set_quota_limit(&s, Some(1000)).await.unwrap();
+    assert_eq!((q.limit_bytes, q.usage_bytes), (Some(1000), 700), "a new limit keeps the usage");
+    assert_eq!(m.charge(&s, 300, false).await.unwrap(), Charge::Done, "up to the limit fits");
+    assert_eq!(m.charge(&s, 1, true).await.unwrap(), Charge::Refused { usage: 1000, limit: 1000 });
+    assert_eq!(m.quota(&s).await.unwrap().unwrap().usage_bytes, 1000, "a refusal changes nothing");
+    // Refunds are never refused and never go below zero.
+    assert_eq!(m.charge(&s, -400, true).await.unwrap(), Charge::Done);
+    let q = m.set_quota_limit(&s, Some(100)).await.unwrap();
+    assert_eq!(q.usage_bytes, 600, "a limit below the usage is allowed");
+    assert_eq!(m.charge(&s, -50, true).await.unwrap(), Charge::Done, "shrinking under a lowered limit");
+    assert!(matches!(m.charge(&s, 1, true).await.unwrap(), Charge::Refused { .. }));
+    assert_eq!(m.charge(&s, -10_000, true).await.unwrap(), Charge::Done);
+    assert_eq!(m.quota(&s).await.unwrap().unwrap().usage_bytes, 0);
+    let q = m.set_quota_usage(&s, 42).await.unwrap();
+    assert_eq!((q.limit_bytes, q.usage_bytes), (Some(100), 42), "a rescan keeps the limit");
+    let q = m.set_quota_limit(&s, None).await.unwrap();
+    assert_eq!((q.limit_bytes, q.usage_bytes), (None, 42));
+    assert!(m.quotas().await.unwrap().iter().any(|q| q.scope == s && q.usage_bytes == 42));
+    assert_eq!(m.charge(&s, 0, true).await.unwrap(), Charge::Done);
+}
+
+/// Writers racing against one limit end with exactly the writes that fit.
+async fn quota_race(m: Arc<dyn Metadata>) {
+    let s = QuotaScope::user(Uuid::new_v4());
+    m.set_quota_limit(&s, Some(10_000)).await.unwrap();
+    let tasks: Vec<_> = (0..48)
+        .map(|i| {
+            let m = m.clone();
+            tokio::spawn(async move { m.charge(&s, 700, i % 2 == 0).await.unwrap() })
+        })
+        .collect();
+    let mut done = 0;
+    for t in tasks {
+        if t.await.unwrap() == Charge::Done {
+            done += 1;
+        }
+    }
+    assert_eq!(done, 10_000 / 700, "exactly the charges that fit succeed");
+    assert_eq!(m.quota(&s).await.unwrap().unwrap().usage_bytes, done * 700);
+}
+
+async fn objects(m: &dyn Metadata) {
+    let (f, other) = (Uuid::new_v4(), Uuid::new_v4());
+    assert_eq!(m.object(f, "a").await.unwrap(), None);
+    m.put_object(f, "a", &object(1)).await.unwrap();
+    m.put_object(f, "dir/b", &object(2)).await.unwrap();
+    m.put_object(other, "a", &object(3)).await.unwrap();
+    assert_eq!(m.object(f, "a").await.unwrap(), Some(object(1)));
+    assert_eq!(m.object(other, "a").await.unwrap(), Some(object(3)), "folders are separate");
+    m.put_object(f, "a", &object(4)).await.unwrap();
+    assert_eq!(m.object(f, "a").await.unwrap(), Some(object(4)), "a put replaces");
+    let got = m.objects(f, &["dir/b", "missing", "a"]).await.unwrap();
+    assert_eq!(got, vec![Some(object(2)), None, Some(object(4))], "in the order asked");
+    assert!(m.objects(f, &[]).await.unwrap().is_empty());
+    // Keys are bytes, not text to normalise: case, trailing slashes and odd characters differ.
+    for k in ["A", "a/", "a b", "ключ", "a\u{7f}"] {
+        assert_eq!(m.object(f, k).await.unwrap(), None, "{k:?}");
+    }
+    m.put_object(f, "a/", &object(5)).await.unwrap();
+    assert_eq!(m.object(f, "a/").await.unwrap(), Some(object(5)));
+    m.delete_object(f, "a").await.unwrap();
+    assert_eq!(m.object(f, "a").await.unwrap(), None);
+    assert_eq!(m.object(f, "a/").await.unwrap(), Some(object(5)));
+    m.delete_object(f, "never").await.unwrap();
+    // A record carrying the one it replaces comes back whole.
+    let mut pending = object(6);
+    pending.replaces = Some(Box::new(object(7)));
+    m.put_object(f, "p", &pending).await.unwrap();
+    assert_eq!(m.object(f, "p").await.unwrap(), Some(pending));
+}
+
+async fn publishing(m: &dyn Metadata) {
+    let f = Uuid::new_v4();
+    let mut rec = object(10);
+    rec.replaces = Some(Box::new(object(9)));
+    m.begin_publish(f, "k", &rec, 123).await.unwrap();
+    assert_eq!(m.object(f, "k").await.unwrap(), Some(rec.clone()));
+    assert!(m.publishing().await.unwrap().contains(&(f, "k".to_owned())));
+    m.begin_publish(f, "gone", &object(11), 124).await.unwrap();
+    m.end_publish(f, "k", Some(&object(10))).await.unwrap();
+    m.end_publish(f, "gone", None).await.unwrap();
+    assert_eq!(m.object(f, "k").await.unwrap(), Some(object(10)));
+    assert_eq!(m.object(f, "gone").await.unwrap(), None);
+    assert!(!m.publishing().await.unwrap().iter().any(|(g, _)| *g == f), "both settled");
+}
+
+async fn multipart(m: &dyn Metadata) {
+    let f = Uuid::new_v4();
+    let before = m.count_uploads().await.unwrap();
+    let mut ids: Vec<UploadId> = (0..5).map(|_| UploadId::generate()).collect();
+    // Uploads of one key list in upload id order.
+    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    let keys = ["b", "a/x", "a/y", "b", "c"];
+    for (k, id) in keys.iter().zip(&ids) {
+        m.put_upload(f, &upload(k, id)).await.unwrap();
+    }
+    m.put_upload(Uuid::new_v4(), &upload("a/x", &UploadId::generate())).await.unwrap();
+    assert_eq!(m.count_uploads().await.unwrap(), before + 6);
+    assert_eq!(m.upload(f, "b", &ids[0]).await.unwrap(), Some(upload("b", &ids[0])));
+    assert_eq!(m.upload(f, "c", &ids[0]).await.unwrap(), None, "an id belongs to its key");
+
+    let listed = |v: Vec<UploadRecord>| v.into_iter().map(|u| (u.key, u.upload_id)).collect::<Vec<_>>();
+    let all = listed(m.uploads(f, "", None, 100).await.unwrap());
+    let want = vec![
+        ("a/x".to_owned(), ids[1].clone()),
+        ("a/y".to_owned(), ids[2].clone()),
+        ("b".to_owned(), ids[0].clone()),
+        ("b".to_owned(), ids[3].clone()),
+        ("c".to_owned(), ids[4].clone()),
+    ];
+    assert_eq!(all, want, "by key, then upload id; other folders never show");
+    assert_eq!(listed(m.uploads(f, "a/", None, 100).await.unwrap()), want[..2].to_vec());
+    assert_eq!(listed(m.uploads(f, "", None, 2).await.unwrap()), want[..2].to_vec());
+    // Paging: after a (key, id) position, exclusive.
+    let after = Some(("b", ids[0].as_str()));
+    assert_eq!(listed(m.uploads(f, "", after, 100).await.unwrap()), want[3..].to_vec());
+    // A position that is no record (an id a client made up) still orders by key, then id.
+    let after = Some(("b", ""));
+    assert_eq!(listed(m.uploads(f, "", after, 100).await.unwrap()), want[2..].to_vec());
+    let after = Some(("a/zz", "whatever"));
+    assert_eq!(listed(m.uploads(f, "", after, 100).await.unwrap()), want[2..].to_vec());
+    assert!(m.uploads(f, "zz", None, 100).await.unwrap().is_empty());
+
+    let id = &ids[0];
+    for (n, size) in [(3, 30), (1, 10), (2, 20)] {
+        m.put_part(id, &part(n, size)).await.unwrap();
+    }
+    m.put_part(id, &part(2, 25)).await.unwrap();
+    m.put_part(&ids[3], &part(1, 99)).await.unwrap();
+    let parts: Vec<(u32, u64)> = m.parts(id).await.unwrap().iter().map(|p| (p.part_number, p.size)).collect();
+    assert_eq!(parts, [(1, 10), (2, 25), (3, 30)], "by part number; a put replaces");
+    assert_eq!(m.part(id, 2).await.unwrap(), Some(part(2, 25)));
+    assert_eq!(m.part(id, 4).await.unwrap(), None);
+
+    // Completing records the object and forgets the upload and its parts, in one step.
+    let mut done = object(20);
+    done.upload_id = Some(id.clone());
+    m.complete_upload(f, "b", id, &done).await.unwrap();
+    assert_eq!(m.object(f, "b").await.unwrap(), Some(done));
+    assert_eq!(m.upload(f, "b", id).await.unwrap(), None);
+    assert!(m.parts(id).await.unwrap().is_empty());
+    assert_eq!(m.parts(&ids[3]).await.unwrap().len(), 1, "other uploads keep their parts");
+    m.delete_upload(f, "b", &ids[3]).await.unwrap();
+    assert_eq!(m.upload(f, "b", &ids[3]).await.unwrap(), None);
+    assert!(m.parts(&ids[3]).await.unwrap().is_empty());
+    assert_eq!(m.count_uploads().await.unwrap(), before + 4);
+}
+
+async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
+    let (gone, kept) = (bucket("dl", "gone"), bucket("dl", "kept"));
+    for b in [&gone, &kept] {
+        assert!(m.create_bucket(b).await.unwrap());
+        m.put_object(b.folder_id, "obj", &object(30)).await.unwrap();
+        m.begin_publish(b.folder_id, "pub", &object(31), 1).await.unwrap();
+    }
+    let id = UploadId::generate();
+    m.put_upload(gone.folder_id, &upload("big", &id)).await.unwrap();
+    m.put_part(&id, &part(1, 5)).await.unwrap();
+    m.delete_bucket(&gone).await.unwrap();
+    assert_eq!(m.bucket("dl", "gone").await.unwrap(), None);
+    assert_eq!(m.object(gone.folder_id, "obj").await.unwrap(), None);
+    assert_eq!(m.upload(gone.folder_id, "big", &id).await.unwrap(), None);
+    assert!(m.parts(&id).await.unwrap().is_empty());
+    let pending = m.publishing().await.unwrap();
+    assert!(!pending.iter().any(|(f, _)| *f == gone.folder_id));
+    assert!(pending.contains(&(kept.folder_id, "pub".to_owned())));
+    assert_eq!(m.object(kept.folder_id, "obj").await.unwrap(), Some(object(30)));
+}
