@@ -58,6 +58,14 @@ fn conflict(message: impl Into<String>) -> ApiError {
 
 impl From<MetaError> for ApiError {
     fn from(e: MetaError) -> Self {
+        if let MetaError::Unavailable(_) = e {
+            tracing::warn!(error = %e, "admin: metadata engine unavailable");
+            return err(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "metadata engine unavailable",
+            );
+        }
         tracing::error!(error = %e, "admin: metadata error");
         err(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -385,14 +393,15 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
 async fn ready(gw: &Gateway) -> ApiResult {
     let mut checks = serde_json::Map::new();
     let mut ok = true;
-    let meta = db(async move {
-        let s = gw.meta.as_ref();
-        Ok(s.domains().await.map(|_| ()))
-    })
-    .await;
-    let meta_ok = matches!(meta, Ok(Ok(())));
-    ok &= meta_ok;
-    checks.insert("metadata".into(), json!(if meta_ok { "ok" } else { "failed" }));
+    let meta = gw.meta.schema_version().await;
+    ok &= meta.is_ok();
+    let state = match &meta {
+        Ok(_) => "ok",
+        Err(MetaError::Unavailable(_)) => "unavailable",
+        Err(_) => "failed",
+    };
+    checks.insert("metadata".into(), json!(state));
+    checks.insert("metadata_engine".into(), json!(gw.meta.engine()));
     for (name, vol) in gw.volumes() {
         let r = vol.check().await;
         ok &= r.is_ok();

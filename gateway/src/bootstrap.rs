@@ -10,6 +10,9 @@ use crate::secrets::MasterKey;
 /// Domain of the bootstrap superadmin, created on first start.
 pub const DEFAULT_DOMAIN: &str = "default";
 
+/// Id of the bootstrap superadmin when the first start creates it.
+pub const BOOTSTRAP_ADMIN: Uuid = Uuid::from_u128(0x70656e73_746f_636b_6164_6d696e000001);
+
 /// What happened to the bootstrap keypair, for the start-up banner.
 pub enum Bootstrap {
     /// A random keypair was generated; its secret is shown once.
@@ -69,13 +72,41 @@ pub async fn ensure_admin(store: &dyn Metadata, master: &MasterKey) -> anyhow::R
     })
 }
 
+/// Refuses to serve with a master key that did not seal the stored secrets (a gateway started
+/// with another key than its peers on a shared engine, or a lost key file): every signature
+/// would fail with a misleading error. Tries a few keypairs; one that opens is enough.
+/// Each is a local decryption, no round trip.
+pub async fn verify_master(store: &dyn Metadata, master: &MasterKey) -> anyhow::Result<()> {
+    let keypairs = store.keypairs().await?;
+    // The bootstrap keypair named in the environment is sealed again at start-up anyway.
+    let env_ak = std::env::var("PENSTOCK_ACCESS_KEY").ok();
+    let tried: Vec<_> = keypairs
+        .iter()
+        .filter(|kp| env_ak.as_deref() != Some(kp.access_key.as_str()))
+        .take(16)
+        .collect();
+    if tried.is_empty()
+        || tried
+            .iter()
+            .any(|kp| master.open(&kp.access_key, &kp.sealed_secret).is_ok())
+    {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the master key cannot open the stored secret keys: it is not the key that sealed them \
+         (every gateway sharing a metadata engine needs the same master_key / PENSTOCK_MASTER_KEY)"
+    )
+}
+
 /// The existing superadmin user, or a new one named `admin` in the default domain.
 async fn admin_user(store: &dyn Metadata, now_ms: i64) -> anyhow::Result<Uuid> {
     if let Some(u) = store.users().await?.into_iter().find(|u| u.role == Role::Superadmin) {
         return Ok(u.id);
     }
+    // A fixed id: gateways bootstrapping one shared engine at once write the same user instead
+    // of one superadmin each.
     let u = User {
-        id: Uuid::new_v4(),
+        id: BOOTSTRAP_ADMIN,
         domain: DEFAULT_DOMAIN.to_owned(),
         name: "admin".to_owned(),
         role: Role::Superadmin,

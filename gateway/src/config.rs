@@ -47,6 +47,67 @@ pub struct Config {
     pub tls_key: Option<PathBuf>,
     /// Limits and timeouts of client connections on the S3 listener.
     pub connections: ConnectionLimits,
+    /// Where the metadata lives (`[metadata]`).
+    pub metadata: MetadataConfig,
+}
+
+/// The metadata engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MetadataEngine {
+    /// RocksDB embedded in `<data_dir>/metadata`: one gateway.
+    #[default]
+    Rocksdb,
+    /// A PostgreSQL database (or one speaking its protocol) shared by every gateway.
+    Postgres,
+}
+
+/// The `[metadata]` section.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetadataConfig {
+    /// `rocksdb` (default) or `postgres`.
+    pub engine: MetadataEngine,
+    /// `postgres://user[:password]@host[:port]/database` (else `PENSTOCK_METADATA_URL`).
+    pub url: Option<String>,
+    /// Connections to the database this gateway keeps at most.
+    pub pool_size: usize,
+    /// Seconds a metadata call waits for a connection before failing with 503: bounds how long
+    /// requests hang while the database is unreachable.
+    pub connect_timeout_secs: f64,
+}
+
+impl Default for MetadataConfig {
+    fn default() -> Self {
+        Self {
+            engine: MetadataEngine::Rocksdb,
+            url: None,
+            pool_size: 16,
+            connect_timeout_secs: 2.0,
+        }
+    }
+}
+
+impl MetadataConfig {
+    /// The database URL: configured, else from `PENSTOCK_METADATA_URL`.
+    pub fn url(&self) -> Option<String> {
+        self.url
+            .clone()
+            .or_else(|| std::env::var("PENSTOCK_METADATA_URL").ok())
+            .filter(|u| !u.is_empty())
+    }
+}
+
+// The URL may carry a password: never print it.
+impl std::fmt::Debug for MetadataConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataConfig")
+            .field("engine", &self.engine)
+            .field("url", &self.url.as_ref().map(|_| "<set>"))
+            .field("pool_size", &self.pool_size)
+            .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .finish()
+    }
 }
 
 /// How many client connections the S3 listener keeps, and how long it waits for them
@@ -161,6 +222,7 @@ impl Default for Config {
             tls_cert: None,
             tls_key: None,
             connections: ConnectionLimits::default(),
+            metadata: MetadataConfig::default(),
         }
     }
 }

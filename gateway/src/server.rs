@@ -39,6 +39,7 @@ pub const H2_STREAM_WINDOW: u32 = 4 * H2_CONNECTION_WINDOW;
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
     let gateway = Arc::new(Gateway::open(&cfg).await?);
+    crate::bootstrap::verify_master(gateway.meta.as_ref(), &gateway.master).await?;
     let banner = ensure_admin(gateway.meta.as_ref(), &gateway.master).await?;
     // Records of publishes and staging files older than this process belong to writes a crash
     // interrupted.

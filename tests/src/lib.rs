@@ -1,6 +1,7 @@
 //! Harness for end-to-end tests: starts the real `penstock` binary on a free loopback port with a
 //! fresh data directory, and stops it on drop.
 
+pub mod cluster;
 pub mod ganesha;
 pub mod postgres;
 pub mod s3;
@@ -152,6 +153,22 @@ impl Gateway {
     /// Starts a gateway on `dir/data`, which may hold a data directory written earlier (by
     /// another release, say), with extra TOML configuration.
     pub fn start_in(dir: tempfile::TempDir, toml: &str) -> Self {
+        let gw = Self::launch(dir, toml);
+        gw.wait_ready();
+        gw
+    }
+
+    /// Starts `n` gateways with the same configuration at once (racing through start-up, as a
+    /// cluster restarted together does) and waits until all listen.
+    pub fn start_many(n: usize, toml: &str) -> Vec<Self> {
+        let gws: Vec<Self> = (0..n).map(|_| Self::launch(tempfile::tempdir().unwrap(), toml)).collect();
+        for gw in &gws {
+            gw.wait_ready();
+        }
+        gws
+    }
+
+    fn launch(dir: tempfile::TempDir, toml: &str) -> Self {
         let data_dir = dir.path().join("data");
         let cfg = dir.path().join("penstock.toml");
         std::fs::write(&cfg, toml).unwrap();
@@ -159,9 +176,7 @@ impl Gateway {
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let child = spawn(&cfg, &data_dir, addr, admin_addr, &dir.path().join("gateway.log"));
-        let gw = Self { child, addr, admin_addr, config: cfg, endpoint: format!("http://{addr}"), data_dir, _dir: dir };
-        gw.wait_ready();
-        gw
+        Self { child, addr, admin_addr, config: cfg, endpoint: format!("http://{addr}"), data_dir, _dir: dir }
     }
 
     fn wait_ready(&self) {

@@ -136,6 +136,14 @@ pub(crate) fn key_err(k: KeyError) -> S3Error {
 
 /// Maps a metadata store failure.
 pub(crate) fn meta_err(e: MetaError) -> S3Error {
+    if let MetaError::Unavailable(_) = e {
+        // The engine is down or unreachable: a retry may succeed, and clients retry 503s.
+        tracing::warn!(error = %e, "metadata engine unavailable");
+        return S3Error::with_message(
+            S3ErrorCode::ServiceUnavailable,
+            "The metadata service is unavailable. Please try again.",
+        );
+    }
     tracing::error!(error = %e, "metadata store error");
     S3Error::with_message(S3ErrorCode::InternalError, "metadata store error")
 }

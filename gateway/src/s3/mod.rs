@@ -33,10 +33,10 @@ use s3s::{S3Request, S3Result};
 use penstock_backends::nfs::NfsVolume;
 use penstock_backends::posix::PosixVolume;
 use penstock_backends::{Folder, FolderLocation, Volume};
-use penstock_metadata::{BucketRecord, Metadata, RocksMetadata, Store, StoreOptions};
+use penstock_metadata::{BucketRecord, Metadata, PgMetadata, PgOptions, RocksMetadata, Store, StoreOptions};
 
 use crate::auth::{Caller, GatewayAccess, GatewayAuth};
-use crate::config::{Config, VolumeConfig};
+use crate::config::{Config, MetadataEngine, VolumeConfig};
 use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
@@ -82,8 +82,7 @@ impl Gateway {
     /// Opens the metadata store and the configured volumes.
     pub async fn open(cfg: &Config) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&cfg.data_dir)?;
-        let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
-        let meta: Arc<dyn Metadata> = Arc::new(RocksMetadata::new(store));
+        let meta = open_metadata(cfg).await?;
         let metrics = Arc::new(Metrics::new());
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
@@ -105,6 +104,15 @@ impl Gateway {
                 ),
             };
             volumes.insert(v.name().to_owned(), vol);
+        }
+        if cfg.metadata.engine == MetadataEngine::Postgres
+            && cfg.master_key.is_none()
+            && std::env::var_os("PENSTOCK_MASTER_KEY").is_none()
+        {
+            anyhow::bail!(
+                "the postgres metadata engine is shared by every gateway, and so are the sealed secret keys in it: \
+                 set master_key or PENSTOCK_MASTER_KEY to the same key on every gateway"
+            );
         }
         let master = MasterKey::load(cfg.master_key.as_deref(), &cfg.data_dir)?;
         Ok(Self {
@@ -175,6 +183,27 @@ impl Gateway {
             .map_err(error::backend_err)?;
         Ok(BucketCtx { rec, folder })
     }
+}
+
+/// Opens the configured metadata engine.
+async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
+    Ok(match cfg.metadata.engine {
+        MetadataEngine::Rocksdb => {
+            let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
+            Arc::new(RocksMetadata::new(store))
+        }
+        MetadataEngine::Postgres => {
+            let url = cfg.metadata.url().ok_or_else(|| {
+                anyhow::anyhow!("metadata engine postgres needs [metadata] url or PENSTOCK_METADATA_URL")
+            })?;
+            let opts = PgOptions {
+                url,
+                pool_size: cfg.metadata.pool_size,
+                wait: std::time::Duration::from_secs_f64(cfg.metadata.connect_timeout_secs.max(0.1)),
+            };
+            Arc::new(PgMetadata::connect(&opts).await?)
+        }
+    })
 }
 
 /// The folder location recorded for a bucket.

@@ -1,0 +1,52 @@
+//! Several gateways over one shared POSIX volume and one PostgreSQL metadata database: the
+//! scale-out deployment, on one machine.
+
+use std::path::PathBuf;
+
+use crate::postgres::Postgres;
+use crate::Gateway;
+
+/// The master key every gateway of a cluster shares (base64 of 32 bytes).
+pub const MASTER_KEY: &str = "cGVuc3RvY2stY2x1c3Rlci10ZXN0LW1hc3Rlci1rZXk=";
+
+/// A running cluster.
+pub struct Cluster {
+    /// The gateways, all serving the same buckets.
+    pub gateways: Vec<Gateway>,
+    /// The shared metadata database's server.
+    pub pg: Postgres,
+    volume: tempfile::TempDir,
+    config: String,
+}
+
+impl Cluster {
+    /// Starts PostgreSQL and `n` gateways at once on a fresh database and volume.
+    pub fn start(n: usize) -> Self {
+        let pg = Postgres::start();
+        let url = pg.database("penstock");
+        let volume = tempfile::Builder::new().prefix("penstock-shared").tempdir().unwrap();
+        let config = format!(
+            "master_key = \"{MASTER_KEY}\"\ndefault_volume = \"shared\"\n\
+             [[volumes]]\nname = \"shared\"\nbackend = \"posix\"\npath = \"{}\"\n\
+             [metadata]\nengine = \"postgres\"\nurl = \"{url}\"\npool_size = 8\n",
+            volume.path().display()
+        );
+        let gateways = Gateway::start_many(n, &config);
+        Cluster { gateways, pg, volume, config }
+    }
+
+    /// The shared volume's root directory.
+    pub fn volume_dir(&self) -> PathBuf {
+        self.volume.path().to_path_buf()
+    }
+
+    /// The configuration every gateway runs with.
+    pub fn config(&self) -> &str {
+        &self.config
+    }
+
+    /// Gateway `i`.
+    pub fn gw(&self, i: usize) -> &Gateway {
+        &self.gateways[i]
+    }
+}

@@ -1,0 +1,327 @@
+//! Three gateways over one shared POSIX volume and one PostgreSQL database (issue #18): what one
+//! gateway acknowledges, every other serves at once; what the engine must make atomic (quota,
+//! bucket names, completing an upload) holds across gateways; admin changes reach every gateway
+//! within the documented bound; a database outage fails requests fast and heals by itself.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+use penstock_tests::cluster::Cluster;
+use penstock_tests::{code, find_folder, get, keys, pattern, put, status, Upload};
+use serde_json::Value;
+
+/// How long an admin change may take to reach every gateway (docs/scale-out.md). Gateways keep
+/// no tenancy cache, so it is one database round trip; the bound leaves room for a slow machine.
+const PROPAGATION: Duration = Duration::from_secs(1);
+
+fn s(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_else(|| panic!("{k} missing in {v}")).to_owned()
+}
+
+/// A user of the default domain with a keypair, and a client for it on each gateway.
+fn tenant(c: &Cluster, name: &str) -> (String, String, Vec<Client>) {
+    let u = c.gw(0).admin(&["user", "create", "--domain", "default", name]);
+    let id = s(&u, "id");
+    let kp = c.gw(1).admin(&["keypair", "create", &id]);
+    let (ak, sk) = (s(&kp, "access_key"), s(&kp, "secret_key"));
+    let clients = c.gateways.iter().map(|g| g.client_with(&ak, &sk)).collect();
+    (id, ak, clients)
+}
+
+/// Folder directories on the shared volume (`<scope>/<aa>/<bb>/<rest>`).
+fn folders(c: &Cluster) -> usize {
+    fn walk(p: &std::path::Path, depth: usize) -> usize {
+        let Ok(rd) = std::fs::read_dir(p) else { return 0 };
+        let dirs = rd.flatten().filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'));
+        if depth == 3 {
+            return dirs.count();
+        }
+        dirs.map(|e| walk(&e.path(), depth + 1)).sum()
+    }
+    walk(&c.volume_dir(), 0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_gateway_serves_what_another_acknowledged() {
+    let c = Cluster::start(3);
+    let (a, b, z) = (c.gw(0).client(), c.gw(1).client(), c.gw(2).client());
+    a.create_bucket().bucket("shared").send().await.unwrap();
+    b.head_bucket().bucket("shared").send().await.unwrap();
+    a.put_object()
+        .bucket("shared")
+        .key("ckpt/model.bin")
+        .content_type("application/x-one")
+        .metadata("writer", "a")
+        .body(ByteStream::from(pattern(1, 300_000)))
+        .send()
+        .await
+        .unwrap();
+    for other in [&b, &z] {
+        assert_eq!(get(other, "shared", "ckpt/model.bin").await, pattern(1, 300_000));
+        assert_eq!(keys(other, "shared").await, ["ckpt/model.bin"]);
+    }
+    // An overwrite on B: A and C never serve the old ETag, size or metadata afterwards.
+    let second = pattern(2, 123_457);
+    let put2 = b
+        .put_object()
+        .bucket("shared")
+        .key("ckpt/model.bin")
+        .content_type("application/x-two")
+        .metadata("writer", "b")
+        .body(ByteStream::from(second.clone()))
+        .send()
+        .await
+        .unwrap();
+    for other in [&a, &z] {
+        let h = other.head_object().bucket("shared").key("ckpt/model.bin").send().await.unwrap();
+        assert_eq!(h.e_tag(), put2.e_tag());
+        assert_eq!(h.content_length(), Some(second.len() as i64));
+        assert_eq!(h.content_type(), Some("application/x-two"));
+        assert_eq!(h.metadata().and_then(|m| m.get("writer")).map(String::as_str), Some("b"));
+        assert_eq!(get(other, "shared", "ckpt/model.bin").await, second);
+    }
+    z.delete_object().bucket("shared").key("ckpt/model.bin").send().await.unwrap();
+    let e = a.head_object().bucket("shared").key("ckpt/model.bin").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+    // Tagging and copies written on one gateway are read on another.
+    put(&a, "shared", "src", b"copy me").await;
+    b.copy_object().bucket("shared").key("dst").copy_source("shared/src").send().await.unwrap();
+    assert_eq!(get(&z, "shared", "dst").await, b"copy me");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bucket_name_is_claimed_once_across_gateways() {
+    let c = Cluster::start(3);
+    let users: Vec<_> = (0..3).map(|i| tenant(&c, &format!("claimant{i}"))).collect();
+    let before = folders(&c);
+    let tasks: Vec<_> = users
+        .iter()
+        .enumerate()
+        .map(|(i, (_, _, clients))| {
+            let cl = clients[i].clone();
+            tokio::spawn(async move { cl.create_bucket().bucket("contested").send().await })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(e) => assert_eq!(code(&e), "BucketAlreadyExists"),
+        }
+    }
+    assert_eq!(won, 1, "exactly one CreateBucket wins");
+    assert_eq!(folders(&c), before + 1, "the losers' folders are gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quota_holds_across_gateways() {
+    let c = Cluster::start(3);
+    let (id, _, clients) = tenant(&c, "quotaed");
+    let scope = format!("user:{id}");
+    clients[0].create_bucket().bucket("quota").send().await.unwrap();
+    const SIZE: usize = 100 << 10;
+    c.gw(2).admin(&["quota", "set", &scope, &(1u64 << 20).to_string()]);
+    let tasks: Vec<_> = (0..30)
+        .map(|i| {
+            let cl = clients[i % 3].clone();
+            tokio::spawn(async move {
+                let body = ByteStream::from(pattern(i as u64, SIZE));
+                cl.put_object().bucket("quota").key(format!("obj-{i}")).body(body).send().await
+            })
+        })
+        .collect();
+    let mut stored = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => stored += 1,
+            Err(e) => assert_eq!((status(&e), code(&e).as_str()), (403, "QuotaExceeded")),
+        }
+    }
+    assert_eq!(stored, (1 << 20) / SIZE, "exactly the writes that fit");
+    assert_eq!(keys(&clients[1], "quota").await.len(), stored);
+    let tracked = c.gw(1).admin(&["quota", "show", &scope])["usage_bytes"].as_u64().unwrap();
+    assert_eq!(tracked, (stored * SIZE) as u64);
+    let rescanned = c.gw(0).admin(&["quota", "rescan", &scope])["usage_bytes"].as_u64().unwrap();
+    assert_eq!(rescanned, tracked, "usage equals a rescan");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_multipart_upload_spans_gateways() {
+    let c = Cluster::start(3);
+    let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
+    cl[0].create_bucket().bucket("mpu").send().await.unwrap();
+    let started = Upload::start(&cl[0], "mpu", "big").await;
+    let parts = [pattern(1, 5 << 20), pattern(2, 5 << 20), pattern(3, 777)];
+    let mut etags = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        // Part 1 to A, 2 to B, 3 to C.
+        let on = Upload::of(&cl[i], "mpu", "big", &started.id);
+        etags.push((i as i32 + 1, on.part(i as i32 + 1, p.clone()).await));
+    }
+    let listed = Upload::of(&cl[1], "mpu", "big", &started.id).list_parts().await;
+    assert_eq!(listed.parts().len(), 3);
+    Upload::of(&cl[2], "mpu", "big", &started.id).complete(&etags).await;
+    assert_eq!(get(&cl[0], "mpu", "big").await, parts.concat());
+    let e = Upload::of(&cl[1], "mpu", "big", &started.id).try_list_parts().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchUpload", "the upload is gone for every gateway");
+}
+
+/// Waits until `check` holds, for at most [`PROPAGATION`]; answers how long it took.
+async fn within_bound<F, Fut>(what: &str, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let t = Instant::now();
+    loop {
+        if check().await {
+            return t.elapsed();
+        }
+        assert!(t.elapsed() < PROPAGATION, "{what} did not reach every gateway within {PROPAGATION:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admin_changes_reach_every_gateway_within_the_bound() {
+    let c = Cluster::start(3);
+    let (id, ak, clients) = tenant(&c, "subject");
+    let admin = c.gw(0).client();
+    admin.create_bucket().bucket("granted").send().await.unwrap();
+    put(&admin, "granted", "k", b"v").await;
+    c.gw(0).admin(&["vfolder", "grant", "default", "granted", &id, "ro"]);
+    clients[1].create_bucket().bucket("own").send().await.unwrap();
+    for cl in &clients {
+        assert_eq!(get(cl, "granted", "k").await, b"v");
+    }
+
+    // A revoked grant.
+    c.gw(0).admin(&["vfolder", "revoke", "default", "granted", &id]);
+    within_bound("a revoked grant", || async {
+        for cl in &clients {
+            if cl.get_object().bucket("granted").key("k").send().await.is_ok() {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
+
+    // A lowered quota.
+    let scope = format!("user:{id}");
+    c.gw(1).admin(&["quota", "set", &scope, "10"]);
+    within_bound("a lowered quota", || async {
+        for cl in &clients {
+            let body = ByteStream::from(vec![0u8; 100]);
+            match cl.put_object().bucket("own").key("big").body(body).send().await {
+                Err(e) if code(&e) == "QuotaExceeded" => {}
+                _ => return false,
+            }
+        }
+        true
+    })
+    .await;
+
+    // A deleted bucket.
+    c.gw(2).admin(&["vfolder", "delete", "default", "own"]);
+    within_bound("a deleted bucket", || async {
+        for cl in &clients {
+            match cl.head_bucket().bucket("own").send().await {
+                Err(e) if status(&e) == 404 => {}
+                _ => return false,
+            }
+        }
+        true
+    })
+    .await;
+
+    // A disabled keypair.
+    c.gw(2).admin(&["keypair", "disable", &ak]);
+    within_bound("a disabled keypair", || async {
+        for cl in &clients {
+            match cl.list_buckets().send().await {
+                Err(e) if status(&e) == 403 => {}
+                _ => return false,
+            }
+        }
+        true
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_outage_fails_fast_and_heals() {
+    let mut c = Cluster::start(3);
+    let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
+    cl[0].create_bucket().bucket("outage").send().await.unwrap();
+    let mut acknowledged = Vec::new();
+    for i in 0..6 {
+        let key = format!("before-{i}");
+        put(&cl[i % 3], "outage", &key, &pattern(i as u64, 10_000)).await;
+        acknowledged.push((key, i as u64));
+    }
+    c.pg.stop();
+    for (i, g) in cl.iter().enumerate() {
+        let t = Instant::now();
+        let body = ByteStream::from(pattern(99, 10_000));
+        let e = g.put_object().bucket("outage").key(format!("during-{i}")).body(body).send().await.unwrap_err();
+        assert_eq!((status(&e), code(&e).as_str()), (503, "ServiceUnavailable"));
+        let e = g.get_object().bucket("outage").key("before-0").send().await.unwrap_err();
+        assert_eq!(status(&e), 503);
+        // The SDK retries a 503 a few times; each try fails within the pool's wait bound.
+        assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+        let ready = ready_of(&c, i).await;
+        assert_eq!(ready["checks"]["metadata"], "unavailable", "{ready}");
+    }
+    c.pg.restart();
+    let t = Instant::now();
+    loop {
+        let body = ByteStream::from(pattern(100, 10_000));
+        if cl[1].put_object().bucket("outage").key("after").body(body).send().await.is_ok() {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "not healed after the restart");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (key, seed) in &acknowledged {
+        assert_eq!(get(&cl[2], "outage", key).await, pattern(*seed, 10_000), "{key}");
+    }
+    let listed = keys(&cl[0], "outage").await;
+    assert!(!listed.iter().any(|k| k.starts_with("during-")), "a refused write is not an object: {listed:?}");
+}
+
+/// The admin API's readiness answer of gateway `i` (a 503 when not ready).
+async fn ready_of(c: &Cluster, i: usize) -> Value {
+    let out = c.gw(i).admin_raw(&["ready"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("ready: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_gateway_exposes_nothing_partial() {
+    let mut c = Cluster::start(3);
+    let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
+    cl[0].create_bucket().bucket("crash").send().await.unwrap();
+    put(&cl[0], "crash", "marker", b"m").await;
+    // A PUT whose body is still arriving when its gateway dies.
+    let url = cl[1]
+        .put_object()
+        .bucket("crash")
+        .key("half")
+        .presigned(aws_sdk_s3::presigning::PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
+        .await
+        .unwrap();
+    let mut conn = penstock_tests::raw::Conn::open(c.gw(1));
+    conn.send_head(&url, &[("Content-Length", (8 << 20).to_string())]);
+    conn.send(&pattern(5, 4 << 20));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    c.gateways[1].kill();
+    for g in [&cl[0], &cl[2]] {
+        let e = g.head_object().bucket("crash").key("half").send().await.unwrap_err();
+        assert_eq!(status(&e), 404, "nothing partial is visible");
+        assert!(!keys(g, "crash").await.contains(&"half".to_owned()));
+        put(g, "crash", "still-serving", b"yes").await;
+    }
+    let folder = find_folder(&c.volume_dir(), "marker");
+    assert!(!folder.join("half").exists());
+}
