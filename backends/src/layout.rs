@@ -50,10 +50,77 @@ pub fn part_name(part: u32) -> String {
     part.to_string()
 }
 
-/// A fresh staging file name: 128 random bits in hex, so concurrent writers never collide and a
-/// retried create can never meet another writer's file.
+/// The process that writes staging files, as they name it; see [`set_instance`].
+static INSTANCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names this process in the staging files it creates from now on (`<instance>.<random>`), so
+/// that a sweep run by another gateway sharing the volume can tell whose leftovers are whose and
+/// never removes a live writer's files. Set once, at start-up, before the first write; false if
+/// it was set already. Unset, staging files carry the instance `0`.
+pub fn set_instance(id: &str) -> bool {
+    assert!(
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+        "an instance id is letters and digits"
+    );
+    INSTANCE.set(id.to_owned()).is_ok()
+}
+
+/// This process's instance id.
+pub fn instance() -> &'static str {
+    INSTANCE.get().map_or("0", String::as_str)
+}
+
+/// A fresh staging file name: this process's instance, then 128 random bits in hex, so
+/// concurrent writers never collide and a retried create can never meet another writer's file.
 pub fn staging_name() -> String {
-    format!("{:032x}", rand::random::<u128>())
+    format!("{}.{:032x}", instance(), rand::random::<u128>())
+}
+
+/// The instance that created staging file `name`; `None` for names written before staging
+/// names carried one.
+pub fn staging_instance(name: &str) -> Option<&str> {
+    name.split_once('.').map(|(i, _)| i)
+}
+
+/// Which staging files a sweep removes. A file of a live instance stays; one of an instance known
+/// to be gone goes; any other (an instance the sweeper does not know, perhaps one that started
+/// after it looked, or a name without an instance) goes only when last modified before a cutoff
+/// that predates every live writer's files: the sweeper's own start.
+#[derive(Debug, Clone)]
+pub struct SweepRule {
+    /// Instances known to be running: their files stay.
+    pub alive: std::collections::HashSet<String>,
+    /// Instances known to be gone: their files go.
+    pub dead: std::collections::HashSet<String>,
+    /// Files of other instances, and unnamed ones, modified before this go.
+    pub unknown_before: SystemTime,
+}
+
+impl SweepRule {
+    /// The rule of a gateway alone on its volume: every file not its own is a leftover once
+    /// older than `cutoff` (its own start).
+    pub fn alone(cutoff: SystemTime) -> Self {
+        SweepRule {
+            alive: [instance().to_owned()].into(),
+            dead: Default::default(),
+            unknown_before: cutoff,
+        }
+    }
+
+    /// Whether the staging file `name`, last modified at `mtime_ns`, is a leftover.
+    pub fn removes(&self, name: &str, mtime_ns: i128) -> bool {
+        match staging_instance(name) {
+            Some(i) if self.alive.contains(i) => false,
+            Some(i) if self.dead.contains(i) => true,
+            _ => {
+                let cutoff_ns = self
+                    .unknown_before
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as i128);
+                mtime_ns < cutoff_ns
+            }
+        }
+    }
 }
 
 /// `segs` as a relative path; `.` for none.
@@ -140,17 +207,14 @@ pub async fn usage<D: DirOps>(ops: &D) -> Result<u64> {
     Ok(total)
 }
 
-/// Removes staging files last modified before `cutoff`; returns how many.
-pub async fn sweep_staging<D: DirOps>(ops: &D, cutoff: SystemTime) -> Result<usize> {
+/// Removes the staging files `rule` names as leftovers; returns how many.
+pub async fn sweep_staging<D: DirOps>(ops: &D, rule: &SweepRule) -> Result<usize> {
     let Some(tmp) = ops.open_path(&TMP_DIR).await? else {
         return Ok(0);
     };
-    let cutoff_ns = cutoff
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
     let mut removed = 0;
     for e in ops.entries(&tmp).await? {
-        let stale = e.kind == Some(EntryKind::File) && e.mtime_ns < cutoff_ns;
+        let stale = e.kind == Some(EntryKind::File) && rule.removes(&e.name, e.mtime_ns);
         if stale && ops.remove_file(&tmp, &e.name).await.unwrap_or(false) {
             removed += 1;
         }
@@ -221,4 +285,27 @@ pub async fn is_empty<D: DirOps>(ops: &D) -> Result<bool> {
 /// Removes the hidden directory and all it holds (the folder is being deleted).
 pub async fn remove_hidden<D: DirOps>(ops: &D) -> Result<()> {
     remove_tree(ops, &ops.top(), HIDDEN_DIR).await.map(drop)
+}
+
+#[cfg(test)]
+mod sweep_rule_tests {
+    use super::SweepRule;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn leftovers_are_files_of_dead_instances_and_old_unknown_ones() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let rule = SweepRule {
+            alive: ["a1".to_owned()].into(),
+            dead: ["d1".to_owned()].into(),
+            unknown_before: t,
+        };
+        let ns = |s: u64| (s as i128) * 1_000_000_000;
+        assert!(!rule.removes("a1.00ff", 0), "a live instance's file, however old");
+        assert!(rule.removes("d1.00ff", ns(5000)), "a gone instance's file, however new");
+        assert!(rule.removes("x9.00ff", ns(999)), "an unknown instance's old file");
+        assert!(!rule.removes("x9.00ff", ns(1000)), "an unknown instance's new file");
+        assert!(rule.removes("00ff00ff", ns(999)));
+        assert!(!rule.removes("00ff00ff", ns(1000)));
+    }
 }

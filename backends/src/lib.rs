@@ -23,5 +23,5 @@ pub use vfolder::{FolderLocation, QuotaScope, ScopeKind};
 pub use volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 
 /// Name of the hidden per-folder directory; see [`layout`] for what it holds.
-pub use layout::HIDDEN_DIR;
+pub use layout::{set_instance, SweepRule, HIDDEN_DIR};
 pub use penstock_types::UploadId;

@@ -5,12 +5,11 @@
 //! symlinks found on disk lead outside it.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::{FolderLocation, ObjectPath, Result, UploadId};
+use crate::{FolderLocation, ObjectPath, Result, SweepRule, UploadId};
 
 /// What a directory entry or stat result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,9 +98,9 @@ pub trait Folder: Send + Sync {
     async fn is_empty(&self) -> Result<bool>;
     /// Removes the stored parts of a multipart upload.
     async fn remove_upload(&self, upload_id: &UploadId) -> Result<()>;
-    /// Removes staging files last modified before `cutoff`: leftovers of writes that a crash
-    /// interrupted. Returns how many were removed.
-    async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize>;
+    /// Removes the staging files `rule` names as leftovers of writes that a crash interrupted.
+    /// Returns how many were removed.
+    async fn sweep_staging(&self, rule: &SweepRule) -> Result<usize>;
     /// Bytes of regular files in the folder, multipart parts and marker payloads included,
     /// in-flight staging files not: what the folder charges to its quota scope.
     async fn usage(&self) -> Result<u64>;

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use penstock_backends::nfs::{NfsOptions, NfsVolume};
 use penstock_backends::posix::PosixVolume;
-use penstock_backends::{BackendError, EntryKind, Folder, FolderLocation, ObjectPath, QuotaScope, UploadId, Volume};
+use penstock_backends::{
+    BackendError, EntryKind, Folder, FolderLocation, ObjectPath, QuotaScope, SweepRule, UploadId, Volume,
+};
 use uuid::Uuid;
 
 fn loc() -> FolderLocation {
@@ -164,10 +166,26 @@ async fn sorted_listing_and_hidden_staging(v: Arc<dyn Volume>) {
     let mut inflight = f.create_staging(None).await.unwrap();
     inflight.write(Bytes::from_static(b"x")).await.unwrap();
     inflight.seal(false).await.unwrap();
-    assert_eq!(f.sweep_staging(std::time::SystemTime::UNIX_EPOCH).await.unwrap(), 0);
+    let mine = SweepRule::alone(std::time::SystemTime::now() + std::time::Duration::from_secs(1));
+    assert_eq!(f.sweep_staging(&mine).await.unwrap(), 0, "a live writer's file stays");
     std::mem::forget(inflight);
-    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1);
-    assert_eq!(f.sweep_staging(later).await.unwrap(), 1);
+    // Another gateway sharing the volume sweeps it only once this one is not alive.
+    let other_alive = SweepRule {
+        alive: ["0".to_owned(), "peer".to_owned()].into(),
+        dead: Default::default(),
+        unknown_before: std::time::SystemTime::now() + std::time::Duration::from_secs(1),
+    };
+    assert_eq!(f.sweep_staging(&other_alive).await.unwrap(), 0);
+    let this_dead = SweepRule {
+        alive: ["peer".to_owned()].into(),
+        dead: ["0".to_owned()].into(),
+        unknown_before: std::time::SystemTime::UNIX_EPOCH,
+    };
+    assert_eq!(
+        f.sweep_staging(&this_dead).await.unwrap(),
+        1,
+        "a dead writer's file goes"
+    );
 }
 
 /// Payloads around the sizes where staging writes change shape (alignment, block boundaries),

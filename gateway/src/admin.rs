@@ -402,6 +402,7 @@ async fn ready(gw: &Gateway) -> ApiResult {
     };
     checks.insert("metadata".into(), json!(state));
     checks.insert("metadata_engine".into(), json!(gw.meta.engine()));
+    checks.insert("instance".into(), json!(gw.instance));
     for (name, vol) in gw.volumes() {
         let r = vol.check().await;
         ok &= r.is_ok();

@@ -75,6 +75,12 @@ pub struct MetadataConfig {
     /// Seconds a metadata call waits for a connection before failing with 503: bounds how long
     /// requests hang while the database is unreachable.
     pub connect_timeout_secs: f64,
+    /// Seconds between a gateway's heartbeats to the engine.
+    pub heartbeat_secs: f64,
+    /// Seconds of silence after which a gateway counts as gone, and the others clean up the
+    /// staging files and pending publishes it left. Longer than any stall a live gateway should
+    /// survive: a gateway silent this long loses its in-flight writes.
+    pub gone_after_secs: f64,
 }
 
 impl Default for MetadataConfig {
@@ -84,6 +90,8 @@ impl Default for MetadataConfig {
             url: None,
             pool_size: 16,
             connect_timeout_secs: 2.0,
+            heartbeat_secs: 5.0,
+            gone_after_secs: 30.0,
         }
     }
 }
@@ -106,6 +114,8 @@ impl std::fmt::Debug for MetadataConfig {
             .field("url", &self.url.as_ref().map(|_| "<set>"))
             .field("pool_size", &self.pool_size)
             .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("heartbeat_secs", &self.heartbeat_secs)
+            .field("gone_after_secs", &self.gone_after_secs)
             .finish()
     }
 }

@@ -41,13 +41,10 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let gateway = Arc::new(Gateway::open(&cfg).await?);
     crate::bootstrap::verify_master(gateway.meta.as_ref(), &gateway.master).await?;
     let banner = ensure_admin(gateway.meta.as_ref(), &gateway.master).await?;
-    // Records of publishes and staging files older than this process belong to writes a crash
-    // interrupted.
-    let sweeper = gateway.clone();
-    tokio::spawn(async move {
-        sweeper.settle_publishes().await;
-        sweeper.sweep_staging(started).await;
-    });
+    // Alive before the first write, so no peer takes this gateway's staging files for leftovers;
+    // then clean up after gone gateways (a previous run of this one included) and keep watch.
+    gateway.register().await?;
+    tokio::spawn(gateway.clone().run_janitor(started));
     let service = crate::s3::build_service(gateway.clone(), &cfg);
     let admin_token = crate::admin::load_token(cfg.admin_token.as_deref(), &cfg.data_dir)?;
     let admin_listener = tokio::net::TcpListener::bind(cfg.admin_listen)

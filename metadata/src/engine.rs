@@ -30,6 +30,19 @@ pub enum Charge {
     },
 }
 
+/// A publish begun and not ended: the key's record may still name the file it replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingPublish {
+    /// The folder.
+    pub folder: Uuid,
+    /// The object key.
+    pub key: String,
+    /// The gateway instance that began it; empty where the engine does not record it (the
+    /// embedded engine, whose store one process opens: any pending publish found at start-up is
+    /// a previous run's).
+    pub instance: String,
+}
+
 /// One metadata engine: tenancy records, bucket ↔ vfolder map, object records, multipart state
 /// and quota accounting. Implementations: [`crate::RocksMetadata`] (embedded, one process).
 #[async_trait]
@@ -110,14 +123,32 @@ pub trait Metadata: Send + Sync {
     async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()>;
     /// Removes an object record.
     async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()>;
-    /// First half of publishing a file at a key: stores `rec` and notes the key as publishing,
-    /// durably, before the file is renamed into place.
-    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> MetaResult<()>;
+    /// First half of publishing a file at a key: stores `rec` and notes the key as publishing
+    /// by gateway `instance`, durably, before the file is renamed into place.
+    async fn begin_publish(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        now_ms: i64,
+        instance: &str,
+    ) -> MetaResult<()>;
     /// Second half: the key's record becomes `rec` (`None` removes it) and the key stops being
     /// publishing.
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()>;
-    /// Keys with a publish begun and not ended, as (folder, key).
-    async fn publishing(&self) -> MetaResult<Vec<(Uuid, String)>>;
+    /// Publishes begun and not ended.
+    async fn publishing(&self) -> MetaResult<Vec<PendingPublish>>;
+
+    // ---- gateways
+
+    /// Records that gateway `instance` is alive now, by the engine's clock (gateways' clocks
+    /// may disagree).
+    async fn heartbeat(&self, instance: &str) -> MetaResult<()>;
+    /// Gateways known to the engine, with the milliseconds since each last heartbeat.
+    async fn gateways(&self) -> MetaResult<Vec<(String, u64)>>;
+    /// Forgets gateway `instance` if it has been silent for at least `silent_ms` (its leftovers
+    /// were swept); false when it spoke since and stays.
+    async fn forget_gateway(&self, instance: &str, silent_ms: u64) -> MetaResult<bool>;
 
     // ---- multipart
 

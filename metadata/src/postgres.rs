@@ -21,7 +21,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
-use crate::engine::{Charge, MetaResult, Metadata};
+use crate::engine::{Charge, MetaResult, Metadata, PendingPublish};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
     UploadRecord, User,
@@ -46,7 +46,15 @@ const MIGRATIONS: &[&str] = &[
                            doc TEXT NOT NULL, PRIMARY KEY (folder_id, key, upload_id));
      CREATE TABLE parts (upload_id BYTEA NOT NULL, part_number BIGINT NOT NULL, doc TEXT NOT NULL,
                          PRIMARY KEY (upload_id, part_number));",
+    // 2. Gateways and their heartbeats (by the database's clock); which gateway began each
+    //    pending publish, so that only a dead gateway's are settled by another.
+    "CREATE TABLE gateways (instance TEXT PRIMARY KEY, heartbeat_ms BIGINT NOT NULL);
+     ALTER TABLE publishing ADD COLUMN instance TEXT NOT NULL DEFAULT '';",
 ];
+
+/// The database's clock in Unix milliseconds: heartbeats are stamped and aged by it, so
+/// gateways whose clocks disagree still agree on who is silent.
+const DB_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT";
 
 /// The PostgreSQL schema version this build reads and writes.
 pub const PG_SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -427,7 +435,14 @@ impl Metadata for PgMetadata {
         let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
         self.exec(sql, &[&folder, &key.as_bytes()]).await.map(drop)
     }
-    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> MetaResult<()> {
+    async fn begin_publish(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        now_ms: i64,
+        instance: &str,
+    ) -> MetaResult<()> {
         let mut c = self.client().await?;
         let tx = c.transaction().await.map_err(pg)?;
         tx.execute(
@@ -438,9 +453,9 @@ impl Metadata for PgMetadata {
         .await
         .map_err(pg)?;
         tx.execute(
-            "INSERT INTO publishing (folder_id, key, since_ms) VALUES ($1, $2, $3)
-             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = $3",
-            &[&folder, &key.as_bytes(), &now_ms],
+            "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = $3, instance = $4",
+            &[&folder, &key.as_bytes(), &now_ms, &instance],
         )
         .await
         .map_err(pg)?;
@@ -473,16 +488,48 @@ impl Metadata for PgMetadata {
         .map_err(pg)?;
         tx.commit().await.map_err(pg)
     }
-    async fn publishing(&self) -> MetaResult<Vec<(Uuid, String)>> {
+    async fn publishing(&self) -> MetaResult<Vec<PendingPublish>> {
         let c = self.client().await?;
         let rows = c
-            .query("SELECT folder_id, key FROM publishing ORDER BY folder_id, key", &[])
+            .query(
+                "SELECT folder_id, key, instance FROM publishing ORDER BY folder_id, key",
+                &[],
+            )
             .await
             .map_err(pg)?;
         Ok(rows
             .iter()
-            .filter_map(|r| Some((r.get(0), String::from_utf8(r.get(1)).ok()?)))
+            .filter_map(|r| {
+                Some(PendingPublish {
+                    folder: r.get(0),
+                    key: String::from_utf8(r.get(1)).ok()?,
+                    instance: r.get(2),
+                })
+            })
             .collect())
+    }
+
+    async fn heartbeat(&self, instance: &str) -> MetaResult<()> {
+        let sql = format!(
+            "INSERT INTO gateways (instance, heartbeat_ms) VALUES ($1, {DB_NOW_MS})
+             ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = EXCLUDED.heartbeat_ms"
+        );
+        self.exec(&sql, &[&instance]).await.map(drop)
+    }
+    async fn gateways(&self) -> MetaResult<Vec<(String, u64)>> {
+        let c = self.client().await?;
+        let sql = format!("SELECT instance, {DB_NOW_MS} - heartbeat_ms FROM gateways ORDER BY instance");
+        let rows = c.query(&sql, &[]).await.map_err(pg)?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get::<_, i64>(1).max(0) as u64))
+            .collect())
+    }
+    async fn forget_gateway(&self, instance: &str, silent_ms: u64) -> MetaResult<bool> {
+        // Still silent at the moment of deletion: a gateway that came back meanwhile stays.
+        let sql = format!("DELETE FROM gateways WHERE instance = $1 AND heartbeat_ms <= {DB_NOW_MS} - $2::BIGINT");
+        let silent = silent_ms.min(i64::MAX as u64) as i64;
+        Ok(self.exec(&sql, &[&instance, &silent]).await? == 1)
     }
 
     async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()> {

@@ -6,12 +6,14 @@
 //! microseconds, and every request makes several of them, so the trip to the pool would cost more
 //! than the read.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::engine::{Charge, MetaResult, Metadata};
+use crate::engine::{Charge, MetaResult, Metadata, PendingPublish};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
     UploadRecord, User,
@@ -22,6 +24,7 @@ use crate::{
 pub struct RocksMetadata {
     store: Arc<Store>,
     quota: Arc<Mutex<()>>,
+    gateways: Mutex<HashMap<String, Instant>>,
 }
 
 impl RocksMetadata {
@@ -30,6 +33,7 @@ impl RocksMetadata {
         Self {
             store: Arc::new(store),
             quota: Arc::new(Mutex::new(())),
+            gateways: Mutex::new(HashMap::new()),
         }
     }
 
@@ -223,7 +227,14 @@ impl Metadata for RocksMetadata {
         let key = key.to_owned();
         self.blocking(move |s| s.delete_object(folder, &key)).await
     }
-    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> MetaResult<()> {
+    async fn begin_publish(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        now_ms: i64,
+        _instance: &str,
+    ) -> MetaResult<()> {
         let (key, rec) = (key.to_owned(), rec.clone());
         self.blocking(move |s| s.begin_publish(folder, &key, &rec, now_ms))
             .await
@@ -232,8 +243,37 @@ impl Metadata for RocksMetadata {
         let (key, rec) = (key.to_owned(), rec.cloned());
         self.blocking(move |s| s.end_publish(folder, &key, rec.as_ref())).await
     }
-    async fn publishing(&self) -> MetaResult<Vec<(Uuid, String)>> {
-        self.blocking(|s| s.publishing()).await
+    async fn publishing(&self) -> MetaResult<Vec<PendingPublish>> {
+        let pending = self.blocking(|s| s.publishing()).await?;
+        Ok(pending
+            .into_iter()
+            .map(|(folder, key)| PendingPublish {
+                folder,
+                key,
+                instance: String::new(),
+            })
+            .collect())
+    }
+
+    // One process opens the store: the gateways it knows are the ones this process registered,
+    // and nothing from a previous run is alive.
+    async fn heartbeat(&self, instance: &str) -> MetaResult<()> {
+        let mut g = self.gateways.lock().unwrap_or_else(|e| e.into_inner());
+        g.insert(instance.to_owned(), Instant::now());
+        Ok(())
+    }
+    async fn gateways(&self) -> MetaResult<Vec<(String, u64)>> {
+        let g = self.gateways.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(g.iter()
+            .map(|(i, t)| (i.clone(), t.elapsed().as_millis() as u64))
+            .collect())
+    }
+    async fn forget_gateway(&self, instance: &str, silent_ms: u64) -> MetaResult<bool> {
+        let mut g = self.gateways.lock().unwrap_or_else(|e| e.into_inner());
+        match g.get(instance) {
+            Some(t) if (t.elapsed().as_millis() as u64) < silent_ms => Ok(false),
+            _ => Ok(g.remove(instance).is_some()),
+        }
     }
 
     async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()> {

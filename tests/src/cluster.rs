@@ -20,7 +20,8 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts PostgreSQL and `n` gateways at once on a fresh database and volume.
+    /// Starts PostgreSQL and `n` gateways at once on a fresh database and volume. Gateways count
+    /// as gone after 3 s of silence (30 s by default), so tests see the clean-up soon.
     pub fn start(n: usize) -> Self {
         let pg = Postgres::start();
         let url = pg.database("penstock");
@@ -28,7 +29,8 @@ impl Cluster {
         let config = format!(
             "master_key = \"{MASTER_KEY}\"\ndefault_volume = \"shared\"\n\
              [[volumes]]\nname = \"shared\"\nbackend = \"posix\"\npath = \"{}\"\n\
-             [metadata]\nengine = \"postgres\"\nurl = \"{url}\"\npool_size = 8\n",
+             [metadata]\nengine = \"postgres\"\nurl = \"{url}\"\npool_size = 8\n\
+             heartbeat_secs = 0.5\ngone_after_secs = 3.0\n",
             volume.path().display()
         );
         let gateways = Gateway::start_many(n, &config);

@@ -271,7 +271,7 @@ async fn a_database_outage_fails_fast_and_heals() {
         assert_eq!(status(&e), 503);
         // The SDK retries a 503 a few times; each try fails within the pool's wait bound.
         assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
-        let ready = ready_of(&c, i).await;
+        let ready = ready_of(&c, i);
         assert_eq!(ready["checks"]["metadata"], "unavailable", "{ready}");
     }
     c.pg.restart();
@@ -292,29 +292,42 @@ async fn a_database_outage_fails_fast_and_heals() {
 }
 
 /// The admin API's readiness answer of gateway `i` (a 503 when not ready).
-async fn ready_of(c: &Cluster, i: usize) -> Value {
+fn ready_of(c: &Cluster, i: usize) -> Value {
     let out = c.gw(i).admin_raw(&["ready"]);
     serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("ready: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_killed_gateway_exposes_nothing_partial() {
+async fn a_killed_gateways_leftovers_go_and_live_writes_stay() {
     let mut c = Cluster::start(3);
     let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
     cl[0].create_bucket().bucket("crash").send().await.unwrap();
     put(&cl[0], "crash", "marker", b"m").await;
-    // A PUT whose body is still arriving when its gateway dies.
-    let url = cl[1]
-        .put_object()
-        .bucket("crash")
-        .key("half")
-        .presigned(aws_sdk_s3::presigning::PresigningConfig::expires_in(Duration::from_secs(600)).unwrap())
-        .await
-        .unwrap();
-    let mut conn = penstock_tests::raw::Conn::open(c.gw(1));
-    conn.send_head(&url, &[("Content-Length", (8 << 20).to_string())]);
-    conn.send(&pattern(5, 4 << 20));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let tmp = find_folder(&c.volume_dir(), "marker").join(".penstock/tmp");
+    let presign = || aws_sdk_s3::presigning::PresigningConfig::expires_in(Duration::from_secs(600)).unwrap();
+    // PUTs whose bodies are still arriving: one on the gateway that will die, one on a survivor.
+    let mut conns = Vec::new();
+    for (i, key) in [(1, "half"), (0, "slow")] {
+        let url = cl[i].put_object().bucket("crash").key(key).presigned(presign()).await.unwrap();
+        let mut conn = penstock_tests::raw::Conn::open(c.gw(i));
+        conn.send_head(&url, &[("Content-Length", (8 << 20).to_string())]);
+        conn.send(&pattern(5, 4 << 20));
+        conns.push(conn);
+    }
+    let instance = |i: usize| ready_of(&c, i)["checks"]["instance"].as_str().unwrap().to_owned();
+    let (dying, surviving) = (instance(1), instance(0));
+    let staged = |who: &str| -> usize {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{who}.")))
+            .count()
+    };
+    let t = Instant::now();
+    while staged(&dying) == 0 || staged(&surviving) == 0 {
+        assert!(t.elapsed() < Duration::from_secs(10), "both writes should be staging");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     c.gateways[1].kill();
     for g in [&cl[0], &cl[2]] {
         let e = g.head_object().bucket("crash").key("half").send().await.unwrap_err();
@@ -322,6 +335,19 @@ async fn a_killed_gateway_exposes_nothing_partial() {
         assert!(!keys(g, "crash").await.contains(&"half".to_owned()));
         put(g, "crash", "still-serving", b"yes").await;
     }
-    let folder = find_folder(&c.volume_dir(), "marker");
-    assert!(!folder.join("half").exists());
+    // Once the dead gateway is gone (3 s of silence here), a survivor removes its staging file;
+    // the survivor's own in-flight write keeps its file and completes.
+    let t = Instant::now();
+    while staged(&dying) > 0 {
+        assert!(t.elapsed() < Duration::from_secs(20), "the dead gateway's staging file stayed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(staged(&surviving), 1, "a live writer's staging file stays");
+    let mut slow = conns.pop().unwrap();
+    slow.send(&pattern(6, 4 << 20));
+    assert_eq!(slow.answer(false).status, 200);
+    let mut whole = pattern(5, 4 << 20);
+    whole.extend(pattern(6, 4 << 20));
+    assert_eq!(get(&cl[2], "crash", "slow").await, whole);
+    assert!(!find_folder(&c.volume_dir(), "marker").join("half").exists());
 }

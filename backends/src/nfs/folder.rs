@@ -2,7 +2,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -13,7 +12,7 @@ use tokio::task::JoinSet;
 use super::pool::{status, MAX_LINKS, NF_DIR, NF_LNK, NF_REG};
 use super::rpc::{to_stat, Shared};
 use super::staging::NfsStaging;
-use crate::layout::{self, DirOps, WalkEntry, MARKERS_DIR, TMP_DIR};
+use crate::layout::{self, DirOps, SweepRule, WalkEntry, MARKERS_DIR, TMP_DIR};
 use crate::volume::{DirEntry, Folder, ReadHandle, StagingFile, Stat};
 use crate::{BackendError, ObjectPath, Result};
 
@@ -403,9 +402,9 @@ impl Folder for NfsFolder {
             .await
     }
 
-    async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize> {
+    async fn sweep_staging(&self, rule: &SweepRule) -> Result<usize> {
         self.shared
-            .timed("sweep_staging", layout::sweep_staging(self, cutoff))
+            .timed("sweep_staging", layout::sweep_staging(self, rule))
             .await
     }
 

@@ -12,7 +12,6 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use penstock_types::UploadId;
@@ -21,7 +20,7 @@ use rustix::io::Errno;
 
 use crate::layout::{self, MARKERS_DIR, TMP_DIR, UPLOADS_DIR};
 use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
-use crate::{BackendError, FolderLocation, ObjectPath, Result};
+use crate::{BackendError, FolderLocation, ObjectPath, Result, SweepRule};
 
 use fs::{
     absent_is_none, ensure_dir, join_or_dot, kind_of, make_marker_dir, open_beneath, open_dir_path, read_dir_sorted,
@@ -440,10 +439,10 @@ impl Folder for PosixFolder {
             .await
     }
 
-    async fn sweep_staging(&self, cutoff: SystemTime) -> Result<usize> {
-        let dirs = self.dirs();
+    async fn sweep_staging(&self, rule: &SweepRule) -> Result<usize> {
+        let (dirs, rule) = (self.dirs(), rule.clone());
         self.io
-            .run("sweep_staging", move || fs::walk(layout::sweep_staging(&dirs, cutoff)))
+            .run("sweep_staging", move || fs::walk(layout::sweep_staging(&dirs, &rule)))
             .await
     }
 

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use rustix::fs::Mode;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
+use std::time::SystemTime;
 
 async fn put(f: &Arc<dyn Folder>, key: &str, data: &[u8]) {
     let mut s = f.create_staging(Some(data.len() as u64)).await.unwrap();
@@ -89,7 +90,11 @@ async fn reused_files_are_fresh_for_the_staging_sweep() {
             .expect("the old file was kept");
     assert_eq!((stale, v.io.recycled.bytes.load(Ordering::Relaxed)), (3, 0));
     let cutoff = SystemTime::now() - std::time::Duration::from_secs(60);
-    assert_eq!(f.sweep_staging(cutoff).await.unwrap(), 0, "the taken file looked stale");
+    assert_eq!(
+        f.sweep_staging(&layout::SweepRule::alone(cutoff)).await.unwrap(),
+        0,
+        "the taken file looked stale"
+    );
     assert!(rustix::fs::fstat(&fd).is_ok_and(|st| st.st_nlink == 1));
     // Removing the folder releases what its kept files held.
     put(&f, "k", b"newer").await;

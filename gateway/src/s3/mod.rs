@@ -12,6 +12,7 @@ mod copy;
 mod delete;
 mod error;
 mod get;
+mod janitor;
 mod list;
 mod locks;
 mod multipart;
@@ -25,6 +26,7 @@ mod tagging;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use s3s::dto::*;
 use s3s::service::S3ServiceBuilder;
@@ -57,6 +59,10 @@ pub struct Gateway {
     pub meta: Arc<dyn Metadata>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// This process among the gateways sharing the engine: its staging files and pending
+    /// publishes carry it, and it heartbeats under it (see `janitor.rs`).
+    pub instance: String,
+    liveness: janitor::Liveness,
     /// Seals and opens secret keys at rest.
     pub master: Arc<MasterKey>,
     volumes: HashMap<String, Arc<dyn Volume>>,
@@ -82,7 +88,16 @@ impl Gateway {
     /// Opens the metadata store and the configured volumes.
     pub async fn open(cfg: &Config) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&cfg.data_dir)?;
+        let m = &cfg.metadata;
+        if m.gone_after_secs < 2.0 * m.heartbeat_secs {
+            anyhow::bail!("[metadata] gone_after_secs must be at least twice heartbeat_secs");
+        }
         let meta = open_metadata(cfg).await?;
+        // Staging files are named after the process; a second Gateway in one process (tests)
+        // shares the first one's name.
+        let instance = janitor::new_instance();
+        penstock_backends::set_instance(&instance);
+        let instance = penstock_backends::layout::instance().to_owned();
         let metrics = Arc::new(Metrics::new());
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
@@ -118,6 +133,11 @@ impl Gateway {
         Ok(Self {
             meta,
             metrics,
+            instance,
+            liveness: janitor::Liveness {
+                heartbeat: Duration::from_secs_f64(cfg.metadata.heartbeat_secs.max(0.05)),
+                gone_after: Duration::from_secs_f64(cfg.metadata.gone_after_secs.max(0.1)),
+            },
             master: Arc::new(master),
             volumes,
             default_volume: cfg.default_volume.clone(),
@@ -134,29 +154,6 @@ impl Gateway {
         self.volumes
             .get(name)
             .ok_or_else(|| s3s::s3_error!(ServiceUnavailable, "volume {name} is not configured on this gateway"))
-    }
-
-    /// Removes staging leftovers older than `cutoff` in every folder; logs what it did.
-    pub async fn sweep_staging(&self, cutoff: std::time::SystemTime) {
-        let buckets = match self.meta.buckets().await {
-            Ok(b) => b,
-            Err(e) => return tracing::warn!(error = %e, "staging sweep: cannot list buckets"),
-        };
-        let mut removed = 0;
-        for b in buckets {
-            let Ok(vol) = self.volume(&b.volume) else { continue };
-            let loc = location(&b);
-            match vol.open_folder(&loc).await {
-                Ok(f) => match f.sweep_staging(cutoff).await {
-                    Ok(n) => removed += n,
-                    Err(e) => tracing::warn!(bucket = %b.name, error = %e, "staging sweep failed"),
-                },
-                Err(e) => tracing::warn!(bucket = %b.name, error = %e, "staging sweep: folder unavailable"),
-            }
-        }
-        if removed > 0 {
-            tracing::info!(removed, "removed staging files left by interrupted writes");
-        }
     }
 
     /// The configured volumes by name.
@@ -199,7 +196,7 @@ async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
             let opts = PgOptions {
                 url,
                 pool_size: cfg.metadata.pool_size,
-                wait: std::time::Duration::from_secs_f64(cfg.metadata.connect_timeout_secs.max(0.1)),
+                wait: Duration::from_secs_f64(cfg.metadata.connect_timeout_secs.max(0.1)),
             };
             Arc::new(PgMetadata::connect(&opts).await?)
         }

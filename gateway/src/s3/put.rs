@@ -5,6 +5,7 @@ use futures::StreamExt;
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
+use penstock_backends::layout::instance as layout_instance;
 use penstock_backends::{ObjectPath, StagingFile};
 use penstock_metadata::{ObjectAttrs, ObjectRecord};
 
@@ -190,7 +191,7 @@ impl Gateway {
     /// matches the moment the file appears); the second keeps only the record of the file that
     /// ended up at the key. At every instant, a crash included, the file at the key has its
     /// record in the store: readers choose by fingerprint and the start-up sweep
-    /// ([`Gateway::settle_publishes`]) finishes what a crash interrupted. The key lock orders
+    /// (`janitor.rs`) finishes what a crash interrupted. The key lock orders
     /// writers of one key: the last to commit wins for record and bytes.
     pub(crate) async fn commit(
         &self,
@@ -226,7 +227,10 @@ impl Gateway {
                 replaces: replaced.clone().map(Box::new),
                 ..rec.clone()
             };
-            if let Err(e) = meta.begin_publish(folder, &key, &pending, now_ms()).await {
+            if let Err(e) = meta
+                .begin_publish(folder, &key, &pending, now_ms(), layout_instance())
+                .await
+            {
                 let _ = refund().await;
                 return Err(meta_err(e));
             }
@@ -234,7 +238,8 @@ impl Gateway {
             // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
             let settled = if outcome.is_ok() { Some(rec) } else { replaced };
             if let Err(e) = meta.end_publish(folder, &key, settled.as_ref()).await {
-                // The stored pair still resolves by fingerprint; the next start-up settles it.
+                // The stored pair still resolves by fingerprint; once this gateway is gone, the
+                // janitor of another (or of its next run) settles it.
                 tracing::warn!(%key, error = %e, "could not settle a published record");
             }
             if let Err(e) = outcome {
@@ -264,53 +269,6 @@ impl Gateway {
             }
             _ => Ok((0, None)),
         }
-    }
-
-    /// Settles the publishes a crash interrupted: each key noted as publishing keeps only the
-    /// record of the file that is at it now (or none, if nothing is). Runs at start-up, beside
-    /// serving; the key lock keeps it from racing a new write of the same key.
-    pub async fn settle_publishes(&self) {
-        let pending = match self.meta.publishing().await.map_err(meta_err) {
-            Ok(p) => p,
-            Err(e) => return tracing::warn!(error = ?e, "publish sweep: cannot read pending publishes"),
-        };
-        if pending.is_empty() {
-            return;
-        }
-        let buckets = match self.meta.buckets().await.map_err(meta_err) {
-            Ok(b) => b,
-            Err(e) => return tracing::warn!(error = ?e, "publish sweep: cannot list buckets"),
-        };
-        let mut settled = 0;
-        for (folder, key) in pending {
-            let outcome: S3Result<()> = async {
-                let Some(rec) = buckets.iter().find(|b| b.folder_id == folder).cloned() else {
-                    // The bucket is gone; so are its records except this note.
-                    return self.meta.end_publish(folder, &key, None).await.map_err(meta_err);
-                };
-                let b = BucketCtx {
-                    folder: self
-                        .volume(&rec.volume)?
-                        .open_folder(&super::location(&rec))
-                        .await
-                        .map_err(backend_err)?,
-                    rec,
-                };
-                let path = parse_key(&key)?;
-                let _guard = self.locks.lock(folder, &key).await;
-                let (_, current) = self.in_place(&b, &path).await?;
-                self.meta
-                    .end_publish(folder, &key, current.as_ref())
-                    .await
-                    .map_err(meta_err)
-            }
-            .await;
-            match outcome {
-                Ok(()) => settled += 1,
-                Err(e) => tracing::warn!(%folder, error = ?e, "publish sweep: could not settle a key"),
-            }
-        }
-        tracing::info!(settled, "settled records of publishes a restart interrupted");
     }
 
     async fn check_write_conditions(&self, b: &BucketCtx, path: &ObjectPath, c: &WriteConditions) -> S3Result<()> {

@@ -22,6 +22,24 @@ pub async fn run(m: Arc<dyn Metadata>) {
     publishing(m.as_ref()).await;
     multipart(m.as_ref()).await;
     delete_bucket_takes_its_records(m.as_ref()).await;
+    gateways(m.as_ref()).await;
+}
+
+async fn gateways(m: &dyn Metadata) {
+    m.heartbeat("gwa").await.unwrap();
+    m.heartbeat("gwb").await.unwrap();
+    let known = m.gateways().await.unwrap();
+    for id in ["gwa", "gwb"] {
+        let age = known.iter().find(|(i, _)| i == id).map(|(_, a)| *a);
+        assert!(age.is_some_and(|a| a < 5_000), "{id} just spoke: {known:?}");
+    }
+    assert!(!m.forget_gateway("gwa", 60_000).await.unwrap(), "not silent long enough");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    m.heartbeat("gwb").await.unwrap();
+    assert!(m.forget_gateway("gwa", 250).await.unwrap());
+    assert!(!m.forget_gateway("gwb", 250).await.unwrap(), "gwb spoke again");
+    let known: Vec<String> = m.gateways().await.unwrap().into_iter().map(|(i, _)| i).collect();
+    assert!(!known.contains(&"gwa".to_owned()) && known.contains(&"gwb".to_owned()), "{known:?}");
 }
 
 fn bucket(domain: &str, name: &str) -> BucketRecord {
@@ -255,15 +273,17 @@ async fn publishing(m: &dyn Metadata) {
     let f = Uuid::new_v4();
     let mut rec = object(10);
     rec.replaces = Some(Box::new(object(9)));
-    m.begin_publish(f, "k", &rec, 123).await.unwrap();
+    m.begin_publish(f, "k", &rec, 123, "gw1").await.unwrap();
     assert_eq!(m.object(f, "k").await.unwrap(), Some(rec.clone()));
-    assert!(m.publishing().await.unwrap().contains(&(f, "k".to_owned())));
-    m.begin_publish(f, "gone", &object(11), 124).await.unwrap();
+    let pending = m.publishing().await.unwrap();
+    let p = pending.iter().find(|p| p.folder == f && p.key == "k").expect("noted as publishing");
+    assert!(p.instance == "gw1" || p.instance.is_empty(), "the instance, where recorded");
+    m.begin_publish(f, "gone", &object(11), 124, "gw1").await.unwrap();
     m.end_publish(f, "k", Some(&object(10))).await.unwrap();
     m.end_publish(f, "gone", None).await.unwrap();
     assert_eq!(m.object(f, "k").await.unwrap(), Some(object(10)));
     assert_eq!(m.object(f, "gone").await.unwrap(), None);
-    assert!(!m.publishing().await.unwrap().iter().any(|(g, _)| *g == f), "both settled");
+    assert!(!m.publishing().await.unwrap().iter().any(|p| p.folder == f), "both settled");
 }
 
 async fn multipart(m: &dyn Metadata) {
@@ -333,7 +353,7 @@ async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
     for b in [&gone, &kept] {
         assert!(m.create_bucket(b).await.unwrap());
         m.put_object(b.folder_id, "obj", &object(30)).await.unwrap();
-        m.begin_publish(b.folder_id, "pub", &object(31), 1).await.unwrap();
+        m.begin_publish(b.folder_id, "pub", &object(31), 1, "gw1").await.unwrap();
     }
     let id = UploadId::generate();
     m.put_upload(gone.folder_id, &upload("big", &id)).await.unwrap();
@@ -344,7 +364,7 @@ async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
     assert_eq!(m.upload(gone.folder_id, "big", &id).await.unwrap(), None);
     assert!(m.parts(&id).await.unwrap().is_empty());
     let pending = m.publishing().await.unwrap();
-    assert!(!pending.iter().any(|(f, _)| *f == gone.folder_id));
-    assert!(pending.contains(&(kept.folder_id, "pub".to_owned())));
+    assert!(!pending.iter().any(|p| p.folder == gone.folder_id));
+    assert!(pending.iter().any(|p| p.folder == kept.folder_id && p.key == "pub"));
     assert_eq!(m.object(kept.folder_id, "obj").await.unwrap(), Some(object(30)));
 }

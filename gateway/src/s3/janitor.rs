@@ -1,0 +1,187 @@
+//! Leftovers of interrupted writes, cleaned up without touching a running gateway's work.
+//!
+//! A write that a crash interrupts leaves a staging file in its folder's hidden area and maybe a
+//! publish noted as pending in the metadata. Several gateways can share one volume and one
+//! engine, so "older than my start" no longer means "abandoned": each gateway names its staging
+//! files after its instance id ([`penstock_backends::set_instance`]) and heartbeats to the
+//! engine. A gateway cleans up after instances that are gone (silent for `gone_after`): at its
+//! own start (a previous run of itself is such an instance), and whenever a peer falls silent.
+//! Files of instances it does not know (one that started after it looked, or names from before
+//! instances) go only when older than its own start; files of live instances never.
+//!
+//! A gateway that stalls longer than `gone_after` (its database unreachable, say) is treated
+//! as gone: its in-flight writes lose their staging files and fail, and nothing partial becomes
+//! visible. Its next heartbeat makes it alive again.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use s3s::S3Result;
+
+use penstock_backends::SweepRule;
+use penstock_metadata::PendingPublish;
+
+use super::error::{backend_err, meta_err};
+use super::object::parse_key;
+use super::{location, BucketCtx, Gateway};
+
+/// How often a gateway tells the engine it is alive, and after how much silence it counts as
+/// gone (`[metadata] heartbeat_secs`, `gone_after_secs`).
+#[derive(Debug, Clone, Copy)]
+pub struct Liveness {
+    /// Between heartbeats.
+    pub heartbeat: Duration,
+    /// Silence that makes a gateway gone.
+    pub gone_after: Duration,
+}
+
+impl Gateway {
+    /// Registers this gateway as alive. Must precede its first write, so that peers never take
+    /// its staging files for leftovers.
+    pub async fn register(&self) -> anyhow::Result<()> {
+        self.meta.heartbeat(&self.instance).await?;
+        Ok(())
+    }
+
+    /// Cleans up after gone gateways once (`started`: this process's start), then heartbeats and
+    /// watches for peers falling silent, forever.
+    ///
+    /// Silence means gone only to a gateway that has itself been heard all along: after a
+    /// database outage every gateway looks silent to the others, and after a gateway's own start
+    /// it has seen too little. So a gateway declares peers gone only once its own heartbeats have
+    /// succeeded for `gone_after` without a gap; until then every known gateway counts as alive.
+    pub async fn run_janitor(self: Arc<Self>, started: SystemTime) {
+        let mut heard_since = Instant::now();
+        self.clean_up(started, false).await;
+        let mut tick = tokio::time::interval(self.liveness.heartbeat);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let gone_ms = self.liveness.gone_after.as_millis() as u64;
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.meta.heartbeat(&self.instance).await {
+                tracing::warn!(error = %e, "heartbeat failed");
+                heard_since = Instant::now();
+                continue;
+            }
+            if heard_since.elapsed() < self.liveness.gone_after {
+                continue;
+            }
+            match self.meta.gateways().await {
+                Ok(g) if g.iter().any(|(_, age)| *age >= gone_ms) => self.clean_up(started, true).await,
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot list gateways"),
+            }
+        }
+    }
+
+    /// Settles the publishes and sweeps the staging files of gone gateways (none unless
+    /// `confident`, see [`Gateway::run_janitor`]), then forgets them.
+    async fn clean_up(&self, started: SystemTime, confident: bool) {
+        let known = match self.meta.gateways().await {
+            Ok(g) => g,
+            Err(e) => return tracing::warn!(error = %e, "clean-up: cannot list gateways"),
+        };
+        let gone_ms = self.liveness.gone_after.as_millis() as u64;
+        let (dead, mut alive): (Vec<_>, Vec<_>) = known
+            .into_iter()
+            .partition(|(i, age)| confident && *age >= gone_ms && *i != self.instance);
+        alive.push((self.instance.clone(), 0));
+        let rule = SweepRule {
+            alive: alive.into_iter().map(|(i, _)| i).collect(),
+            dead: dead.iter().map(|(i, _)| i.clone()).collect(),
+            unknown_before: started,
+        };
+        self.settle_publishes(&rule).await;
+        self.sweep_staging(&rule).await;
+        for (instance, _) in dead {
+            match self.meta.forget_gateway(&instance, gone_ms).await {
+                Ok(true) => tracing::info!(%instance, "cleaned up after a gateway that is gone"),
+                Ok(false) => tracing::info!(%instance, "a silent gateway spoke again"),
+                Err(e) => tracing::warn!(%instance, error = %e, "cannot forget a gone gateway"),
+            }
+        }
+    }
+
+    /// Removes the staging files `rule` names as leftovers in every folder; logs what it did.
+    async fn sweep_staging(&self, rule: &SweepRule) {
+        let buckets = match self.meta.buckets().await {
+            Ok(b) => b,
+            Err(e) => return tracing::warn!(error = %e, "staging sweep: cannot list buckets"),
+        };
+        let mut removed = 0;
+        for b in buckets {
+            let Ok(vol) = self.volume(&b.volume) else { continue };
+            match vol.open_folder(&location(&b)).await {
+                Ok(f) => match f.sweep_staging(rule).await {
+                    Ok(n) => removed += n,
+                    Err(e) => tracing::warn!(bucket = %b.name, error = %e, "staging sweep failed"),
+                },
+                Err(e) => tracing::warn!(bucket = %b.name, error = %e, "staging sweep: folder unavailable"),
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed staging files left by interrupted writes");
+        }
+    }
+
+    /// Settles the publishes that gone gateways began: each such key keeps only the record of
+    /// the file that is at it now (or none, if nothing is). Publishes of live gateways are theirs
+    /// to end. Runs beside serving; the key lock keeps it from racing a new write of the same key
+    /// through this gateway, and a write through another gateway ends its own publish after
+    /// this one (its record wins).
+    async fn settle_publishes(&self, rule: &SweepRule) {
+        let pending = match self.meta.publishing().await {
+            Ok(p) => p,
+            Err(e) => return tracing::warn!(error = %e, "publish sweep: cannot read pending publishes"),
+        };
+        // The embedded engine does not record instances: one process opens it, so what is
+        // pending is a previous run's, or this run's own (ordered by the key lock).
+        let abandoned: Vec<PendingPublish> = pending
+            .into_iter()
+            .filter(|p| p.instance.is_empty() || !rule.alive.contains(&p.instance))
+            .collect();
+        if abandoned.is_empty() {
+            return;
+        }
+        let buckets = match self.meta.buckets().await {
+            Ok(b) => b,
+            Err(e) => return tracing::warn!(error = %e, "publish sweep: cannot list buckets"),
+        };
+        let mut settled = 0;
+        for p in abandoned {
+            let folder = p.folder;
+            let outcome: S3Result<()> = async {
+                let Some(rec) = buckets.iter().find(|b| b.folder_id == folder).cloned() else {
+                    // The bucket is gone; so are its records except this note.
+                    return self.meta.end_publish(folder, &p.key, None).await.map_err(meta_err);
+                };
+                let b = BucketCtx {
+                    folder: self
+                        .volume(&rec.volume)?
+                        .open_folder(&location(&rec))
+                        .await
+                        .map_err(backend_err)?,
+                    rec,
+                };
+                let path = parse_key(&p.key)?;
+                let _guard = self.locks.lock(folder, &p.key).await;
+                let (_, current) = self.in_place(&b, &path).await?;
+                self.meta
+                    .end_publish(folder, &p.key, current.as_ref())
+                    .await
+                    .map_err(meta_err)
+            }
+            .await;
+            match outcome {
+                Ok(()) => settled += 1,
+                Err(e) => tracing::warn!(%folder, error = ?e, "publish sweep: could not settle a key"),
+            }
+        }
+        tracing::info!(settled, "settled records of publishes an interrupted gateway left");
+    }
+}
+
+/// A fresh instance id: 64 random bits in hex.
+pub(crate) fn new_instance() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
