@@ -30,6 +30,19 @@ pub enum Charge {
     },
 }
 
+/// Which uploads of a folder to read: up to `limit` whose keys begin with `prefix`, after the
+/// position `(key, upload id)` when given (the id need not be a valid one: it comes from a
+/// client's marker).
+#[derive(Debug, Clone, Copy)]
+pub struct UploadQuery<'a> {
+    /// Keys begin with this.
+    pub prefix: &'a str,
+    /// Start after this (key, upload id), exclusive.
+    pub after: Option<(&'a str, &'a str)>,
+    /// At most this many.
+    pub limit: usize,
+}
+
 /// A publish begun and not ended: the key's record may still name the file it replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingPublish {
@@ -125,14 +138,7 @@ pub trait Metadata: Send + Sync {
     async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()>;
     /// First half of publishing a file at a key: stores `rec` and notes the key as publishing
     /// by gateway `instance`, durably, before the file is renamed into place.
-    async fn begin_publish(
-        &self,
-        folder: Uuid,
-        key: &str,
-        rec: &ObjectRecord,
-        now_ms: i64,
-        instance: &str,
-    ) -> MetaResult<()>;
+    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, instance: &str) -> MetaResult<()>;
     /// Second half: the key's record becomes `rec` (`None` removes it) and the key stops being
     /// publishing.
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()>;
@@ -156,16 +162,8 @@ pub trait Metadata: Send + Sync {
     async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()>;
     /// One upload.
     async fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<Option<UploadRecord>>;
-    /// Up to `limit` uploads of a folder whose keys begin with `prefix`, in (key, upload id)
-    /// order, after the position `(key, upload id)` when given (the id need not be a valid one:
-    /// it comes from a client's marker).
-    async fn uploads(
-        &self,
-        folder: Uuid,
-        prefix: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> MetaResult<Vec<UploadRecord>>;
+    /// A page of a folder's uploads, in (key, upload id) order.
+    async fn uploads(&self, folder: Uuid, q: UploadQuery<'_>) -> MetaResult<Vec<UploadRecord>>;
     /// Number of uploads in progress in all folders.
     async fn count_uploads(&self) -> MetaResult<u64>;
     /// Stores (or replaces) a part.
@@ -177,11 +175,5 @@ pub trait Metadata: Send + Sync {
     /// Removes an upload and its parts.
     async fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<()>;
     /// Atomically records a completed object and forgets its upload and parts.
-    async fn complete_upload(
-        &self,
-        folder: Uuid,
-        key: &str,
-        upload_id: &UploadId,
-        rec: &ObjectRecord,
-    ) -> MetaResult<()>;
+    async fn complete_upload(&self, folder: Uuid, key: &str, id: &UploadId, rec: &ObjectRecord) -> MetaResult<()>;
 }

@@ -15,7 +15,7 @@ mod rocks;
 pub mod schema;
 mod store;
 
-pub use engine::{Charge, MetaResult, Metadata, PendingPublish};
+pub use engine::{Charge, MetaResult, Metadata, PendingPublish, UploadQuery};
 pub use postgres::{PgMetadata, PgOptions, PG_SCHEMA_VERSION};
 pub use records::*;
 pub use rocks::RocksMetadata;

@@ -21,7 +21,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
-use crate::engine::{Charge, MetaResult, Metadata, PendingPublish};
+use crate::engine::{Charge, MetaResult, Metadata, PendingPublish, UploadQuery};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
     UploadRecord, User,
@@ -55,6 +55,10 @@ const MIGRATIONS: &[&str] = &[
 /// The database's clock in Unix milliseconds: heartbeats are stamped and aged by it, so
 /// gateways whose clocks disagree still agree on who is silent.
 const DB_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// Stores an object record ($1 folder, $2 key, $3 document), replacing the key's record.
+const UPSERT_OBJECT: &str =
+    "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3) ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3";
 
 /// The PostgreSQL schema version this build reads and writes.
 pub const PG_SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -427,35 +431,26 @@ impl Metadata for PgMetadata {
         Ok(keys.iter().map(|k| found.get(k.as_bytes()).cloned()).collect())
     }
     async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()> {
-        let sql = "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
-                   ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3";
-        self.exec(sql, &[&folder, &key.as_bytes(), &json(rec)]).await.map(drop)
+        self.exec(UPSERT_OBJECT, &[&folder, &key.as_bytes(), &json(rec)])
+            .await
+            .map(drop)
     }
     async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()> {
         let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
         self.exec(sql, &[&folder, &key.as_bytes()]).await.map(drop)
     }
-    async fn begin_publish(
-        &self,
-        folder: Uuid,
-        key: &str,
-        rec: &ObjectRecord,
-        now_ms: i64,
-        instance: &str,
-    ) -> MetaResult<()> {
+    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, instance: &str) -> MetaResult<()> {
         let mut c = self.client().await?;
         let tx = c.transaction().await.map_err(pg)?;
+        tx.execute(UPSERT_OBJECT, &[&folder, &key.as_bytes(), &json(rec)])
+            .await
+            .map_err(pg)?;
         tx.execute(
-            "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
-             ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3",
-            &[&folder, &key.as_bytes(), &json(rec)],
-        )
-        .await
-        .map_err(pg)?;
-        tx.execute(
-            "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = $3, instance = $4",
-            &[&folder, &key.as_bytes(), &now_ms, &instance],
+            &format!(
+                "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $3)
+                 ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms, instance = $3"
+            ),
+            &[&folder, &key.as_bytes(), &instance],
         )
         .await
         .map_err(pg)?;
@@ -466,14 +461,7 @@ impl Metadata for PgMetadata {
         let tx = c.transaction().await.map_err(pg)?;
         let k = key.as_bytes();
         match rec {
-            Some(r) => {
-                tx.execute(
-                    "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
-                     ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3",
-                    &[&folder, &k, &json(r)],
-                )
-                .await
-            }
+            Some(r) => tx.execute(UPSERT_OBJECT, &[&folder, &k, &json(r)]).await,
             None => {
                 tx.execute("DELETE FROM objects WHERE folder_id = $1 AND key = $2", &[&folder, &k])
                     .await
@@ -552,13 +540,8 @@ impl Metadata for PgMetadata {
         )
         .await
     }
-    async fn uploads(
-        &self,
-        folder: Uuid,
-        prefix: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> MetaResult<Vec<UploadRecord>> {
+    async fn uploads(&self, folder: Uuid, q: UploadQuery<'_>) -> MetaResult<Vec<UploadRecord>> {
+        let UploadQuery { prefix, after, limit } = q;
         let lo = prefix.as_bytes();
         let hi = successor(lo);
         let (ak, aid) = match after {
@@ -614,23 +597,13 @@ impl Metadata for PgMetadata {
         forget_upload(&tx, folder, key, upload_id).await?;
         tx.commit().await.map_err(pg)
     }
-    async fn complete_upload(
-        &self,
-        folder: Uuid,
-        key: &str,
-        upload_id: &UploadId,
-        rec: &ObjectRecord,
-    ) -> MetaResult<()> {
+    async fn complete_upload(&self, folder: Uuid, key: &str, id: &UploadId, rec: &ObjectRecord) -> MetaResult<()> {
         let mut c = self.client().await?;
         let tx = c.transaction().await.map_err(pg)?;
-        forget_upload(&tx, folder, key, upload_id).await?;
-        tx.execute(
-            "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3)
-             ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3",
-            &[&folder, &key.as_bytes(), &json(rec)],
-        )
-        .await
-        .map_err(pg)?;
+        forget_upload(&tx, folder, key, id).await?;
+        tx.execute(UPSERT_OBJECT, &[&folder, &key.as_bytes(), &json(rec)])
+            .await
+            .map_err(pg)?;
         tx.commit().await.map_err(pg)
     }
 }

@@ -13,7 +13,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::engine::{Charge, MetaResult, Metadata, PendingPublish};
+use crate::engine::{Charge, MetaResult, Metadata, PendingPublish, UploadQuery};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
     UploadRecord, User,
@@ -51,6 +51,16 @@ impl RocksMetadata {
         tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
             .await
             .map_err(|e| MetaError::Task(e.to_string()))?
+    }
+
+    /// [`RocksMetadata::blocking`] with an owned copy of `v`, for writes of one record.
+    async fn with<V: Clone + Send + 'static, T: Send + 'static>(
+        &self,
+        v: &V,
+        f: impl FnOnce(&Store, &V) -> MetaResult<T> + Send + 'static,
+    ) -> MetaResult<T> {
+        let v = v.clone();
+        self.blocking(move |s| f(s, &v)).await
     }
 
     /// Reads a scope's record, lets `f` change it and writes it back if `f` says so, all under
@@ -100,8 +110,7 @@ impl Metadata for RocksMetadata {
     }
 
     async fn put_domain(&self, d: &Domain) -> MetaResult<()> {
-        let d = d.clone();
-        self.blocking(move |s| s.put_domain(&d)).await
+        self.with(d, |s, d| s.put_domain(d)).await
     }
     async fn domain(&self, name: &str) -> MetaResult<Option<Domain>> {
         self.store.domain(name)
@@ -110,8 +119,7 @@ impl Metadata for RocksMetadata {
         self.blocking(|s| s.domains()).await
     }
     async fn put_project(&self, p: &Project) -> MetaResult<()> {
-        let p = p.clone();
-        self.blocking(move |s| s.put_project(&p)).await
+        self.with(p, |s, p| s.put_project(p)).await
     }
     async fn project(&self, id: Uuid) -> MetaResult<Option<Project>> {
         self.store.project(id)
@@ -120,8 +128,7 @@ impl Metadata for RocksMetadata {
         self.blocking(|s| s.projects()).await
     }
     async fn put_user(&self, u: &User) -> MetaResult<()> {
-        let u = u.clone();
-        self.blocking(move |s| s.put_user(&u)).await
+        self.with(u, |s, u| s.put_user(u)).await
     }
     async fn user(&self, id: Uuid) -> MetaResult<Option<User>> {
         self.store.user(id)
@@ -133,24 +140,20 @@ impl Metadata for RocksMetadata {
         self.store.keypair(access_key)
     }
     async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()> {
-        let kp = kp.clone();
-        self.blocking(move |s| s.put_keypair(&kp)).await
+        self.with(kp, |s, kp| s.put_keypair(kp)).await
     }
     async fn delete_keypair(&self, access_key: &str) -> MetaResult<()> {
-        let ak = access_key.to_owned();
-        self.blocking(move |s| s.delete_keypair(&ak)).await
+        self.with(&access_key.to_owned(), |s, ak| s.delete_keypair(ak)).await
     }
     async fn keypairs(&self) -> MetaResult<Vec<Keypair>> {
         self.blocking(|s| s.keypairs()).await
     }
 
     async fn create_bucket(&self, b: &BucketRecord) -> MetaResult<bool> {
-        let b = b.clone();
-        self.blocking(move |s| s.create_bucket(&b)).await
+        self.with(b, |s, b| s.create_bucket(b)).await
     }
     async fn put_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
-        let b = b.clone();
-        self.blocking(move |s| s.put_bucket(&b)).await
+        self.with(b, |s, b| s.put_bucket(b)).await
     }
     async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>> {
         self.store.bucket(domain, name)
@@ -159,8 +162,7 @@ impl Metadata for RocksMetadata {
         self.blocking(|s| s.buckets()).await
     }
     async fn delete_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
-        let b = b.clone();
-        self.blocking(move |s| s.delete_bucket(&b)).await
+        self.with(b, |s, b| s.delete_bucket(b)).await
     }
 
     async fn quota(&self, scope: &QuotaScope) -> MetaResult<Option<Quota>> {
@@ -227,16 +229,9 @@ impl Metadata for RocksMetadata {
         let key = key.to_owned();
         self.blocking(move |s| s.delete_object(folder, &key)).await
     }
-    async fn begin_publish(
-        &self,
-        folder: Uuid,
-        key: &str,
-        rec: &ObjectRecord,
-        now_ms: i64,
-        _instance: &str,
-    ) -> MetaResult<()> {
+    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, _instance: &str) -> MetaResult<()> {
         let (key, rec) = (key.to_owned(), rec.clone());
-        self.blocking(move |s| s.begin_publish(folder, &key, &rec, now_ms))
+        self.blocking(move |s| s.begin_publish(folder, &key, &rec, now_ms()))
             .await
     }
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()> {
@@ -284,15 +279,9 @@ impl Metadata for RocksMetadata {
         let (key, id) = (key.to_owned(), upload_id.clone());
         self.blocking(move |s| s.upload(folder, &key, &id)).await
     }
-    async fn uploads(
-        &self,
-        folder: Uuid,
-        prefix: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> MetaResult<Vec<UploadRecord>> {
-        let prefix = prefix.to_owned();
-        let after = after.map(|(k, id)| (k.to_owned(), id.to_owned()));
+    async fn uploads(&self, folder: Uuid, q: UploadQuery<'_>) -> MetaResult<Vec<UploadRecord>> {
+        let (prefix, limit) = (q.prefix.to_owned(), q.limit);
+        let after = q.after.map(|(k, id)| (k.to_owned(), id.to_owned()));
         self.blocking(move |s| {
             let mut out = Vec::new();
             let after = after.as_ref().map(|(k, id)| (k.as_str(), id.as_str()));
@@ -316,21 +305,20 @@ impl Metadata for RocksMetadata {
         self.blocking(move |s| s.part(&id, part)).await
     }
     async fn parts(&self, upload_id: &UploadId) -> MetaResult<Vec<PartRecord>> {
-        let id = upload_id.clone();
-        self.blocking(move |s| s.parts(&id)).await
+        self.with(upload_id, |s, id| s.parts(id)).await
     }
     async fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<()> {
         let (key, id) = (key.to_owned(), upload_id.clone());
         self.blocking(move |s| s.delete_upload(folder, &key, &id)).await
     }
-    async fn complete_upload(
-        &self,
-        folder: Uuid,
-        key: &str,
-        upload_id: &UploadId,
-        rec: &ObjectRecord,
-    ) -> MetaResult<()> {
-        let (key, id, rec) = (key.to_owned(), upload_id.clone(), rec.clone());
+    async fn complete_upload(&self, folder: Uuid, key: &str, id: &UploadId, rec: &ObjectRecord) -> MetaResult<()> {
+        let (key, id, rec) = (key.to_owned(), id.clone(), rec.clone());
         self.blocking(move |s| s.complete_upload(folder, &key, &id, &rec)).await
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

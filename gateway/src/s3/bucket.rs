@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::{BucketRecord, Perm, UsageMode};
+use penstock_metadata::{BucketRecord, Perm, UploadQuery, UsageMode};
 
 use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
@@ -194,7 +194,12 @@ impl Gateway {
         let mut after: Option<(String, String)> = None;
         loop {
             let pos = after.as_ref().map(|(k, id)| (k.as_str(), id.as_str()));
-            let page = self.meta.uploads(folder, "", pos, 1000).await.map_err(meta_err)?;
+            let q = UploadQuery {
+                prefix: "",
+                after: pos,
+                limit: 1000,
+            };
+            let page = self.meta.uploads(folder, q).await.map_err(meta_err)?;
             for u in &page {
                 sum += self
                     .meta

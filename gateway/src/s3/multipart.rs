@@ -4,7 +4,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
-use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadId, UploadRecord};
+use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadId, UploadQuery, UploadRecord};
 
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{
@@ -524,7 +524,12 @@ impl Gateway {
         let skip_through = (after.is_none() && !key_marker.is_empty()).then(|| key_marker.clone());
         'pages: loop {
             let pos = after.as_ref().map(|(k, id)| (k.as_str(), id.as_str()));
-            let page = self.meta.uploads(folder, &prefix, pos, PAGE).await.map_err(meta_err)?;
+            let q = UploadQuery {
+                prefix: &prefix,
+                after: pos,
+                limit: PAGE,
+            };
+            let page = self.meta.uploads(folder, q).await.map_err(meta_err)?;
             let full = page.len() == PAGE;
             after = page.last().map(|u| (u.key.clone(), u.upload_id.to_string()));
             for u in page {

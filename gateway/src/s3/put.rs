@@ -12,9 +12,7 @@ use penstock_metadata::{ObjectAttrs, ObjectRecord};
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
 use super::error::{backend_err, meta_err};
-use super::object::{
-    attr_input, effective_record, etag, fingerprint, new_record, now_ms, parse_key, parse_tagging_header,
-};
+use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
 use super::rdma::{reply_headers, transfer_failed, Admission};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
@@ -227,10 +225,7 @@ impl Gateway {
                 replaces: replaced.clone().map(Box::new),
                 ..rec.clone()
             };
-            if let Err(e) = meta
-                .begin_publish(folder, &key, &pending, now_ms(), layout_instance())
-                .await
-            {
+            if let Err(e) = meta.begin_publish(folder, &key, &pending, layout_instance()).await {
                 let _ = refund().await;
                 return Err(meta_err(e));
             }

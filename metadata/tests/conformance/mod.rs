@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use penstock_metadata::{
     BucketRecord, Charge, Checksums, Domain, Fingerprint, Keypair, Metadata, ObjectAttrs, ObjectRecord, PartRecord,
-    Perm, Project, QuotaScope, Role, UploadId, UploadRecord, UsageMode, User,
+    Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, UsageMode, User,
 };
 use uuid::Uuid;
 
@@ -273,12 +273,12 @@ async fn publishing(m: &dyn Metadata) {
     let f = Uuid::new_v4();
     let mut rec = object(10);
     rec.replaces = Some(Box::new(object(9)));
-    m.begin_publish(f, "k", &rec, 123, "gw1").await.unwrap();
+    m.begin_publish(f, "k", &rec, "gw1").await.unwrap();
     assert_eq!(m.object(f, "k").await.unwrap(), Some(rec.clone()));
     let pending = m.publishing().await.unwrap();
     let p = pending.iter().find(|p| p.folder == f && p.key == "k").expect("noted as publishing");
     assert!(p.instance == "gw1" || p.instance.is_empty(), "the instance, where recorded");
-    m.begin_publish(f, "gone", &object(11), 124, "gw1").await.unwrap();
+    m.begin_publish(f, "gone", &object(11), "gw1").await.unwrap();
     m.end_publish(f, "k", Some(&object(10))).await.unwrap();
     m.end_publish(f, "gone", None).await.unwrap();
     assert_eq!(m.object(f, "k").await.unwrap(), Some(object(10)));
@@ -301,8 +301,7 @@ async fn multipart(m: &dyn Metadata) {
     assert_eq!(m.upload(f, "b", &ids[0]).await.unwrap(), Some(upload("b", &ids[0])));
     assert_eq!(m.upload(f, "c", &ids[0]).await.unwrap(), None, "an id belongs to its key");
 
-    let listed = |v: Vec<UploadRecord>| v.into_iter().map(|u| (u.key, u.upload_id)).collect::<Vec<_>>();
-    let all = listed(m.uploads(f, "", None, 100).await.unwrap());
+    let all = page(m, f, "", None, 100).await;
     let want = vec![
         ("a/x".to_owned(), ids[1].clone()),
         ("a/y".to_owned(), ids[2].clone()),
@@ -311,17 +310,17 @@ async fn multipart(m: &dyn Metadata) {
         ("c".to_owned(), ids[4].clone()),
     ];
     assert_eq!(all, want, "by key, then upload id; other folders never show");
-    assert_eq!(listed(m.uploads(f, "a/", None, 100).await.unwrap()), want[..2].to_vec());
-    assert_eq!(listed(m.uploads(f, "", None, 2).await.unwrap()), want[..2].to_vec());
+    assert_eq!(page(m, f, "a/", None, 100).await, want[..2].to_vec());
+    assert_eq!(page(m, f, "", None, 2).await, want[..2].to_vec());
     // Paging: after a (key, id) position, exclusive.
     let after = Some(("b", ids[0].as_str()));
-    assert_eq!(listed(m.uploads(f, "", after, 100).await.unwrap()), want[3..].to_vec());
+    assert_eq!(page(m, f, "", after, 100).await, want[3..].to_vec());
     // A position that is no record (an id a client made up) still orders by key, then id.
     let after = Some(("b", ""));
-    assert_eq!(listed(m.uploads(f, "", after, 100).await.unwrap()), want[2..].to_vec());
+    assert_eq!(page(m, f, "", after, 100).await, want[2..].to_vec());
     let after = Some(("a/zz", "whatever"));
-    assert_eq!(listed(m.uploads(f, "", after, 100).await.unwrap()), want[2..].to_vec());
-    assert!(m.uploads(f, "zz", None, 100).await.unwrap().is_empty());
+    assert_eq!(page(m, f, "", after, 100).await, want[2..].to_vec());
+    assert!(page(m, f, "zz", None, 100).await.is_empty());
 
     let id = &ids[0];
     for (n, size) in [(3, 30), (1, 10), (2, 20)] {
@@ -348,12 +347,24 @@ async fn multipart(m: &dyn Metadata) {
     assert_eq!(m.count_uploads().await.unwrap(), before + 4);
 }
 
+/// A page of uploads as (key, upload id).
+async fn page(
+    m: &dyn Metadata,
+    f: Uuid,
+    prefix: &str,
+    after: Option<(&str, &str)>,
+    limit: usize,
+) -> Vec<(String, UploadId)> {
+    let q = UploadQuery { prefix, after, limit };
+    m.uploads(f, q).await.unwrap().into_iter().map(|u| (u.key, u.upload_id)).collect()
+}
+
 async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
     let (gone, kept) = (bucket("dl", "gone"), bucket("dl", "kept"));
     for b in [&gone, &kept] {
         assert!(m.create_bucket(b).await.unwrap());
         m.put_object(b.folder_id, "obj", &object(30)).await.unwrap();
-        m.begin_publish(b.folder_id, "pub", &object(31), 1, "gw1").await.unwrap();
+        m.begin_publish(b.folder_id, "pub", &object(31), "gw1").await.unwrap();
     }
     let id = UploadId::generate();
     m.put_upload(gone.folder_id, &upload("big", &id)).await.unwrap();
