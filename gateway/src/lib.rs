@@ -17,6 +17,7 @@ pub mod config;
 pub mod fuzzing;
 pub mod interim;
 pub mod limits;
+pub mod metadata_cli;
 pub mod metrics;
 pub mod observe;
 pub mod s3;

@@ -47,6 +47,9 @@ enum Command {
     Config(ConfigCmd),
     /// Manage domains, projects, users, keypairs, vfolders and quotas through the admin API.
     Admin(penstock::admin_cli::AdminOpts),
+    /// Metadata engine maintenance (gateways stopped): migrate, export, import.
+    #[command(subcommand)]
+    Metadata(penstock::metadata_cli::MetadataCmd),
 }
 
 fn main() {
@@ -62,6 +65,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Admin(opts) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             rt.block_on(penstock::admin_cli::run(opts))
+        }
+        Command::Metadata(cmd) => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(penstock::metadata_cli::run(cmd))
         }
         Command::Config(ConfigCmd::Check { file }) => {
             let cfg = Config::load(&file)?;

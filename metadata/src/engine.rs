@@ -30,6 +30,9 @@ pub enum Charge {
     },
 }
 
+/// Object records with their keys, in key order.
+pub type KeyedRecords = Vec<(String, ObjectRecord)>;
+
 /// Which uploads of a folder to read: up to `limit` whose keys begin with `prefix`, after the
 /// position `(key, upload id)` when given (the id need not be a valid one: it comes from a
 /// client's marker).
@@ -132,6 +135,9 @@ pub trait Metadata: Send + Sync {
     async fn object(&self, folder: Uuid, key: &str) -> MetaResult<Option<ObjectRecord>>;
     /// Records of many objects of one folder (listings), in the order of `keys`.
     async fn objects(&self, folder: Uuid, keys: &[&str]) -> MetaResult<Vec<Option<ObjectRecord>>>;
+    /// Up to `limit` object records of a folder in key order, after key `after` when given
+    /// (exports; listings read the file tree).
+    async fn object_records(&self, folder: Uuid, after: Option<&str>, limit: usize) -> MetaResult<KeyedRecords>;
     /// Stores (or replaces) an object record.
     async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()>;
     /// Removes an object record.

@@ -8,6 +8,7 @@
 //! Layout: one column family per record kind ([`schema`]), values are versioned JSON documents so
 //! fields can be added without a migration.
 
+pub mod dump;
 mod engine;
 mod postgres;
 mod records;
@@ -15,7 +16,7 @@ mod rocks;
 pub mod schema;
 mod store;
 
-pub use engine::{Charge, MetaResult, Metadata, PendingPublish, UploadQuery};
+pub use engine::{Charge, KeyedRecords, MetaResult, Metadata, PendingPublish, UploadQuery};
 pub use postgres::{PgMetadata, PgOptions, PG_SCHEMA_VERSION};
 pub use records::*;
 pub use rocks::RocksMetadata;

@@ -21,7 +21,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
-use crate::engine::{Charge, MetaResult, Metadata, PendingPublish, UploadQuery};
+use crate::engine::{Charge, KeyedRecords, MetaResult, Metadata, PendingPublish, UploadQuery};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
     UploadRecord, User,
@@ -342,10 +342,13 @@ impl Metadata for PgMetadata {
     async fn quotas(&self) -> MetaResult<Vec<Quota>> {
         let c = self.client().await?;
         let rows = c
-            .query("SELECT scope, limit_bytes, usage_bytes FROM quotas ORDER BY scope", &[])
+            .query("SELECT scope, limit_bytes, usage_bytes FROM quotas", &[])
             .await
             .map_err(pg)?;
-        rows.iter()
+        // Sorted here as the embedded engine sorts them (bytes of `kind:uuid`), whatever the
+        // database's collation.
+        let mut v: Vec<Quota> = rows
+            .iter()
             .map(|r| {
                 let scope: String = r.get(0);
                 let scope = scope
@@ -357,7 +360,9 @@ impl Metadata for PgMetadata {
                     usage_bytes: r.get::<_, i64>(2).max(0) as u64,
                 })
             })
-            .collect()
+            .collect::<MetaResult<_>>()?;
+        v.sort_by_key(|q| q.scope.to_string());
+        Ok(v)
     }
     async fn charge(&self, scope: &QuotaScope, delta: i64, _sync: bool) -> MetaResult<Charge> {
         if delta == 0 {
@@ -429,6 +434,27 @@ impl Metadata for PgMetadata {
             found.insert(r.get::<_, Vec<u8>>(0), doc::<ObjectRecord>("objects", r, 1)?);
         }
         Ok(keys.iter().map(|k| found.get(k.as_bytes()).cloned()).collect())
+    }
+    async fn object_records(&self, folder: Uuid, after: Option<&str>, limit: usize) -> MetaResult<KeyedRecords> {
+        let c = self.client().await?;
+        let rows = c
+            .query(
+                "SELECT key, doc FROM objects WHERE folder_id = $1 AND ($2::BYTEA IS NULL OR key > $2)
+                 ORDER BY key LIMIT $3",
+                &[
+                    &folder,
+                    &after.map(str::as_bytes),
+                    &(limit.min(i64::MAX as usize) as i64),
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        rows.iter()
+            .map(|r| {
+                let key = String::from_utf8(r.get(0)).map_err(|e| MetaError::Postgres(format!("object key: {e}")))?;
+                Ok((key, doc("objects", r, 1)?))
+            })
+            .collect()
     }
     async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()> {
         self.exec(UPSERT_OBJECT, &[&folder, &key.as_bytes(), &json(rec)])

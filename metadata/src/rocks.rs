@@ -13,7 +13,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::engine::{Charge, MetaResult, Metadata, PendingPublish, UploadQuery};
+use crate::engine::{Charge, KeyedRecords, MetaResult, Metadata, PendingPublish, UploadQuery};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
     UploadRecord, User,
@@ -219,6 +219,11 @@ impl Metadata for RocksMetadata {
     async fn objects(&self, folder: Uuid, keys: &[&str]) -> MetaResult<Vec<Option<ObjectRecord>>> {
         let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
         self.blocking(move |s| s.objects(folder, &keys.iter().map(String::as_str).collect::<Vec<_>>()))
+            .await
+    }
+    async fn object_records(&self, folder: Uuid, after: Option<&str>, limit: usize) -> MetaResult<KeyedRecords> {
+        let after = after.map(str::to_owned);
+        self.blocking(move |s| s.object_records(folder, after.as_deref(), limit))
             .await
     }
     async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()> {

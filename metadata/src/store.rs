@@ -414,6 +414,33 @@ impl Store {
             .collect()
     }
 
+    /// Up to `limit` object records of a folder in key order, after `after` when given.
+    pub fn object_records(
+        &self,
+        folder: Uuid,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, ObjectRecord)>> {
+        let prefix = folder.as_bytes().to_vec();
+        let start = match after {
+            // Just past the key: the key followed by the smallest byte.
+            Some(k) => {
+                let mut s = object_key(folder, k);
+                s.push(0);
+                s
+            }
+            None => prefix.clone(),
+        };
+        let mut out = Vec::new();
+        self.scan(CF_OBJECTS, &prefix, &start, |k, rec: ObjectRecord| {
+            if let Ok(key) = std::str::from_utf8(&k[16..]) {
+                out.push((key.to_owned(), rec));
+            }
+            out.len() < limit
+        })?;
+        Ok(out)
+    }
+
     /// Stores (or replaces) an object record.
     pub fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> Result<()> {
         self.put(CF_OBJECTS, &object_key(folder, key), rec)

@@ -351,3 +351,82 @@ async fn a_killed_gateways_leftovers_go_and_live_writes_stay() {
     assert_eq!(get(&cl[2], "crash", "slow").await, whole);
     assert!(!find_folder(&c.volume_dir(), "marker").join("half").exists());
 }
+
+/// Runs `penstock metadata ARGS`; panics with its output when it fails. Answers standard output.
+fn metadata_cli(args: &[&str]) -> String {
+    let out = std::process::Command::new(penstock_tests::binary()).arg("metadata").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "penstock metadata {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A deployment on the embedded engine moves to PostgreSQL with `penstock metadata export` and
+/// `import`: a gateway on the database serves the same volume with every record intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rocksdb_deployment_moves_to_postgres() {
+    let mut old = penstock_tests::Gateway::start();
+    let c = old.client();
+    c.create_bucket().bucket("moving").send().await.unwrap();
+    c.put_object()
+        .bucket("moving")
+        .key("data/a.bin")
+        .content_type("application/x-a")
+        .metadata("origin", "rocksdb")
+        .tagging("stage=old")
+        .body(ByteStream::from(pattern(1, 70_000)))
+        .send()
+        .await
+        .unwrap();
+    let up = Upload::start(&c, "moving", "big").await;
+    let e1 = up.part(1, pattern(2, 5 << 20)).await;
+    let u = old.admin(&["user", "create", "--domain", "default", "mover"]);
+    let kp = old.admin(&["keypair", "create", &s(&u, "id")]);
+    let scope = format!("user:{}", s(&u, "id"));
+    old.admin(&["quota", "set", &scope, "1000000"]);
+    let mover = old.client_with(&s(&kp, "access_key"), &s(&kp, "secret_key"));
+    mover.create_bucket().bucket("movers-own").send().await.unwrap();
+    put(&mover, "movers-own", "x", &pattern(3, 1234)).await;
+    let usage = old.admin(&["quota", "show", &scope])["usage_bytes"].as_u64().unwrap();
+    old.kill();
+
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("dump.jsonl");
+    let data = old.data_dir.to_str().unwrap().to_owned();
+    metadata_cli(&["export", "--data-dir", &data, "--out", dump.to_str().unwrap()]);
+    let pg = penstock_tests::postgres::Postgres::start();
+    let master = std::fs::read_to_string(old.data_dir.join("master.key")).unwrap();
+    let config = format!(
+        "master_key = \"{}\"\n[[volumes]]\nname = \"local\"\nbackend = \"posix\"\npath = \"{}\"\n\
+         [metadata]\nengine = \"postgres\"\nurl = \"{}\"\n",
+        master.trim(),
+        old.volume_dir().display(),
+        pg.database("moved")
+    );
+    let cfg = dir.path().join("pg.toml");
+    std::fs::write(&cfg, &config).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let version = metadata_cli(&["migrate", "--config", cfg]);
+    assert!(version.starts_with("postgres schema version "), "{version}");
+    metadata_cli(&["import", "--config", cfg, "--in", dump.to_str().unwrap()]);
+
+    let new = penstock_tests::Gateway::start_with_config(&config);
+    let c = new.client();
+    let h = c.head_object().bucket("moving").key("data/a.bin").send().await.unwrap();
+    assert_eq!(h.content_type(), Some("application/x-a"));
+    assert_eq!(h.metadata().and_then(|m| m.get("origin")).map(String::as_str), Some("rocksdb"));
+    let tags = c.get_object_tagging().bucket("moving").key("data/a.bin").send().await.unwrap();
+    assert_eq!(tags.tag_set()[0].value(), "old");
+    assert_eq!(get(&c, "moving", "data/a.bin").await, pattern(1, 70_000));
+    let up = Upload::of(&c, "moving", "big", &up.id);
+    let e2 = up.part(2, pattern(4, 100)).await;
+    up.complete(&[(1, e1), (2, e2)]).await;
+    assert_eq!(get(&c, "moving", "big").await, [pattern(2, 5 << 20), pattern(4, 100)].concat());
+    let mover = new.client_with(&s(&kp, "access_key"), &s(&kp, "secret_key"));
+    assert_eq!(get(&mover, "movers-own", "x").await, pattern(3, 1234));
+    let q = new.admin(&["quota", "show", &scope]);
+    assert_eq!((q["limit_bytes"].as_u64(), q["usage_bytes"].as_u64()), (Some(1_000_000), Some(usage)));
+}

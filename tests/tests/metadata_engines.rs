@@ -109,6 +109,40 @@ async fn postgres_outage_fails_fast_and_recovers() {
     }
 }
 
+/// A dump of the embedded engine imported into PostgreSQL and exported again is the same dump,
+/// and so is the way back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dumps_move_every_record_between_engines() {
+    use penstock_metadata::dump;
+    let dir = tempfile::tempdir().unwrap();
+    let open_rocks = |name: &str| {
+        let store = Store::open(&dir.path().join(name), StoreOptions::default()).unwrap();
+        Arc::new(RocksMetadata::new(store)) as Arc<dyn Metadata>
+    };
+    let first = open_rocks("first");
+    conformance::run(first.clone()).await;
+    conformance::populate_for_dump(first.as_ref()).await;
+    let mut a = Vec::new();
+    let counts = dump::export(first.as_ref(), &mut a).await.unwrap();
+    assert!(counts.objects > 0 && counts.uploads > 0 && counts.parts > 0 && counts.quotas > 0, "{counts:?}");
+
+    let pg = Postgres::start();
+    let shared = PgMetadata::connect(&opts(pg.database("moved"))).await.unwrap();
+    assert_eq!(dump::import(&shared, &mut a.as_slice()).await.unwrap(), counts);
+    let mut b = Vec::new();
+    dump::export(&shared, &mut b).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&b), String::from_utf8_lossy(&a), "PostgreSQL holds what RocksDB held");
+    let e = dump::import(&shared, &mut a.as_slice()).await.unwrap_err();
+    assert!(e.to_string().contains("already has buckets"), "{e}");
+
+    let back = open_rocks("back");
+    dump::import(back.as_ref(), &mut b.as_slice()).await.unwrap();
+    let mut c = Vec::new();
+    dump::export(back.as_ref(), &mut c).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&c), String::from_utf8_lossy(&a), "and back");
+    assert!(dump::import(back.as_ref(), &mut &b"{\"domain\":{}}\n"[..]).await.is_err());
+}
+
 async fn tokio_postgres_connect(url: &str) -> (tokio_postgres::Client, tokio::task::JoinHandle<()>) {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
     (

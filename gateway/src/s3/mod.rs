@@ -182,8 +182,8 @@ impl Gateway {
     }
 }
 
-/// Opens the configured metadata engine.
-async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
+/// Opens the configured metadata engine (applying its schema migrations).
+pub async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
     Ok(match cfg.metadata.engine {
         MetadataEngine::Rocksdb => {
             let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;

@@ -262,6 +262,14 @@ async fn objects(m: &dyn Metadata) {
     assert_eq!(m.object(f, "a").await.unwrap(), None);
     assert_eq!(m.object(f, "a/").await.unwrap(), Some(object(5)));
     m.delete_object(f, "never").await.unwrap();
+    // Exports read a folder's records in key order, a page at a time.
+    let keys = |v: Vec<(String, ObjectRecord)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(keys(m.object_records(f, None, 10).await.unwrap()), ["a/", "dir/b"]);
+    assert_eq!(keys(m.object_records(f, None, 1).await.unwrap()), ["a/"]);
+    assert_eq!(keys(m.object_records(f, Some("a/"), 10).await.unwrap()), ["dir/b"]);
+    assert_eq!(keys(m.object_records(f, Some("a"), 10).await.unwrap()), ["a/", "dir/b"]);
+    assert!(m.object_records(f, Some("dir/b"), 10).await.unwrap().is_empty());
+    assert_eq!(m.object_records(other, None, 10).await.unwrap(), vec![("a".to_owned(), object(3))]);
     // A record carrying the one it replaces comes back whole.
     let mut pending = object(6);
     pending.replaces = Some(Box::new(object(7)));
@@ -378,4 +386,22 @@ async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
     assert!(!pending.iter().any(|p| p.folder == gone.folder_id));
     assert!(pending.iter().any(|p| p.folder == kept.folder_id && p.key == "pub"));
     assert_eq!(m.object(kept.folder_id, "obj").await.unwrap(), Some(object(30)));
+}
+
+/// Records of every kind in folders that have buckets, for export tests: objects (one with a
+/// pending publish), an upload with parts, a quota.
+pub async fn populate_for_dump(m: &dyn Metadata) {
+    let b = bucket("dump", "everything");
+    assert!(m.create_bucket(&b).await.unwrap());
+    for (i, k) in ["a", "b/c", "ü", "z/"].iter().enumerate() {
+        m.put_object(b.folder_id, k, &object(100 + i as u64)).await.unwrap();
+    }
+    m.begin_publish(b.folder_id, "pending", &object(120), "").await.unwrap();
+    let id = UploadId::generate();
+    m.put_upload(b.folder_id, &upload("big", &id)).await.unwrap();
+    for n in 1..=3 {
+        m.put_part(&id, &part(n, 5 << 20)).await.unwrap();
+    }
+    m.set_quota_limit(&b.quota_scope, Some(1 << 30)).await.unwrap();
+    m.charge(&b.quota_scope, 12345, true).await.unwrap();
 }
