@@ -2,10 +2,14 @@
 # Installs what building and testing Penstock needs on a fresh Debian 12 machine.
 #   scripts/install-deps.sh build   - compilers and libclang (bindgen for RocksDB)
 #   scripts/install-deps.sh test    - build deps plus every client the compat scenarios drive
+#   scripts/install-deps.sh cluster - build deps plus PostgreSQL and nginx (scripts/cluster)
 # Idempotent: skips what is already present.
 set -euo pipefail
 what=${1:-test}
 apt_pkgs=(build-essential clang libclang-dev pkg-config libibverbs-dev librdmacm-dev)
+if [ "$what" = cluster ]; then
+  apt_pkgs+=(postgresql nginx curl)
+fi
 if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
   # NFS backend tests: a real NFS server, its portmapper, and libnfs's nfs-cp as a second client.
