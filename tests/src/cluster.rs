@@ -15,31 +15,40 @@ pub struct Cluster {
     pub gateways: Vec<Gateway>,
     /// The shared metadata database's server.
     pub pg: Postgres,
-    volume: tempfile::TempDir,
+    root: PathBuf,
+    _volume: Option<tempfile::TempDir>,
     config: String,
 }
 
 impl Cluster {
-    /// Starts PostgreSQL and `n` gateways at once on a fresh database and volume. Gateways count
-    /// as gone after 3 s of silence (30 s by default), so tests see the clean-up soon.
+    /// Starts PostgreSQL and `n` gateways at once on a fresh database and a fresh POSIX volume.
+    /// Gateways count as gone after 3 s of silence (30 s by default), so tests see the clean-up
+    /// soon.
     pub fn start(n: usize) -> Self {
+        let volume = tempfile::Builder::new().prefix("penstock-shared").tempdir().unwrap();
+        let spec = format!("backend = \"posix\"\npath = \"{}\"\n", volume.path().display());
+        let root = volume.path().to_path_buf();
+        Self::start_on(n, &spec, root, Some(volume))
+    }
+
+    /// Starts PostgreSQL and `n` gateways on the volume `spec` describes (the keys of a
+    /// `[[volumes]]` table after its name), whose folders a test finds under `root`.
+    pub fn start_on(n: usize, spec: &str, root: PathBuf, volume: Option<tempfile::TempDir>) -> Self {
         let pg = Postgres::start();
         let url = pg.database("penstock");
-        let volume = tempfile::Builder::new().prefix("penstock-shared").tempdir().unwrap();
         let config = format!(
             "master_key = \"{MASTER_KEY}\"\ndefault_volume = \"shared\"\n\
-             [[volumes]]\nname = \"shared\"\nbackend = \"posix\"\npath = \"{}\"\n\
+             [[volumes]]\nname = \"shared\"\n{spec}\
              [metadata]\nengine = \"postgres\"\nurl = \"{url}\"\npool_size = 8\n\
-             heartbeat_secs = 0.5\ngone_after_secs = 3.0\n",
-            volume.path().display()
+             heartbeat_secs = 0.5\ngone_after_secs = 3.0\n"
         );
         let gateways = Gateway::start_many(n, &config);
-        Cluster { gateways, pg, volume, config }
+        Cluster { gateways, pg, root, _volume: volume, config }
     }
 
     /// The shared volume's root directory.
     pub fn volume_dir(&self) -> PathBuf {
-        self.volume.path().to_path_buf()
+        self.root.clone()
     }
 
     /// The configuration every gateway runs with.

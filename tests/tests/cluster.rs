@@ -430,3 +430,39 @@ async fn a_rocksdb_deployment_moves_to_postgres() {
     let q = new.admin(&["quota", "show", &scope]);
     assert_eq!((q["limit_bytes"].as_u64(), q["usage_bytes"].as_u64()), (Some(1_000_000), Some(usage)));
 }
+
+/// Three gateways, each with its own user-space NFS client, on one NFS-Ganesha export: the same
+/// guarantees as on a shared POSIX mount.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_gateways_share_one_nfs_export() {
+    let server = penstock_tests::ganesha::Ganesha::start();
+    let spec = format!("backend = \"nfs\"\nurl = \"{}\"\npath = \"penstock\"\nretry_secs = 1.0\n", server.url("4.1"));
+    let c = Cluster::start_on(3, &spec, server.export.join("penstock"), None);
+    let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
+    cl[0].create_bucket().bucket("onnfs").send().await.unwrap();
+    put(&cl[0], "onnfs", "marker", b"m").await;
+    put(&cl[1], "onnfs", "data/x.bin", &pattern(1, 2 << 20)).await;
+    for g in &cl {
+        assert_eq!(get(g, "onnfs", "data/x.bin").await, pattern(1, 2 << 20));
+    }
+    let over = cl[2].put_object().bucket("onnfs").key("data/x.bin").body(ByteStream::from(pattern(2, 1000))).send();
+    let etag = over.await.unwrap().e_tag().unwrap().to_owned();
+    for g in &cl {
+        let h = g.head_object().bucket("onnfs").key("data/x.bin").send().await.unwrap();
+        assert_eq!((h.e_tag(), h.content_length()), (Some(etag.as_str()), Some(1000)));
+    }
+    // A multipart upload with its parts on three gateways, each through its own NFS client.
+    let started = Upload::start(&cl[0], "onnfs", "big").await;
+    let parts = [pattern(3, 5 << 20), pattern(4, 5 << 20), pattern(5, 10)];
+    let mut etags = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let on = Upload::of(&cl[i], "onnfs", "big", &started.id);
+        etags.push((i as i32 + 1, on.part(i as i32 + 1, p.clone()).await));
+    }
+    Upload::of(&cl[1], "onnfs", "big", &started.id).complete(&etags).await;
+    assert_eq!(get(&cl[2], "onnfs", "big").await, parts.concat());
+    assert_eq!(keys(&cl[0], "onnfs").await, ["big", "data/x.bin", "marker"]);
+    // Bytes are plain files in the export, where NFS clients see them.
+    let folder = find_folder(&c.volume_dir(), "marker");
+    assert_eq!(std::fs::read(folder.join("big")).unwrap(), parts.concat());
+}
