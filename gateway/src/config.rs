@@ -75,6 +75,10 @@ pub struct MetadataConfig {
     /// Seconds a metadata call waits for a connection before failing with 503: bounds how long
     /// requests hang while the database is unreachable.
     pub connect_timeout_secs: f64,
+    /// Milliseconds a gateway keeps keypairs, users and buckets it read (postgres engine; 0
+    /// turns the cache off): an admin change made through another gateway applies here within
+    /// this time.
+    pub cache_ms: u64,
     /// Seconds between a gateway's heartbeats to the engine.
     pub heartbeat_secs: f64,
     /// Seconds of silence after which a gateway counts as gone, and the others clean up the
@@ -90,6 +94,7 @@ impl Default for MetadataConfig {
             url: None,
             pool_size: 16,
             connect_timeout_secs: 2.0,
+            cache_ms: 500,
             heartbeat_secs: 5.0,
             gone_after_secs: 30.0,
         }
@@ -114,6 +119,7 @@ impl std::fmt::Debug for MetadataConfig {
             .field("url", &self.url.as_ref().map(|_| "<set>"))
             .field("pool_size", &self.pool_size)
             .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("cache_ms", &self.cache_ms)
             .field("heartbeat_secs", &self.heartbeat_secs)
             .field("gone_after_secs", &self.gone_after_secs)
             .finish()

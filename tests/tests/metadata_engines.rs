@@ -16,7 +16,7 @@ use penstock_metadata::{
 use penstock_tests::postgres::Postgres;
 
 fn opts(url: String) -> PgOptions {
-    PgOptions { url, pool_size: 16, wait: Duration::from_secs(2) }
+    PgOptions { url, pool_size: 16, wait: Duration::from_secs(2), cache: Duration::from_millis(500) }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

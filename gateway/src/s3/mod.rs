@@ -197,6 +197,7 @@ pub async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
                 url,
                 pool_size: cfg.metadata.pool_size,
                 wait: Duration::from_secs_f64(cfg.metadata.connect_timeout_secs.max(0.1)),
+                cache: Duration::from_millis(cfg.metadata.cache_ms),
             };
             Arc::new(PgMetadata::connect(&opts).await?)
         }
