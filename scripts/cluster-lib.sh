@@ -37,12 +37,12 @@ cluster_start() {
   "${as[@]}" "$pgbin/createdb" -h 127.0.0.1 -p "$pg_port" -U penstock penstock
   PG_URL="postgres://penstock@127.0.0.1:$pg_port/penstock"
 
-  : "${AWS_ACCESS_KEY_ID:=PK$(head -c 64 /dev/urandom | tr -dc 'A-Z0-9' | head -c 18)}"
-  : "${AWS_SECRET_ACCESS_KEY:=$(head -c 64 /dev/urandom | tr -dc 'A-Za-z0-9' | head -c 40)}"
+  : "${AWS_ACCESS_KEY_ID:=PK$(head -c 1024 /dev/urandom | tr -dc 'A-Z0-9' | head -c 18)}"
+  : "${AWS_SECRET_ACCESS_KEY:=$(head -c 1024 /dev/urandom | tr -dc 'A-Za-z0-9' | head -c 40)}"
   export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
   local master
   master=$(head -c 32 /dev/urandom | base64)
-  : "${CLUSTER_ADMIN_TOKEN:=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)}"
+  : "${CLUSTER_ADMIN_TOKEN:=$(head -c 1024 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)}"
   export CLUSTER_ADMIN_TOKEN
   cat >"$d/penstock.toml" <<TOML
 master_key = "$master"
