@@ -73,16 +73,12 @@ TOML
   # through), the client's Host kept (it is part of every SigV4 signature), keep-alive upstream.
   cat >"$d/nginx.conf" <<CONF
 worker_processes 2;
+events { worker_connections 4096; }
 pid $d/nginx.pid;
 error_log $d/nginx-error.log;
-events { worker_connections 4096; }
 http {
+$(for k in client_body proxy fastcgi uwsgi scgi; do echo "  ${k}_temp_path $d/nginx-tmp;"; done)
   access_log off;
-  client_body_temp_path $d/nginx-tmp;
-  proxy_temp_path $d/nginx-tmp;
-  fastcgi_temp_path $d/nginx-tmp;
-  uwsgi_temp_path $d/nginx-tmp;
-  scgi_temp_path $d/nginx-tmp;
   upstream penstock {
     least_conn;
 $upstream    keepalive 64;

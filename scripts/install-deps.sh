@@ -8,7 +8,7 @@ set -euo pipefail
 what=${1:-test}
 apt_pkgs=(build-essential clang libclang-dev pkg-config libibverbs-dev librdmacm-dev)
 if [ "$what" = cluster ]; then
-  apt_pkgs+=(postgresql nginx curl)
+  apt_pkgs+=(postgresql nginx curl python3)
 fi
 if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)

@@ -391,6 +391,19 @@ impl Config {
         if self.region.is_empty() {
             anyhow::bail!("region: must not be empty");
         }
+        let m = &self.metadata;
+        if m.engine == MetadataEngine::Postgres && m.url().is_none() {
+            anyhow::bail!("metadata: engine \"postgres\" needs url (or PENSTOCK_METADATA_URL)");
+        }
+        // Written so that NaN fails too.
+        let positive = |x: f64| x > 0.0;
+        if m.pool_size == 0 || !positive(m.connect_timeout_secs) || !positive(m.heartbeat_secs) {
+            anyhow::bail!("metadata: pool_size, connect_timeout_secs and heartbeat_secs must be positive");
+        }
+        let long_enough = m.gone_after_secs >= 2.0 * m.heartbeat_secs;
+        if !long_enough {
+            anyhow::bail!("metadata: gone_after_secs must be at least twice heartbeat_secs");
+        }
         match (&self.tls_cert, &self.tls_key) {
             (Some(_), None) => anyhow::bail!("tls_key: required when tls_cert is set"),
             (None, Some(_)) => anyhow::bail!("tls_cert: required when tls_key is set"),

@@ -151,20 +151,26 @@ async fn a_multipart_upload_spans_gateways() {
     let c = Cluster::start(3);
     let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
     cl[0].create_bucket().bucket("mpu").send().await.unwrap();
-    let started = Upload::start(&cl[0], "mpu", "big").await;
     let parts = [pattern(1, 5 << 20), pattern(2, 5 << 20), pattern(3, 777)];
-    let mut etags = Vec::new();
-    for (i, p) in parts.iter().enumerate() {
-        // Part 1 to A, 2 to B, 3 to C.
-        let on = Upload::of(&cl[i], "mpu", "big", &started.id);
-        etags.push((i as i32 + 1, on.part(i as i32 + 1, p.clone()).await));
-    }
+    let (started, etags) = spread_upload(&cl, "mpu", "big", &parts).await;
     let listed = Upload::of(&cl[1], "mpu", "big", &started.id).list_parts().await;
     assert_eq!(listed.parts().len(), 3);
     Upload::of(&cl[2], "mpu", "big", &started.id).complete(&etags).await;
     assert_eq!(get(&cl[0], "mpu", "big").await, parts.concat());
     let e = Upload::of(&cl[1], "mpu", "big", &started.id).try_list_parts().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchUpload", "the upload is gone for every gateway");
+}
+
+/// Starts an upload of `bucket/key` on the first gateway and sends part i + 1 through gateway
+/// i: answers the upload and the (part number, ETag) list to complete it with.
+async fn spread_upload(cl: &[Client], bucket: &str, key: &str, parts: &[Vec<u8>]) -> (Upload, Vec<(i32, String)>) {
+    let started = Upload::start(&cl[0], bucket, key).await;
+    let mut etags = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let on = Upload::of(&cl[i % cl.len()], bucket, key, &started.id);
+        etags.push((i as i32 + 1, on.part(i as i32 + 1, p.clone()).await));
+    }
+    (started, etags)
 }
 
 /// Waits until `check` holds, for at most [`PROPAGATION`]; answers how long it took.
@@ -289,6 +295,58 @@ async fn a_database_outage_fails_fast_and_heals() {
     }
     let listed = keys(&cl[0], "outage").await;
     assert!(!listed.iter().any(|k| k.starts_with("during-")), "a refused write is not an object: {listed:?}");
+}
+
+/// Writers on all three gateways keep going while PostgreSQL restarts under them: every request
+/// ends (success or 503) within a bound, every acknowledged write is there afterwards with its
+/// bytes, and writes succeed again without any gateway being restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_restart_under_load_loses_no_acknowledged_write() {
+    let mut c = Cluster::start(3);
+    let cl: Vec<Client> = c.gateways.iter().map(|g| g.client()).collect();
+    cl[0].create_bucket().bucket("restart").send().await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..6u64)
+        .map(|w| {
+            let (cl, stop) = (cl[w as usize % 3].clone(), stop.clone());
+            tokio::spawn(async move {
+                let (mut acked, mut refused) = (Vec::new(), Vec::new());
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (key, seed) = (format!("w{w}/{i}"), w * 100_000 + i);
+                    let t = Instant::now();
+                    let body = ByteStream::from(pattern(seed, 20_000));
+                    match cl.put_object().bucket("restart").key(&key).body(body).send().await {
+                        Ok(_) => acked.push((key, seed)),
+                        Err(e) => refused.push((status(&e), code(&e))),
+                    }
+                    assert!(t.elapsed() < Duration::from_secs(30), "a request hung for {:?}", t.elapsed());
+                    i += 1;
+                }
+                (acked, refused)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    c.pg.restart();
+    let restarted = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut acked, mut refused) = (Vec::new(), Vec::new());
+    for w in writers {
+        let (a, r) = w.await.unwrap();
+        acked.extend(a);
+        refused.extend(r);
+    }
+    for (st, code) in &refused {
+        assert_eq!((*st, code.as_str()), (503, "ServiceUnavailable"), "a refusal during the restart");
+    }
+    assert!(acked.len() > 12, "too few writes succeeded: {} (refused {})", acked.len(), refused.len());
+    let after = cl[1].put_object().bucket("restart").key("after").body(ByteStream::from_static(b"a")).send().await;
+    assert!(after.is_ok(), "not healed {:?} after the restart", restarted.elapsed());
+    for (key, seed) in &acked {
+        assert_eq!(get(&cl[(*seed as usize) % 3], "restart", key).await, pattern(*seed, 20_000), "{key}");
+    }
 }
 
 /// The admin API's readiness answer of gateway `i` (a 503 when not ready).
@@ -452,13 +510,8 @@ async fn three_gateways_share_one_nfs_export() {
         assert_eq!((h.e_tag(), h.content_length()), (Some(etag.as_str()), Some(1000)));
     }
     // A multipart upload with its parts on three gateways, each through its own NFS client.
-    let started = Upload::start(&cl[0], "onnfs", "big").await;
     let parts = [pattern(3, 5 << 20), pattern(4, 5 << 20), pattern(5, 10)];
-    let mut etags = Vec::new();
-    for (i, p) in parts.iter().enumerate() {
-        let on = Upload::of(&cl[i], "onnfs", "big", &started.id);
-        etags.push((i as i32 + 1, on.part(i as i32 + 1, p.clone()).await));
-    }
+    let (started, etags) = spread_upload(&cl, "onnfs", "big", &parts).await;
     Upload::of(&cl[1], "onnfs", "big", &started.id).complete(&etags).await;
     assert_eq!(get(&cl[2], "onnfs", "big").await, parts.concat());
     assert_eq!(keys(&cl[0], "onnfs").await, ["big", "data/x.bin", "marker"]);

@@ -110,6 +110,9 @@ fn bad_config_fails_start_up_with_a_precise_message() {
         ("[[volumes]]\nname = \"v\"\nbackend = \"ceph\"\npath = \"/x\"\n", "ceph"),
         ("[[volumes]]\nname = \"v\"\nbackend = \"nfs\"\npath = \"/x\"\n", "url"),
         ("master_key = \"c2hvcnQ=\"\n", "master key"),
+        ("[metadata]\nengine = \"postgres\"\n", "PENSTOCK_METADATA_URL"),
+        ("[metadata]\nengine = \"mysql\"\n", "mysql"),
+        ("[metadata]\nheartbeat_secs = 10.0\ngone_after_secs = 5.0\n", "gone_after_secs"),
     ];
     for (i, (toml, needle)) in cases.iter().enumerate() {
         let cfg = dir.path().join(format!("bad{i}.toml"));
