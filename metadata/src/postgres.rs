@@ -60,6 +60,34 @@ const DB_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT"
 const UPSERT_OBJECT: &str =
     "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3) ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3";
 
+/// Times a statement is tried again after a serialization failure.
+const RETRIES: u32 = 10;
+
+/// Runs `$call` with a pooled connection `$c` and the prepared statement `$st` of `$sql`, again
+/// (after a short, growing, jittered pause) when the database aborted it as a serialization
+/// failure (SQLSTATE 40001). Every statement here is a whole transaction on its own, and an
+/// aborted one changed nothing, so trying it again is safe. PostgreSQL at its default isolation
+/// does not abort these statements; CockroachDB (always serializable) and PostgreSQL or
+/// YugabyteDB set to serializable do, and expect the client to retry.
+macro_rules! retried {
+    ($self:ident, $sql:expr, |$c:ident, $st:ident| $call:expr) => {{
+        let mut tries = 0u32;
+        loop {
+            let $c = $self.client().await?;
+            let $st = $c.prepare_cached($sql).await.map_err(pg)?;
+            match $call.await {
+                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
+                    drop($c);
+                    tries += 1;
+                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
+                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+                }
+                done => break done.map_err(pg),
+            }
+        }
+    }};
+}
+
 /// Statement arguments.
 type Args<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
@@ -233,30 +261,22 @@ impl PgMetadata {
     /// Runs a statement, prepared once per connection (the statement cache saves a round trip
     /// per call), and answers its rows.
     async fn query(&self, sql: &str, args: Args<'_>) -> MetaResult<Vec<Row>> {
-        let c = self.client().await?;
-        let st = c.prepare_cached(sql).await.map_err(pg)?;
-        c.query(&st, args).await.map_err(pg)
+        retried!(self, sql, |c, st| c.query(&st, args))
     }
 
     /// [`PgMetadata::query`] for at most one row.
     async fn query_opt(&self, sql: &str, args: Args<'_>) -> MetaResult<Option<Row>> {
-        let c = self.client().await?;
-        let st = c.prepare_cached(sql).await.map_err(pg)?;
-        c.query_opt(&st, args).await.map_err(pg)
+        retried!(self, sql, |c, st| c.query_opt(&st, args))
     }
 
     /// [`PgMetadata::query`] for exactly one row.
     async fn query_one(&self, sql: &str, args: Args<'_>) -> MetaResult<Row> {
-        let c = self.client().await?;
-        let st = c.prepare_cached(sql).await.map_err(pg)?;
-        c.query_one(&st, args).await.map_err(pg)
+        retried!(self, sql, |c, st| c.query_one(&st, args))
     }
 
     /// [`PgMetadata::query`] for the number of rows changed.
     async fn exec(&self, sql: &str, args: Args<'_>) -> MetaResult<u64> {
-        let c = self.client().await?;
-        let st = c.prepare_cached(sql).await.map_err(pg)?;
-        c.execute(&st, args).await.map_err(pg)
+        retried!(self, sql, |c, st| c.execute(&st, args))
     }
 
     async fn get<T: DeserializeOwned>(&self, table: &'static str, sql: &str, args: Args<'_>) -> MetaResult<Option<T>> {
