@@ -213,11 +213,6 @@ fn query(req: &Request<Incoming>) -> HashMap<String, String> {
         .collect()
 }
 
-/// Runs a piece of admin work against the metadata engine, fixing its error type.
-async fn db<T>(work: impl std::future::Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
-    work.await
-}
-
 fn to_value<T: Serialize>(status: StatusCode, v: &T) -> ApiResult {
     Ok((status, serde_json::to_value(v).expect("records serialize")))
 }
@@ -250,26 +245,17 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
     }
     let q = query(&req);
     match (&method, p.as_slice()) {
-        (&Method::GET, ["v1", "domains"]) => to_value(
-            StatusCode::OK,
-            &db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.domains().await?)
-            })
-            .await?,
-        ),
+        (&Method::GET, ["v1", "domains"]) => to_value(StatusCode::OK, &gw.meta.domains().await?),
         (&Method::POST, ["v1", "domains"]) => create_domain(gw, body(req).await?).await,
         (&Method::GET, ["v1", "projects"]) => {
             let d = q.get("domain").cloned();
-            let v = db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.projects()
-                    .await?
-                    .into_iter()
-                    .filter(|p| d.as_ref().is_none_or(|d| &p.domain == d))
-                    .collect::<Vec<_>>())
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            let v = s
+                .projects()
+                .await?
+                .into_iter()
+                .filter(|p| d.as_ref().is_none_or(|d| &p.domain == d))
+                .collect::<Vec<_>>();
             to_value(StatusCode::OK, &v)
         }
         (&Method::POST, ["v1", "projects"]) => create_project(gw, body(req).await?).await,
@@ -283,67 +269,54 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         }
         (&Method::GET, ["v1", "users"]) => {
             let d = q.get("domain").cloned();
-            let v = db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.users()
-                    .await?
-                    .into_iter()
-                    .filter(|u| d.as_ref().is_none_or(|d| &u.domain == d))
-                    .collect::<Vec<_>>())
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            let v = s
+                .users()
+                .await?
+                .into_iter()
+                .filter(|u| d.as_ref().is_none_or(|d| &u.domain == d))
+                .collect::<Vec<_>>();
             to_value(StatusCode::OK, &v)
         }
         (&Method::POST, ["v1", "users"]) => create_user(gw, body(req).await?).await,
         (&Method::GET, ["v1", "keypairs"]) => {
             let user = q.get("user_id").map(|u| parse_uuid(u, "user_id")).transpose()?;
-            let v = db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.keypairs()
-                    .await?
-                    .into_iter()
-                    .filter(|k| user.is_none_or(|u| k.user_id == u))
-                    .map(|k| keypair_view(&k))
-                    .collect::<Vec<_>>())
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            let v = s
+                .keypairs()
+                .await?
+                .into_iter()
+                .filter(|k| user.is_none_or(|u| k.user_id == u))
+                .map(|k| keypair_view(&k))
+                .collect::<Vec<_>>();
             Ok((StatusCode::OK, Value::Array(v)))
         }
         (&Method::POST, ["v1", "keypairs"]) => create_keypair(gw, body(req).await?).await,
         (&Method::PATCH, ["v1", "keypairs", ak]) => {
             let b: KeypairPatch = body(req).await?;
             let ak = ak.to_string();
-            let kp = db(async move {
-                let s = gw.meta.as_ref();
-                let mut kp = s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
-                kp.enabled = b.enabled;
-                s.put_keypair(&kp).await?;
-                Ok(kp)
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            let mut kp = s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
+            kp.enabled = b.enabled;
+            s.put_keypair(&kp).await?;
             Ok((StatusCode::OK, keypair_view(&kp)))
         }
         (&Method::DELETE, ["v1", "keypairs", ak]) => {
             let ak = ak.to_string();
-            db(async move {
-                let s = gw.meta.as_ref();
-                s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
-                Ok(s.delete_keypair(&ak).await?)
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
+            s.delete_keypair(&ak).await?;
             Ok((StatusCode::OK, json!({"deleted": true})))
         }
         (&Method::GET, ["v1", "vfolders"]) => {
             let d = q.get("domain").cloned();
-            let v = db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.buckets()
-                    .await?
-                    .into_iter()
-                    .filter(|b| d.as_ref().is_none_or(|d| &b.domain == d))
-                    .collect::<Vec<_>>())
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            let v = s
+                .buckets()
+                .await?
+                .into_iter()
+                .filter(|b| d.as_ref().is_none_or(|d| &b.domain == d))
+                .collect::<Vec<_>>();
             to_value(StatusCode::OK, &v)
         }
         (&Method::POST, ["v1", "vfolders"]) => create_vfolder(gw, body(req).await?, false).await,
@@ -358,25 +331,15 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         (&Method::DELETE, ["v1", "vfolders", domain, name, "grants", user]) => {
             grant(gw, domain, name, parse_uuid(user, "user id")?, None).await
         }
-        (&Method::GET, ["v1", "quotas"]) => to_value(
-            StatusCode::OK,
-            &db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.quotas().await?)
-            })
-            .await?,
-        ),
+        (&Method::GET, ["v1", "quotas"]) => to_value(StatusCode::OK, &gw.meta.quotas().await?),
         (&Method::GET, ["v1", "quotas", scope]) => {
             let scope = parse_scope(scope)?;
-            let q = db(async move {
-                let s = gw.meta.as_ref();
-                Ok(s.quota(&scope).await?.unwrap_or(Quota {
-                    scope,
-                    limit_bytes: None,
-                    usage_bytes: 0,
-                }))
-            })
-            .await?;
+            let s = gw.meta.as_ref();
+            let q = s.quota(&scope).await?.unwrap_or(Quota {
+                scope,
+                limit_bytes: None,
+                usage_bytes: 0,
+            });
             to_value(StatusCode::OK, &q)
         }
         (&Method::PUT, ["v1", "quotas", scope]) => {
@@ -437,19 +400,15 @@ struct DomainBody {
 
 async fn create_domain(gw: &Gateway, b: DomainBody) -> ApiResult {
     valid_name(&b.name, "domain name")?;
-    let d = db(async move {
-        let s = gw.meta.as_ref();
-        if s.domain(&b.name).await?.is_some() {
-            return Err(conflict(format!("domain {} exists", b.name)));
-        }
-        let d = Domain {
-            name: b.name,
-            created_ms: now_ms(),
-        };
-        s.put_domain(&d).await?;
-        Ok(d)
-    })
-    .await?;
+    let s = gw.meta.as_ref();
+    if s.domain(&b.name).await?.is_some() {
+        return Err(conflict(format!("domain {} exists", b.name)));
+    }
+    let d = Domain {
+        name: b.name,
+        created_ms: now_ms(),
+    };
+    s.put_domain(&d).await?;
     to_value(StatusCode::CREATED, &d)
 }
 
@@ -461,28 +420,24 @@ struct ProjectBody {
 
 async fn create_project(gw: &Gateway, b: ProjectBody) -> ApiResult {
     valid_name(&b.name, "project name")?;
-    let p = db(async move {
-        let s = gw.meta.as_ref();
-        s.domain(&b.domain)
-            .await?
-            .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
-        if s.projects()
-            .await?
-            .iter()
-            .any(|p| p.domain == b.domain && p.name == b.name)
-        {
-            return Err(conflict(format!("project {} exists in {}", b.name, b.domain)));
-        }
-        let p = Project {
-            id: Uuid::new_v4(),
-            domain: b.domain,
-            name: b.name,
-            created_ms: now_ms(),
-        };
-        s.put_project(&p).await?;
-        Ok(p)
-    })
-    .await?;
+    let s = gw.meta.as_ref();
+    s.domain(&b.domain)
+        .await?
+        .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
+    if s.projects()
+        .await?
+        .iter()
+        .any(|p| p.domain == b.domain && p.name == b.name)
+    {
+        return Err(conflict(format!("project {} exists in {}", b.name, b.domain)));
+    }
+    let p = Project {
+        id: Uuid::new_v4(),
+        domain: b.domain,
+        name: b.name,
+        created_ms: now_ms(),
+    };
+    s.put_project(&p).await?;
     to_value(StatusCode::CREATED, &p)
 }
 
@@ -492,22 +447,18 @@ struct MemberBody {
 }
 
 async fn membership(gw: &Gateway, project: Uuid, user: Uuid, add: bool) -> ApiResult {
-    let u = db(async move {
-        let s = gw.meta.as_ref();
-        let p = s.project(project).await?.ok_or_else(|| not_found("no such project"))?;
-        let mut u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
-        if u.domain != p.domain {
-            return Err(bad("a user can only join projects of their own domain"));
-        }
-        if add {
-            u.projects.insert(project);
-        } else {
-            u.projects.remove(&project);
-        }
-        s.put_user(&u).await?;
-        Ok(u)
-    })
-    .await?;
+    let s = gw.meta.as_ref();
+    let p = s.project(project).await?.ok_or_else(|| not_found("no such project"))?;
+    let mut u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
+    if u.domain != p.domain {
+        return Err(bad("a user can only join projects of their own domain"));
+    }
+    if add {
+        u.projects.insert(project);
+    } else {
+        u.projects.remove(&project);
+    }
+    s.put_user(&u).await?;
     to_value(StatusCode::OK, &u)
 }
 
@@ -525,30 +476,26 @@ fn default_role() -> Role {
 
 async fn create_user(gw: &Gateway, b: UserBody) -> ApiResult {
     valid_name(&b.name, "user name")?;
-    let u = db(async move {
-        let s = gw.meta.as_ref();
-        s.domain(&b.domain)
-            .await?
-            .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
-        if s.users()
-            .await?
-            .iter()
-            .any(|u| u.domain == b.domain && u.name == b.name)
-        {
-            return Err(conflict(format!("user {} exists in {}", b.name, b.domain)));
-        }
-        let u = User {
-            id: Uuid::new_v4(),
-            domain: b.domain,
-            name: b.name,
-            role: b.role,
-            projects: Default::default(),
-            created_ms: now_ms(),
-        };
-        s.put_user(&u).await?;
-        Ok(u)
-    })
-    .await?;
+    let s = gw.meta.as_ref();
+    s.domain(&b.domain)
+        .await?
+        .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
+    if s.users()
+        .await?
+        .iter()
+        .any(|u| u.domain == b.domain && u.name == b.name)
+    {
+        return Err(conflict(format!("user {} exists in {}", b.name, b.domain)));
+    }
+    let u = User {
+        id: Uuid::new_v4(),
+        domain: b.domain,
+        name: b.name,
+        role: b.role,
+        projects: Default::default(),
+        created_ms: now_ms(),
+    };
+    s.put_user(&u).await?;
     to_value(StatusCode::CREATED, &u)
 }
 
@@ -571,17 +518,14 @@ async fn create_keypair(gw: &Gateway, b: KeypairBody) -> ApiResult {
     let secret_key = crate::bootstrap::new_secret_key();
     let sealed = gw.master.seal(&access_key, &secret_key);
     let ak = access_key.clone();
-    db(async move {
-        let s = gw.meta.as_ref();
-        s.user(b.user_id).await?.ok_or_else(|| not_found("no such user"))?;
-        Ok(s.put_keypair(&Keypair {
-            access_key: ak,
-            sealed_secret: sealed,
-            user_id: b.user_id,
-            enabled: true,
-            created_ms: now_ms(),
-        })
-        .await?)
+    let s = gw.meta.as_ref();
+    s.user(b.user_id).await?.ok_or_else(|| not_found("no such user"))?;
+    s.put_keypair(&Keypair {
+        access_key: ak,
+        sealed_secret: sealed,
+        user_id: b.user_id,
+        enabled: true,
+        created_ms: now_ms(),
     })
     .await?;
     Ok((
@@ -620,24 +564,20 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
     }
     let scope = b.owner;
     let (domain, owner) = (b.domain.clone(), scope);
-    db(async move {
-        let s = gw.meta.as_ref();
-        s.domain(&domain)
-            .await?
-            .ok_or_else(|| not_found(format!("no domain {domain}")))?;
-        let owner_domain = match owner.kind {
-            ScopeKind::User => s.user(owner.id).await?.map(|u| u.domain),
-            ScopeKind::Project => s.project(owner.id).await?.map(|p| p.domain),
-        }
-        .ok_or_else(|| not_found(format!("owner {owner} does not exist")))?;
-        if owner_domain != domain {
-            return Err(bad(format!(
-                "owner {owner} belongs to domain {owner_domain}, not {domain}"
-            )));
-        }
-        Ok(())
-    })
-    .await?;
+    let s = gw.meta.as_ref();
+    s.domain(&domain)
+        .await?
+        .ok_or_else(|| not_found(format!("no domain {domain}")))?;
+    let owner_domain = match owner.kind {
+        ScopeKind::User => s.user(owner.id).await?.map(|u| u.domain),
+        ScopeKind::Project => s.project(owner.id).await?.map(|p| p.domain),
+    }
+    .ok_or_else(|| not_found(format!("owner {owner} does not exist")))?;
+    if owner_domain != domain {
+        return Err(bad(format!(
+            "owner {owner} belongs to domain {owner_domain}, not {domain}"
+        )));
+    }
     let volume_name = b.volume.clone().unwrap_or_else(|| gw.default_volume.clone());
     let volume = gw
         .volume(&volume_name)
@@ -668,15 +608,7 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         permission: b.permission,
         grants: Default::default(),
     };
-    let r = rec.clone();
-    let created = db(async move {
-        let s = gw.meta.as_ref();
-        if s.buckets().await?.iter().any(|x| x.folder_id == r.folder_id) {
-            return Err(conflict("this folder is already exported as a bucket"));
-        }
-        Ok(s.create_bucket(&r).await?)
-    })
-    .await;
+    let created = claim_bucket(gw, &rec).await;
     match created {
         Ok(true) => {}
         Ok(false) | Err(_) => {
@@ -697,15 +629,17 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
     to_value(StatusCode::CREATED, &rec)
 }
 
+/// Records the bucket unless its folder is exported already; false when its name is taken.
+async fn claim_bucket(gw: &Gateway, rec: &BucketRecord) -> Result<bool, ApiError> {
+    if gw.meta.buckets().await?.iter().any(|x| x.folder_id == rec.folder_id) {
+        return Err(conflict("this folder is already exported as a bucket"));
+    }
+    Ok(gw.meta.create_bucket(rec).await?)
+}
+
 async fn lookup(gw: &Gateway, domain: &str, name: &str) -> Result<BucketRecord, ApiError> {
-    let (d, n) = (domain.to_owned(), name.to_owned());
-    db(async move {
-        let s = gw.meta.as_ref();
-        s.bucket(&d, &n)
-            .await?
-            .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))
-    })
-    .await
+    let found = gw.meta.bucket(domain, name).await?;
+    found.ok_or_else(|| not_found(format!("no vfolder {name} in domain {domain}")))
 }
 
 async fn delete_vfolder(gw: &Gateway, domain: &str, name: &str, keep_data: bool) -> ApiResult {
@@ -726,11 +660,8 @@ async fn delete_vfolder(gw: &Gateway, domain: &str, name: &str, keep_data: bool)
         volume.delete_folder(&loc).await?;
     }
     let r = rec.clone();
-    db(async move {
-        let s = gw.meta.as_ref();
-        Ok(s.delete_bucket(&r).await?)
-    })
-    .await?;
+    let s = gw.meta.as_ref();
+    s.delete_bucket(&r).await?;
     gw.charge(&rec.quota_scope, -(used as i64))
         .await
         .map_err(|e| bad(e.to_string()))?;
@@ -745,35 +676,32 @@ struct GrantBody {
 
 async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<Perm>) -> ApiResult {
     let (d, n) = (domain.to_owned(), name.to_owned());
-    let rec = db(async move {
-        let s = gw.meta.as_ref();
-        let mut b = s
-            .bucket(&d, &n)
-            .await?
-            .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
-        if b.quota_scope.kind != ScopeKind::User {
-            return Err(bad(
-                "project folders are shared with the project's members; grants are for user folders",
-            ));
+    let s = gw.meta.as_ref();
+    let mut b = s
+        .bucket(&d, &n)
+        .await?
+        .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
+    if b.quota_scope.kind != ScopeKind::User {
+        return Err(bad(
+            "project folders are shared with the project's members; grants are for user folders",
+        ));
+    }
+    let u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
+    if u.domain != b.domain {
+        return Err(bad("folders can only be shared within their domain"));
+    }
+    match perm {
+        Some(p) => {
+            b.grants.insert(user, p);
         }
-        let u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
-        if u.domain != b.domain {
-            return Err(bad("folders can only be shared within their domain"));
+        None => {
+            b.grants
+                .remove(&user)
+                .ok_or_else(|| not_found("the user has no grant on this folder"))?;
         }
-        match perm {
-            Some(p) => {
-                b.grants.insert(user, p);
-            }
-            None => {
-                b.grants
-                    .remove(&user)
-                    .ok_or_else(|| not_found("the user has no grant on this folder"))?;
-            }
-        }
-        s.put_bucket(&b).await?;
-        Ok(b)
-    })
-    .await?;
+    }
+    s.put_bucket(&b).await?;
+    let rec = b;
     to_value(StatusCode::OK, &rec)
 }
 
