@@ -21,44 +21,18 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
+mod recent;
+mod sql;
+
+use recent::Recent;
+pub use sql::PG_SCHEMA_VERSION;
+use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, MIGRATIONS, UPSERT_OBJECT};
+
 use crate::engine::{Charge, KeyedRecords, MetaResult, Metadata, PendingPublish, UploadQuery};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
     UploadRecord, User,
 };
-
-/// The schema, one migration per version, applied in order and each exactly once (recorded in
-/// `penstock_schema`). Append; never edit one that has shipped.
-const MIGRATIONS: &[&str] = &[
-    // 1. The first schema.
-    "CREATE TABLE domains (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
-     CREATE TABLE projects (id UUID PRIMARY KEY, doc TEXT NOT NULL);
-     CREATE TABLE users (id UUID PRIMARY KEY, doc TEXT NOT NULL);
-     CREATE TABLE keypairs (access_key TEXT PRIMARY KEY, doc TEXT NOT NULL);
-     CREATE TABLE buckets (domain TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL,
-                           PRIMARY KEY (domain, name));
-     CREATE TABLE quotas (scope TEXT PRIMARY KEY, limit_bytes BIGINT, usage_bytes BIGINT NOT NULL);
-     CREATE TABLE objects (folder_id UUID NOT NULL, key BYTEA NOT NULL, doc TEXT NOT NULL,
-                           PRIMARY KEY (folder_id, key));
-     CREATE TABLE publishing (folder_id UUID NOT NULL, key BYTEA NOT NULL, since_ms BIGINT NOT NULL,
-                              PRIMARY KEY (folder_id, key));
-     CREATE TABLE uploads (folder_id UUID NOT NULL, key BYTEA NOT NULL, upload_id BYTEA NOT NULL,
-                           doc TEXT NOT NULL, PRIMARY KEY (folder_id, key, upload_id));
-     CREATE TABLE parts (upload_id BYTEA NOT NULL, part_number BIGINT NOT NULL, doc TEXT NOT NULL,
-                         PRIMARY KEY (upload_id, part_number));",
-    // 2. Gateways and their heartbeats (by the database's clock); which gateway began each
-    //    pending publish, so that only a dead gateway's are settled by another.
-    "CREATE TABLE gateways (instance TEXT PRIMARY KEY, heartbeat_ms BIGINT NOT NULL);
-     ALTER TABLE publishing ADD COLUMN instance TEXT NOT NULL DEFAULT '';",
-];
-
-/// The database's clock in Unix milliseconds: heartbeats are stamped and aged by it, so
-/// gateways whose clocks disagree still agree on who is silent.
-const DB_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT";
-
-/// Stores an object record ($1 folder, $2 key, $3 document), replacing the key's record.
-const UPSERT_OBJECT: &str =
-    "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3) ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3";
 
 /// Times a statement is tried again after a serialization failure.
 const RETRIES: u32 = 10;
@@ -91,9 +65,6 @@ macro_rules! retried {
 /// Statement arguments.
 type Args<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
-/// The PostgreSQL schema version this build reads and writes.
-pub const PG_SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
-
 /// How to reach the database.
 #[derive(Debug, Clone)]
 pub struct PgOptions {
@@ -106,61 +77,6 @@ pub struct PgOptions {
     /// How long a keypair, user or bucket read stays in this gateway's memory; zero turns the
     /// cache off. Another gateway's change to one of them takes effect here within this time.
     pub cache: Duration,
-}
-
-/// Recently read records of one kind, each kept for a fixed time. Every request reads the
-/// caller's keypair (twice: signature, then access check), user and bucket; caching them for
-/// a fraction of a second saves most of a small request's database round trips, at the price of
-/// that much delay before another gateway's admin change applies here. Absent records are not
-/// cached (a bucket created on another gateway is found at once); this gateway's own writes
-/// replace or drop its entries at once.
-struct Recent<K, V> {
-    ttl: Duration,
-    map: std::sync::Mutex<std::collections::HashMap<K, (std::time::Instant, V)>>,
-}
-
-impl<K: std::hash::Hash + Eq, V: Clone> Recent<K, V> {
-    /// Entries kept at most; beyond, expired ones are dropped, then all.
-    const MAX: usize = 65_536;
-
-    fn new(ttl: Duration) -> Self {
-        Recent {
-            ttl,
-            map: Default::default(),
-        }
-    }
-
-    fn get<Q: std::hash::Hash + Eq + ?Sized>(&self, k: &Q) -> Option<V>
-    where
-        K: std::borrow::Borrow<Q>,
-    {
-        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(k)
-            .filter(|(t, _)| t.elapsed() < self.ttl)
-            .map(|(_, v)| v.clone())
-    }
-
-    fn put(&self, k: K, v: &Option<V>) {
-        let Some(v) = v else { return };
-        if self.ttl.is_zero() {
-            return;
-        }
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= Self::MAX {
-            map.retain(|_, (t, _)| t.elapsed() < self.ttl);
-            if map.len() >= Self::MAX {
-                map.clear();
-            }
-        }
-        map.insert(k, (std::time::Instant::now(), v.clone()));
-    }
-
-    fn forget<Q: std::hash::Hash + Eq + ?Sized>(&self, k: &Q)
-    where
-        K: std::borrow::Borrow<Q>,
-    {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(k);
-    }
 }
 
 /// The PostgreSQL engine.
@@ -723,11 +639,6 @@ impl Metadata for PgMetadata {
         self.exec(&sql, &args).await.map(drop)
     }
 }
-
-/// Removes an upload's record ($1 folder, $2 key, $3 upload id).
-const FORGET_UPLOAD: &str = "DELETE FROM uploads WHERE folder_id = $1 AND key = $2 AND upload_id = $3";
-/// Removes an upload's parts ($3 upload id).
-const FORGET_PARTS: &str = "DELETE FROM parts WHERE upload_id = $3";
 
 async fn schema_version(c: &tokio_postgres::Client) -> MetaResult<Option<u32>> {
     let row = c
