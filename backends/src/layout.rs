@@ -9,6 +9,7 @@
 //! | `.penstock/tmp/<32 hex>` | staging files being written, and kept files to reuse | no | when stale |
 //! | `.penstock/uploads/<upload id>/<part number>` | parts of a multipart upload | yes | with the upload |
 //! | `.penstock/markers/<sha-256 of key>` | bodies of directory markers (keys ending in `/`) | yes | with the marker |
+//! | `.penstock/versions/<32 hex>` | bytes of noncurrent object versions (versioned buckets) | yes | with the version |
 //!
 //! No key can address the hidden directory ([`ObjectPath`](crate::ObjectPath) refuses it), listings
 //! never show it ([`is_hidden`]), and an empty folder is one that holds nothing else.
@@ -39,6 +40,22 @@ pub const UPLOADS_DIR: [&str; 2] = [HIDDEN_DIR, "uploads"];
 /// [`ObjectPath::marker_name`](crate::ObjectPath::marker_name). The marker itself stays a plain
 /// directory at its key's path.
 pub const MARKERS_DIR: [&str; 2] = [HIDDEN_DIR, "markers"];
+
+/// Bytes of noncurrent versions of objects, one file each under a random name
+/// ([`version_name`]); the metadata engine records which key and version each belongs to. The
+/// current version of every key stays the plain file at the key's path.
+pub const VERSIONS_DIR: [&str; 2] = [HIDDEN_DIR, "versions"];
+
+/// A fresh name for a file in [`VERSIONS_DIR`]: 128 random bits in hex.
+pub fn version_name() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// Whether `name` could be a file of [`VERSIONS_DIR`] (what [`version_name`] makes): names
+/// from records are checked before they reach the file system.
+pub fn is_version_name(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
 
 /// The directory of one upload's parts.
 pub fn upload_dir(id: &UploadId) -> [&str; 3] {
@@ -177,7 +194,8 @@ pub trait DirOps: Send + Sync {
 }
 
 /// Bytes a folder holds for its owner: regular files anywhere below the top, not following
-/// symlinks, plus parts and marker bodies in the hidden area; staging files do not count.
+/// symlinks, plus parts, marker bodies and noncurrent versions in the hidden area; staging files
+/// do not count.
 pub async fn usage<D: DirOps>(ops: &D) -> Result<u64> {
     let mut total = 0;
     let mut todo = vec![(ops.top(), true)];
@@ -189,7 +207,7 @@ pub async fn usage<D: DirOps>(ops: &D) -> Result<u64> {
                     let Some(hidden) = ops.open_child(&dir, HIDDEN_DIR).await? else {
                         continue;
                     };
-                    for counted in [UPLOADS_DIR[1], MARKERS_DIR[1]] {
+                    for counted in [UPLOADS_DIR[1], MARKERS_DIR[1], VERSIONS_DIR[1]] {
                         if let Some(d) = ops.open_child(&hidden, counted).await? {
                             todo.push((d, false));
                         }
@@ -269,6 +287,27 @@ pub async fn remove_marker_body<D: DirOps>(ops: &D, name: &str) -> Result<bool> 
     match ops.open_path(&MARKERS_DIR).await? {
         Some(markers) => ops.remove_file(&markers, name).await,
         None => Ok(false),
+    }
+}
+
+/// Removes a noncurrent version's file; returns whether there was one.
+pub async fn remove_version<D: DirOps>(ops: &D, name: &str) -> Result<bool> {
+    check_version_name(name)?;
+    match ops.open_path(&VERSIONS_DIR).await? {
+        Some(versions) => ops.remove_file(&versions, name).await,
+        None => Ok(false),
+    }
+}
+
+/// Refuses a version file name that [`version_name`] could not have made: names come from
+/// records, and only such a name is sure to stay one entry of the versions directory.
+pub fn check_version_name(name: &str) -> Result<()> {
+    if is_version_name(name) {
+        Ok(())
+    } else {
+        Err(crate::BackendError::Io(std::io::Error::other(format!(
+            "not a version file name: {name:?}"
+        ))))
     }
 }
 

@@ -101,9 +101,34 @@ pub trait Folder: Send + Sync {
     /// Removes the staging files `rule` names as leftovers of writes that a crash interrupted.
     /// Returns how many were removed.
     async fn sweep_staging(&self, rule: &SweepRule) -> Result<usize>;
-    /// Bytes of regular files in the folder, multipart parts and marker payloads included,
-    /// in-flight staging files not: what the folder charges to its quota scope.
+    /// Bytes of regular files in the folder, multipart parts, marker payloads and noncurrent
+    /// versions included, in-flight staging files not: what the folder charges to its quota
+    /// scope.
     async fn usage(&self) -> Result<u64>;
+
+    // ---- noncurrent versions (`layout::VERSIONS_DIR`); `name` is a `layout::version_name`
+
+    /// Gives the regular file at `path` a second name, `name`, among the versions (a hard
+    /// link), so its bytes outlive an overwrite of the key. Returns the file's attributes;
+    /// `None` when no regular file is at `path` (a symlink is not followed).
+    async fn keep_version(&self, path: &ObjectPath, name: &str, durable: bool) -> Result<Option<Stat>>;
+    /// Moves the regular file at `path` to `name` among the versions (a rename: the key is
+    /// empty from that instant), then removes parent directories left empty below
+    /// `keep_depth` as [`Folder::remove`] does. `None` when no regular file was at `path`.
+    async fn stash_version(
+        &self,
+        path: &ObjectPath,
+        name: &str,
+        keep_depth: usize,
+        durable: bool,
+    ) -> Result<Option<Stat>>;
+    /// Moves version `name` to `path` (a rename that atomically replaces a file there),
+    /// creating parent directories. `false` when there is no version `name`.
+    async fn restore_version(&self, name: &str, path: &ObjectPath, durable: bool) -> Result<bool>;
+    /// Opens version `name` for reading; `None` when there is none.
+    async fn open_version(&self, name: &str) -> Result<Option<Box<dyn ReadHandle>>>;
+    /// Removes version `name`; `false` when there was none.
+    async fn remove_version(&self, name: &str) -> Result<bool>;
 }
 
 /// An open file for reading.

@@ -394,6 +394,66 @@ async fn symlink_containment(v: Arc<dyn Volume>, root: &Path) {
     assert!(f.open_read(&p("loop")).await.is_err());
 }
 
+/// Noncurrent versions: kept by a second name while the key is overwritten, moved away by a
+/// delete, moved back by a restore; counted in usage, never listed.
+async fn versions(v: Arc<dyn Volume>) {
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let (n1, n2) = (
+        penstock_backends::layout::version_name(),
+        penstock_backends::layout::version_name(),
+    );
+    assert!(
+        f.keep_version(&p("d/k"), &n1, true).await.unwrap().is_none(),
+        "nothing to keep"
+    );
+    write(&f, "d/k", b"first").await.unwrap();
+    let at_key = f.stat(&p("d/k")).await.unwrap().unwrap();
+    let kept = f.keep_version(&p("d/k"), &n1, true).await.unwrap().unwrap();
+    assert_eq!(
+        (kept.inode, kept.size, kept.mtime_ns),
+        (at_key.inode, 5, at_key.mtime_ns)
+    );
+    write(&f, "d/k", b"second!").await.unwrap();
+    assert_eq!(read(&f, "d/k").await.unwrap(), b"second!");
+    let h = f.open_version(&n1).await.unwrap().unwrap();
+    assert_eq!(h.read_at(0, 100).await.unwrap(), &b"first"[..]);
+    assert_eq!(f.usage().await.unwrap(), 12, "versions count");
+    assert_eq!(names(&f, &[]).await, ["d/"], "versions are not listed");
+    // A delete moves the current file away and prunes its emptied parent.
+    let stashed = f.stash_version(&p("d/k"), &n2, 0, true).await.unwrap().unwrap();
+    assert_eq!(stashed.size, 7);
+    assert!(f.stat(&p("d/k")).await.unwrap().is_none());
+    assert!(f.stat(&p("d/")).await.unwrap().is_none(), "emptied parent pruned");
+    assert!(f.stash_version(&p("d/k"), &n2, 0, true).await.unwrap().is_none());
+    // Restores make parents again and replace what is at the key.
+    assert!(f.restore_version(&n1, &p("d/k"), true).await.unwrap());
+    assert_eq!(read(&f, "d/k").await.unwrap(), b"first");
+    assert!(f.open_version(&n1).await.unwrap().is_none());
+    assert!(f.restore_version(&n2, &p("d/k"), true).await.unwrap());
+    assert_eq!(read(&f, "d/k").await.unwrap(), b"second!");
+    assert!(
+        !f.restore_version(&n2, &p("d/k"), true).await.unwrap(),
+        "already restored"
+    );
+    f.keep_version(&p("d/k"), &n1, true).await.unwrap().unwrap();
+    assert!(f.remove_version(&n1).await.unwrap());
+    assert!(!f.remove_version(&n1).await.unwrap());
+    assert_eq!(
+        read(&f, "d/k").await.unwrap(),
+        b"second!",
+        "removing a version leaves the key"
+    );
+    assert!(
+        f.keep_version(&p("d/"), &n1, true).await.unwrap().is_none(),
+        "markers keep no versions"
+    );
+    assert!(f.open_version("../../x").await.is_err(), "names are checked");
+    assert!(f.remove(&p("d/k"), 0).await.unwrap());
+    assert!(f.is_empty().await.unwrap());
+}
+
 /// A backend under test: fresh volumes whose root is also a local directory.
 trait Fixture {
     fn volume(&self) -> impl Future<Output = (Arc<dyn Volume>, PathBuf)>;
@@ -409,6 +469,7 @@ async fn run_all(fx: &impl Fixture) {
     staged_sizes_roundtrip(fx.volume().await.0).await;
     composed_sizes_roundtrip(fx.volume().await.0).await;
     sorted_walk_and_resumption(fx.volume().await.0).await;
+    versions(fx.volume().await.0).await;
     let (v, root) = fx.volume().await;
     foreign_files(v, &root).await;
     let (v, root) = fx.volume().await;

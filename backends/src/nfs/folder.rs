@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use super::pool::{status, MAX_LINKS, NF_DIR, NF_LNK, NF_REG};
 use super::rpc::{to_stat, Shared};
 use super::staging::NfsStaging;
-use crate::layout::{self, DirOps, SweepRule, WalkEntry, MARKERS_DIR, TMP_DIR};
+use crate::layout::{self, check_version_name, DirOps, SweepRule, WalkEntry, MARKERS_DIR, TMP_DIR, VERSIONS_DIR};
 use crate::volume::{DirEntry, Folder, ReadHandle, StagingFile, Stat};
 use crate::{BackendError, ObjectPath, Result};
 
@@ -196,6 +196,36 @@ impl NfsFolder {
             Err(f) if f.is(status::NOTDIR) => Err(BackendError::ParentIsFile),
             Err(f) => Err(f.into()),
         }
+    }
+
+    /// The directory holding the regular file at `path` (not a marker key), with the file's
+    /// handle; `None` when no regular file is there.
+    async fn key_file(&self, path: &ObjectPath) -> Result<Option<(Bytes, Bytes)>> {
+        if path.is_dir() {
+            return Ok(None);
+        }
+        let Some(parent) = self.dir(path.parent()).await? else {
+            return Ok(None);
+        };
+        match self.shared.lookup(&parent, path.leaf()).await {
+            Ok((fh, a)) if a.type_ == NF_REG => Ok(Some((parent, fh))),
+            Ok(_) => Ok(None),
+            Err(f) if f.is(status::NOENT) => Ok(None),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    /// The attributes of version `name` if it is the file `fh` (a LINK or RENAME whose
+    /// uncertain first attempt took effect); else the error `f` stands.
+    async fn version_is(&self, versions: &Bytes, name: &str, fh: &Bytes, f: super::pool::Fault) -> Result<Stat> {
+        match self.shared.lookup(versions, name).await {
+            Ok((got, a)) if got == *fh => to_stat(&a).ok_or_else(|| f.into()),
+            _ => Err(f.into()),
+        }
+    }
+
+    async fn versions_dir(&self) -> Result<Bytes> {
+        self.ensure_dir(&VERSIONS_DIR.map(str::to_owned)).await
     }
 
     async fn uploads_dir(&self, upload_id: &UploadId) -> Result<Option<Bytes>> {
@@ -410,6 +440,127 @@ impl Folder for NfsFolder {
 
     async fn usage(&self) -> Result<u64> {
         self.shared.timed("usage", layout::usage(self)).await
+    }
+
+    async fn keep_version(&self, path: &ObjectPath, name: &str, _durable: bool) -> Result<Option<Stat>> {
+        check_version_name(name)?;
+        // Directory operations are synchronous on an NFS server: no commit is needed.
+        self.shared
+            .timed("keep_version", async {
+                let Some((_, fh)) = self.key_file(path).await? else {
+                    return Ok(None);
+                };
+                let versions = self.versions_dir().await?;
+                match self.shared.link(&fh, &versions, name).await {
+                    Ok(()) => {}
+                    Err(f) if f.is(status::NOENT) || f.is(status::STALE) => return Ok(None),
+                    Err(f) if f.is(status::EXIST) => return self.version_is(&versions, name, &fh, f).await.map(Some),
+                    Err(f) => return Err(f.into()),
+                }
+                let (_, a) = self.shared.lookup(&versions, name).await?;
+                Ok(to_stat(&a))
+            })
+            .await
+    }
+
+    async fn stash_version(
+        &self,
+        path: &ObjectPath,
+        name: &str,
+        keep_depth: usize,
+        _durable: bool,
+    ) -> Result<Option<Stat>> {
+        check_version_name(name)?;
+        self.shared
+            .timed("stash_version", async {
+                let Some((parent, fh)) = self.key_file(path).await? else {
+                    return Ok(None);
+                };
+                let versions = self.versions_dir().await?;
+                let st = match self.shared.rename(&parent, path.leaf(), &versions, name).await {
+                    Ok(()) => {
+                        let (_, a) = self.shared.lookup(&versions, name).await?;
+                        to_stat(&a)
+                    }
+                    Err(f) if f.is(status::NOENT) => match self.version_is(&versions, name, &fh, f).await {
+                        Ok(st) => Some(st),
+                        Err(_) => return Ok(None),
+                    },
+                    Err(f) => return Err(f.into()),
+                };
+                layout::prune_empty(self, path.parent(), keep_depth).await;
+                Ok(st)
+            })
+            .await
+    }
+
+    async fn restore_version(&self, name: &str, path: &ObjectPath, _durable: bool) -> Result<bool> {
+        check_version_name(name)?;
+        if path.is_dir() {
+            return Err(BackendError::IsDirectory);
+        }
+        self.shared
+            .timed("restore_version", async {
+                let s = &self.shared;
+                let Some(versions) = self.dir(&VERSIONS_DIR.map(str::to_owned)).await? else {
+                    return Ok(false);
+                };
+                let vfh = match s.lookup(&versions, name).await {
+                    Ok((fh, _)) => fh,
+                    Err(f) if f.is(status::NOENT) => return Ok(false),
+                    Err(f) => return Err(f.into()),
+                };
+                for _ in 0..5 {
+                    let parent = self.ensure_dir(path.parent()).await?;
+                    if let Ok((_, a)) = s.lookup(&parent, path.leaf()).await {
+                        if a.type_ == NF_DIR {
+                            return Err(BackendError::IsDirectory);
+                        }
+                    }
+                    match s.rename(&versions, name, &parent, path.leaf()).await {
+                        Ok(()) => return Ok(true),
+                        Err(f) if f.is(status::NOENT) || f.is(status::STALE) => {
+                            if let Ok((got, _)) = s.lookup(&parent, path.leaf()).await {
+                                if got == vfh {
+                                    return Ok(true);
+                                }
+                            }
+                            if s.lookup(&versions, name).await.is_err() {
+                                return Ok(false);
+                            }
+                        }
+                        Err(f) if f.is(status::ISDIR) || f.is(status::NOTEMPTY) || f.is(status::EXIST) => {
+                            return Err(BackendError::IsDirectory)
+                        }
+                        Err(f) if f.is(status::NOTDIR) => return Err(BackendError::ParentIsFile),
+                        Err(f) => return Err(f.into()),
+                    }
+                }
+                Err(BackendError::Unavailable("parent directories kept vanishing".into()))
+            })
+            .await
+    }
+
+    async fn open_version(&self, name: &str) -> Result<Option<Box<dyn ReadHandle>>> {
+        check_version_name(name)?;
+        self.shared
+            .timed("open_version", async {
+                let Some(dir) = self.dir(&VERSIONS_DIR.map(str::to_owned)).await? else {
+                    return Ok(None);
+                };
+                match self.shared.lookup(&dir, name).await {
+                    Ok((fh, attr)) => Ok(self.reader(fh, &attr)),
+                    Err(f) if f.is(status::NOENT) => Ok(None),
+                    Err(f) => Err(f.into()),
+                }
+            })
+            .await
+    }
+
+    async fn remove_version(&self, name: &str) -> Result<bool> {
+        self.shared
+            .timed("remove_version", layout::remove_version(self, name))
+            .await
     }
 }
 

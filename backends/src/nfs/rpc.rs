@@ -135,6 +135,28 @@ impl Shared {
             .await
     }
 
+    /// LINK: gives the file `fh` the name `name` in `dir`. Not idempotent: a retry may answer
+    /// EXIST for its own first attempt, which callers check by handle.
+    pub(super) async fn link(&self, fh: &Bytes, dir: &Bytes, name: &str) -> FResult<()> {
+        self.pool
+            .call(true, |m| {
+                let (fh, dir) = (fh.clone(), dir.clone());
+                async move { m.link(fh, dir, name).await.map(drop) }
+            })
+            .await
+    }
+
+    /// RENAME. Not idempotent: a retry may answer NOENT for its own first attempt, which
+    /// callers check by looking up the target.
+    pub(super) async fn rename(&self, from_dir: &Bytes, from: &str, to_dir: &Bytes, to: &str) -> FResult<()> {
+        self.pool
+            .call(true, |m| {
+                let (from_dir, to_dir) = (from_dir.clone(), to_dir.clone());
+                async move { m.rename(from_dir, from, to_dir, to).await }
+            })
+            .await
+    }
+
     pub(super) async fn rmdir(&self, dir: &Bytes, name: &str) -> FResult<()> {
         self.pool
             .call(true, |m| {

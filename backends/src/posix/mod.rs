@@ -18,13 +18,13 @@ use penstock_types::UploadId;
 use rustix::fs::{AtFlags, OFlags};
 use rustix::io::Errno;
 
-use crate::layout::{self, MARKERS_DIR, TMP_DIR, UPLOADS_DIR};
+use crate::layout::{self, check_version_name, MARKERS_DIR, TMP_DIR, UPLOADS_DIR, VERSIONS_DIR};
 use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 use crate::{BackendError, FolderLocation, ObjectPath, Result, SweepRule};
 
 use fs::{
     absent_is_none, ensure_dir, join_or_dot, kind_of, make_marker_dir, open_beneath, open_dir_path, read_dir_sorted,
-    stat_fd, DirSyncs, PosixDirs,
+    stat_fd, to_stat, DirSyncs, PosixDirs,
 };
 use read::PosixReader;
 use recycle::{dir_key, Recycled};
@@ -449,5 +449,134 @@ impl Folder for PosixFolder {
     async fn usage(&self) -> Result<u64> {
         let dirs = self.dirs();
         self.io.run("usage", move || fs::walk(layout::usage(&dirs))).await
+    }
+
+    async fn keep_version(&self, path: &ObjectPath, name: &str, durable: bool) -> Result<Option<Stat>> {
+        check_version_name(name)?;
+        let (root, io, path, name) = (self.root.clone(), self.io.clone(), path.clone(), name.to_owned());
+        self.io
+            .run("keep_version", move || {
+                let Some(parent) = key_file_parent(&root, &path)? else {
+                    return Ok(None);
+                };
+                let versions = ensure_dir(&root, &VERSIONS_DIR)?;
+                // linkat does not follow a symlink at the key: only a regular file is kept.
+                match rustix::fs::linkat(&parent, path.leaf(), &versions, name.as_str(), AtFlags::empty()) {
+                    Ok(()) => {}
+                    Err(Errno::NOENT) => return Ok(None),
+                    Err(e) => return Err(e.into()),
+                }
+                if durable {
+                    io.dir_syncs.sync_after_change(&versions)?;
+                }
+                let st = rustix::fs::statat(&versions, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+                Ok(to_stat(&st))
+            })
+            .await
+    }
+
+    async fn stash_version(
+        &self,
+        path: &ObjectPath,
+        name: &str,
+        keep_depth: usize,
+        durable: bool,
+    ) -> Result<Option<Stat>> {
+        check_version_name(name)?;
+        let (dirs, io, path, name) = (self.dirs(), self.io.clone(), path.clone(), name.to_owned());
+        self.io
+            .run("stash_version", move || {
+                let Some(parent) = key_file_parent(&dirs.top, &path)? else {
+                    return Ok(None);
+                };
+                let versions = ensure_dir(&dirs.top, &VERSIONS_DIR)?;
+                match rustix::fs::renameat(&parent, path.leaf(), &versions, name.as_str()) {
+                    Ok(()) => {}
+                    Err(Errno::NOENT) => return Ok(None),
+                    Err(e) => return Err(e.into()),
+                }
+                if durable {
+                    io.dir_syncs.sync_after_change(&versions)?;
+                    io.dir_syncs.sync_after_change(&parent)?;
+                }
+                let st = rustix::fs::statat(&versions, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+                fs::walk(layout::prune_empty(&dirs, path.parent(), keep_depth));
+                Ok(to_stat(&st))
+            })
+            .await
+    }
+
+    async fn restore_version(&self, name: &str, path: &ObjectPath, durable: bool) -> Result<bool> {
+        check_version_name(name)?;
+        if path.is_dir() {
+            return Err(BackendError::IsDirectory);
+        }
+        let (root, io, path, name) = (self.root.clone(), self.io.clone(), path.clone(), name.to_owned());
+        self.io
+            .run("restore_version", move || {
+                let Ok(versions) = open_beneath(&root, &layout::rel(&VERSIONS_DIR), OFlags::RDONLY | OFlags::DIRECTORY)
+                else {
+                    return Ok(false);
+                };
+                let segs: Vec<&str> = path.parent().iter().map(String::as_str).collect();
+                // A concurrent delete may prune a parent between the mkdir and the rename.
+                for _ in 0..5 {
+                    let parent = ensure_dir(&root, &segs)?;
+                    if let Ok(st) = rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
+                        if kind_of(&st) == Some(EntryKind::Dir) {
+                            return Err(BackendError::IsDirectory);
+                        }
+                    }
+                    match rustix::fs::renameat(&versions, name.as_str(), &parent, path.leaf()) {
+                        Ok(()) => {
+                            if durable {
+                                io.dir_syncs.sync_after_change(&parent)?;
+                                io.dir_syncs.sync_after_change(&versions)?;
+                            }
+                            return Ok(true);
+                        }
+                        Err(Errno::NOENT) => {
+                            if rustix::fs::statat(&versions, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).is_err() {
+                                return Ok(false);
+                            }
+                        }
+                        Err(Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST) => return Err(BackendError::IsDirectory),
+                        Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(BackendError::Unavailable("parent directories kept vanishing".into()))
+            })
+            .await
+    }
+
+    async fn open_version(&self, name: &str) -> Result<Option<Box<dyn ReadHandle>>> {
+        check_version_name(name)?;
+        self.open_file("open_version", format!("{}/{name}", layout::rel(&VERSIONS_DIR)))
+            .await
+    }
+
+    async fn remove_version(&self, name: &str) -> Result<bool> {
+        let (dirs, name) = (self.dirs(), name.to_owned());
+        self.io
+            .run("remove_version", move || fs::walk(layout::remove_version(&dirs, &name)))
+            .await
+    }
+}
+
+/// The directory holding the regular file at `path` (a key that is not a marker); `None` when
+/// no regular file is there (a symlink at the key is not one).
+fn key_file_parent(root: &OwnedFd, path: &ObjectPath) -> Result<Option<OwnedFd>> {
+    if path.is_dir() {
+        return Ok(None);
+    }
+    let parent = match open_beneath(root, &join_or_dot(path.parent()), OFlags::RDONLY | OFlags::DIRECTORY) {
+        Ok(fd) => fd,
+        Err(e) => return absent_is_none(e),
+    };
+    match rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if kind_of(&st) == Some(EntryKind::File) => Ok(Some(parent)),
+        Ok(_) | Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
