@@ -607,6 +607,7 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         usage_mode: b.usage_mode,
         permission: b.permission,
         grants: Default::default(),
+        versioning: None,
     };
     let created = claim_bucket(gw, &rec).await;
     match created {

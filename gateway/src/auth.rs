@@ -232,6 +232,7 @@ mod tests {
             usage_mode: UsageMode::General,
             permission: perm,
             grants: Default::default(),
+            versioning: None,
         }
     }
 

@@ -3,7 +3,7 @@
 //! embedded RocksDB engine to PostgreSQL and back.
 //!
 //! The dump holds what the engine alone knows: tenancy, buckets, quotas (limit and usage),
-//! object records, multipart uploads and parts, and the publishes a crash left pending (the
+//! object records, noncurrent versions and delete markers, multipart uploads and parts, and the publishes a crash left pending (the
 //! first gateway to start on the target settles them). Gateway heartbeats are not moved: the
 //! gateways of the target register themselves. Stop every gateway before exporting.
 
@@ -12,9 +12,10 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::engine::{MetaResult, Metadata, UploadQuery};
+use crate::engine::{KeyEdit, MetaResult, Metadata, UploadQuery, VersionQuery};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, UploadId, UploadRecord, User,
+    VersionRecord,
 };
 
 /// Name and version of the dump format, in its first line.
@@ -59,6 +60,11 @@ enum Line {
         folder: Uuid,
         key: String,
     },
+    Version {
+        folder: Uuid,
+        key: String,
+        record: VersionRecord,
+    },
     Upload {
         folder: Uuid,
         record: UploadRecord,
@@ -82,6 +88,9 @@ pub struct DumpCounts {
     pub objects: u64,
     /// Pending publishes.
     pub publishing: u64,
+    /// Noncurrent versions and delete markers.
+    #[serde(default)]
+    pub versions: u64,
     /// Multipart uploads.
     pub uploads: u64,
     /// Parts.
@@ -130,6 +139,24 @@ pub async fn export(m: &dyn Metadata, out: &mut dyn Write) -> MetaResult<DumpCou
             for (key, record) in page {
                 emit(out, &Line::Object { folder, key, record })?;
                 n.objects += 1;
+            }
+            if !full {
+                break;
+            }
+        }
+        let mut after: Option<(String, i64)> = None;
+        loop {
+            let q = VersionQuery {
+                prefix: "",
+                after: after.as_ref().map(|(k, seq)| (k.as_str(), Some(*seq))),
+                limit: PAGE,
+            };
+            let page = m.list_versions(folder, q).await?;
+            after = page.last().map(|(k, v)| (k.clone(), v.seq));
+            let full = page.len() == PAGE;
+            for (key, record) in page {
+                emit(out, &Line::Version { folder, key, record })?;
+                n.versions += 1;
             }
             if !full {
                 break;
@@ -242,6 +269,13 @@ pub async fn import(m: &dyn Metadata, input: &mut dyn BufRead) -> MetaResult<Dum
                 };
                 m.begin_publish(folder, &key, &record, "").await?;
                 &mut n.publishing
+            }
+            (_, Line::Version { folder, key, record }) => {
+                let edit = KeyEdit {
+                    add: std::slice::from_ref(&record),
+                    ..Default::default()
+                };
+                m.edit_key(folder, &key, &edit, "").await.map(|()| &mut n.versions)?
             }
             (_, Line::Upload { folder, record }) => m.put_upload(folder, &record).await.map(|()| &mut n.uploads)?,
             (_, Line::Part { upload_id, record }) => m.put_part(&upload_id, &record).await.map(|()| &mut n.parts)?,

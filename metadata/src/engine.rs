@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
-    UploadRecord, User,
+    UploadRecord, User, VersionRecord,
 };
 
 /// Result of a metadata call.
@@ -44,6 +44,37 @@ pub struct UploadQuery<'a> {
     pub after: Option<(&'a str, &'a str)>,
     /// At most this many.
     pub limit: usize,
+}
+
+/// Which version rows of a folder to read: up to `limit` of keys beginning with `prefix`, in
+/// key order and, within a key, newest first; after the position `after` when given: `(key,
+/// None)` skips every version of `key`, `(key, Some(seq))` those of `key` with `seq` or larger.
+#[derive(Debug, Clone, Copy)]
+pub struct VersionQuery<'a> {
+    /// Keys begin with this.
+    pub prefix: &'a str,
+    /// Start after this position, exclusive.
+    pub after: Option<(&'a str, Option<i64>)>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// Version rows with their keys: key order, newest first within a key.
+pub type KeyedVersions = Vec<(String, VersionRecord)>;
+
+/// A change of one key, made atomically by [`Metadata::edit_key`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeyEdit<'a> {
+    /// The key's object record: `Some(Some(r))` stores `r`, `Some(None)` removes it, `None`
+    /// leaves it.
+    pub object: Option<Option<&'a ObjectRecord>>,
+    /// Version rows to store, each replacing the key's row with the same version id.
+    pub add: &'a [VersionRecord],
+    /// Version rows to remove, by version id.
+    pub remove: &'a [String],
+    /// `Some(true)` notes the key as publishing (by the calling instance), `Some(false)` stops
+    /// that, `None` leaves it.
+    pub publishing: Option<bool>,
 }
 
 /// A publish begun and not ended: the key's record may still name the file it replaced.
@@ -111,7 +142,7 @@ pub trait Metadata: Send + Sync {
     async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>>;
     /// All buckets, by domain and name.
     async fn buckets(&self) -> MetaResult<Vec<BucketRecord>>;
-    /// Removes a bucket with every object, upload and part record of its folder.
+    /// Removes a bucket with every object, version, upload and part record of its folder.
     async fn delete_bucket(&self, b: &BucketRecord) -> MetaResult<()>;
 
     // ---- quotas
@@ -150,6 +181,16 @@ pub trait Metadata: Send + Sync {
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()>;
     /// Publishes begun and not ended.
     async fn publishing(&self) -> MetaResult<Vec<PendingPublish>>;
+
+    // ---- versions
+
+    /// The version rows (noncurrent versions and delete markers) of one key, newest first.
+    async fn versions(&self, folder: Uuid, key: &str) -> MetaResult<Vec<VersionRecord>>;
+    /// A page of a folder's version rows ([`VersionQuery`]).
+    async fn list_versions(&self, folder: Uuid, q: VersionQuery<'_>) -> MetaResult<KeyedVersions>;
+    /// Changes a key's object record, version rows and publishing note in one atomic step, by
+    /// gateway `instance`.
+    async fn edit_key(&self, folder: Uuid, key: &str, edit: &KeyEdit<'_>, instance: &str) -> MetaResult<()>;
 
     // ---- gateways
 

@@ -16,7 +16,9 @@ mod rocks;
 pub mod schema;
 mod store;
 
-pub use engine::{Charge, KeyedRecords, MetaResult, Metadata, PendingPublish, UploadQuery};
+pub use engine::{
+    Charge, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery, VersionQuery,
+};
 pub use postgres::{PgMetadata, PgOptions, PG_SCHEMA_VERSION};
 pub use records::*;
 pub use rocks::RocksMetadata;

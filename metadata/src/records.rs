@@ -71,6 +71,22 @@ pub struct BucketRecord {
     /// Users a user folder is shared with, and at which permission.
     #[serde(default)]
     pub grants: BTreeMap<Uuid, Perm>,
+    /// S3 versioning: `None` until first set (an unversioned bucket), then enabled or suspended
+    /// (never unset again, as on S3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versioning: Option<Versioning>,
+}
+
+/// A bucket's versioning status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Versioning {
+    /// Every write makes a new version; overwritten and deleted objects stay as noncurrent
+    /// versions.
+    Enabled,
+    /// Writes make the `null` version, replacing the previous `null` one; versions made while
+    /// enabled stay.
+    Suspended,
 }
 
 fn wd() -> Perm {
@@ -199,6 +215,86 @@ pub struct ObjectRecord {
     /// the two describes the file they opened ([`ObjectRecord::describing`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<Box<ObjectRecord>>,
+    /// The version id of this object in a versioned bucket; `None` is the `null` version (every
+    /// object of a bucket never versioned, objects written while versioning was suspended, and
+    /// files written by sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    /// Set only while a change of the key's versions that moves files is under way; see
+    /// [`VersionChange`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Box<VersionChange>>,
+}
+
+/// The id S3 gives the `null` version.
+pub const NULL_VERSION: &str = "null";
+
+/// One noncurrent version of a key, or one of its delete markers. The key's current version,
+/// when it has one, is the file at the key's path with its [`ObjectRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRecord {
+    /// The version id ([`NULL_VERSION`] for the null version).
+    pub version_id: String,
+    /// Orders a key's versions, newest largest: Unix nanoseconds when this version stopped
+    /// being current (or, for a delete marker, was made), kept above the key's other versions.
+    pub seq: i64,
+    /// Last-Modified of the version, Unix milliseconds.
+    pub last_modified_ms: i64,
+    /// The object's record; `None` for a delete marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectRecord>,
+    /// The file holding the version's bytes in the folder's versions area; `None` for a delete
+    /// marker, and for a version with no bytes to keep (a directory marker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+    /// Who made the version or delete marker (a user id), for listings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Uuid>,
+}
+
+impl VersionRecord {
+    /// Whether this is a delete marker.
+    pub fn is_delete_marker(&self) -> bool {
+        self.object.is_none()
+    }
+
+    /// The id and file of this version.
+    pub fn reference(&self) -> VersionRef {
+        VersionRef {
+            version_id: self.version_id.clone(),
+            storage: self.storage.clone(),
+        }
+    }
+}
+
+/// A version row named by id, with its file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRef {
+    pub version_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+}
+
+/// A change of one key's versions that moves files (a versioned overwrite or delete, a
+/// restore), recorded in the key's object record before the first file moves so that a crash
+/// at any point can be settled: the change happened exactly when the file at the key is no
+/// longer the one it found (`before`). Then the version rows it `removed` lose their files; if
+/// it did not happen, the rows it `added` go again with theirs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionChange {
+    /// The fingerprint of the file at the key when the change began; `None`: no file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Fingerprint>,
+    /// The change leaves no file at the key (a delete): the record carrying this change is
+    /// the one of the file it removes, kept until the change is settled.
+    #[serde(default)]
+    pub deletes: bool,
+    /// Version rows the change added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<VersionRef>,
+    /// Version rows the change removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<VersionRef>,
 }
 
 impl ObjectRecord {
@@ -212,10 +308,16 @@ impl ObjectRecord {
         }
     }
 
-    /// This record without the one it replaces.
+    /// This record without the one it replaces, and without a pending change.
     pub fn settled(mut self) -> ObjectRecord {
         self.replaces = None;
+        self.change = None;
         self
+    }
+
+    /// The version id as S3 names it.
+    pub fn version(&self) -> &str {
+        self.version_id.as_deref().unwrap_or(NULL_VERSION)
     }
 
     /// The record in force when nothing identifies the file (a directory marker without a

@@ -13,10 +13,12 @@ use std::time::Instant;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::engine::{Charge, KeyedRecords, MetaResult, Metadata, PendingPublish, UploadQuery};
+use crate::engine::{
+    Charge, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery, VersionQuery,
+};
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
-    UploadRecord, User,
+    UploadRecord, User, VersionRecord,
 };
 
 /// The RocksDB engine. Only one process opens a store, so an in-process lock is a complete
@@ -253,6 +255,38 @@ impl Metadata for RocksMetadata {
                 instance: String::new(),
             })
             .collect())
+    }
+
+    async fn versions(&self, folder: Uuid, key: &str) -> MetaResult<Vec<VersionRecord>> {
+        let key = key.to_owned();
+        self.blocking(move |s| s.versions(folder, &key)).await
+    }
+    async fn list_versions(&self, folder: Uuid, q: VersionQuery<'_>) -> MetaResult<KeyedVersions> {
+        let (prefix, after, limit) = (q.prefix.to_owned(), q.after.map(|(k, s)| (k.to_owned(), s)), q.limit);
+        self.blocking(move |s| {
+            let q = VersionQuery {
+                prefix: &prefix,
+                after: after.as_ref().map(|(k, s)| (k.as_str(), *s)),
+                limit,
+            };
+            s.list_versions(folder, q)
+        })
+        .await
+    }
+    async fn edit_key(&self, folder: Uuid, key: &str, edit: &KeyEdit<'_>, _instance: &str) -> MetaResult<()> {
+        let key = key.to_owned();
+        let object = edit.object.map(|o| o.cloned());
+        let (add, remove, publishing) = (edit.add.to_vec(), edit.remove.to_vec(), edit.publishing);
+        self.blocking(move |s| {
+            let edit = KeyEdit {
+                object: object.as_ref().map(Option::as_ref),
+                add: &add,
+                remove: &remove,
+                publishing,
+            };
+            s.edit_key(folder, &key, &edit, now_ms())
+        })
+        .await
     }
 
     // One process opens the store: the gateways it knows are the ones this process registered,

@@ -13,6 +13,7 @@
 //! | `publishing` | folder id ‖ object key | Unix ms when a publish of that key began |
 //! | `uploads` | folder id ‖ object key ‖ 0x00 ‖ upload id | [`UploadRecord`](crate::UploadRecord) |
 //! | `parts` | upload id ‖ 0x00 ‖ part number (u32 BE) | [`PartRecord`](crate::PartRecord) |
+//! | `versions` | folder id ‖ object key ‖ 0x00 ‖ (u64::MAX − seq) BE | [`VersionRecord`](crate::VersionRecord) |
 //!
 //! Object keys never contain NUL (the gateway rejects them), so 0x00 separates fields and keeps
 //! byte order equal to S3 key order.
@@ -25,7 +26,8 @@ use uuid::Uuid;
 ///
 /// 1. The first release.
 /// 2. Keypairs record `created_ms` (Unix milliseconds) instead of `created` (Unix seconds).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3. The `versions` column family (versioned buckets); nothing to migrate.
+pub const SCHEMA_VERSION: u32 = 3;
 
 pub(crate) const CF_SYSTEM: &str = "system";
 pub(crate) const CF_DOMAINS: &str = "domains";
@@ -40,7 +42,9 @@ pub(crate) const CF_PARTS: &str = "parts";
 /// Keys whose object record carries a pending `replaces` (a publish not yet settled): the
 /// start-up sweep settles them without scanning every record.
 pub(crate) const CF_PUBLISHING: &str = "publishing";
-pub(crate) const ALL_CFS: [&str; 11] = [
+/// Noncurrent versions and delete markers.
+pub(crate) const CF_VERSIONS: &str = "versions";
+pub(crate) const ALL_CFS: [&str; 12] = [
     CF_SYSTEM,
     CF_DOMAINS,
     CF_PROJECTS,
@@ -52,6 +56,7 @@ pub(crate) const ALL_CFS: [&str; 11] = [
     CF_UPLOADS,
     CF_PARTS,
     CF_PUBLISHING,
+    CF_VERSIONS,
 ];
 pub(crate) const SCHEMA_KEY: &[u8] = b"schema_version";
 
@@ -82,6 +87,20 @@ pub fn upload_key(folder: Uuid, key: &str, upload_id: &UploadId) -> Vec<u8> {
     let mut k = object_key(folder, key);
     k.push(0);
     k.extend_from_slice(upload_id.as_str().as_bytes());
+    k
+}
+
+/// Key of a version row: a key's rows sort newest (largest `seq`) first.
+pub fn version_key(folder: Uuid, key: &str, seq: i64) -> Vec<u8> {
+    let mut k = version_prefix(folder, key);
+    k.extend_from_slice(&(u64::MAX - seq.max(0) as u64).to_be_bytes());
+    k
+}
+
+/// Prefix of every version row of one key.
+pub fn version_prefix(folder: Uuid, key: &str) -> Vec<u8> {
+    let mut k = object_key(folder, key);
+    k.push(0);
     k
 }
 

@@ -76,6 +76,7 @@ impl Gateway {
             usage_mode: UsageMode::General,
             permission: Perm::Wd,
             grants: Default::default(),
+            versioning: None,
         };
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.

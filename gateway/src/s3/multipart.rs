@@ -374,6 +374,8 @@ impl Gateway {
                 .collect(),
             upload_id: Some(up.upload_id.clone()),
             replaces: None,
+            version_id: None,
+            change: None,
         };
         let conds = WriteConditions {
             if_match: input.if_match.take(),

@@ -60,6 +60,8 @@ pub(crate) fn effective_record(key: &str, st: &Stat, stored: Option<ObjectRecord
             parts: Vec::new(),
             upload_id: None,
             replaces: None,
+            version_id: None,
+            change: None,
         },
     }
 }
@@ -81,6 +83,8 @@ pub(crate) fn new_record(
         parts: Vec::new(),
         upload_id: None,
         replaces: None,
+        version_id: None,
+        change: None,
     }
 }
 

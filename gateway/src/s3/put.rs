@@ -164,6 +164,8 @@ impl Gateway {
             parts: Vec::new(),
             upload_id: None,
             replaces: None,
+            version_id: None,
+            change: None,
         };
         let folder = b.rec.folder_id;
         let r = rec.clone();

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use penstock_metadata::{
-    BucketRecord, Charge, Checksums, Domain, Fingerprint, Keypair, Metadata, ObjectAttrs, ObjectRecord, PartRecord,
-    Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, UsageMode, User,
+    BucketRecord, Charge, Checksums, Domain, Fingerprint, KeyEdit, Keypair, Metadata, ObjectAttrs, ObjectRecord,
+    PartRecord, Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, UsageMode, User, VersionQuery,
+    VersionRecord, Versioning,
 };
 use uuid::Uuid;
 
@@ -21,6 +22,7 @@ pub async fn run(m: Arc<dyn Metadata>) {
     objects(m.as_ref()).await;
     publishing(m.as_ref()).await;
     multipart(m.as_ref()).await;
+    versions(m.as_ref()).await;
     delete_bucket_takes_its_records(m.as_ref()).await;
     gateways(m.as_ref()).await;
 }
@@ -53,6 +55,7 @@ fn bucket(domain: &str, name: &str) -> BucketRecord {
         usage_mode: UsageMode::General,
         permission: Perm::Rw,
         grants: Default::default(),
+        versioning: None,
     }
 }
 
@@ -70,6 +73,20 @@ pub fn object(seed: u64) -> ObjectRecord {
         parts: Vec::new(),
         upload_id: None,
         replaces: None,
+        version_id: None,
+        change: None,
+    }
+}
+
+/// A version row: an object version with a file when `seed` is given, else a delete marker.
+pub fn version(id: &str, seq: i64, seed: Option<u64>) -> VersionRecord {
+    VersionRecord {
+        version_id: id.to_owned(),
+        seq,
+        last_modified_ms: 1_700_000_000_000 + seq,
+        object: seed.map(object),
+        storage: seed.map(|s| format!("{s:032x}")),
+        owner: Some(Uuid::from_u128(seq as u128)),
     }
 }
 
@@ -367,6 +384,66 @@ async fn page(
     m.uploads(f, q).await.unwrap().into_iter().map(|u| (u.key, u.upload_id)).collect()
 }
 
+async fn versions(m: &dyn Metadata) {
+    let mut b = bucket("ver", "sioned");
+    assert!(m.create_bucket(&b).await.unwrap());
+    b.versioning = Some(Versioning::Enabled);
+    m.put_bucket(&b).await.unwrap();
+    assert_eq!(m.bucket("ver", "sioned").await.unwrap().unwrap().versioning, Some(Versioning::Enabled));
+    let f = b.folder_id;
+    let add = |rows: &'static [(&'static str, i64, Option<u64>)]| {
+        rows.iter().map(|(i, s, o)| version(i, *s, *o)).collect::<Vec<_>>()
+    };
+    // Added out of order, over several edits; read back newest first.
+    let rows = add(&[("v1", 10, Some(1)), ("v3", 30, None)]);
+    m.edit_key(f, "k", &KeyEdit { add: &rows, ..Default::default() }, "gw1").await.unwrap();
+    let more = add(&[("null", 20, Some(2))]);
+    let cur = object(9);
+    let edit = KeyEdit { object: Some(Some(&cur)), add: &more, publishing: Some(true), ..Default::default() };
+    m.edit_key(f, "k", &edit, "gw1").await.unwrap();
+    let ids = |v: Vec<VersionRecord>| v.into_iter().map(|r| r.version_id).collect::<Vec<_>>();
+    assert_eq!(ids(m.versions(f, "k").await.unwrap()), ["v3", "null", "v1"]);
+    assert_eq!(m.versions(f, "k").await.unwrap()[1], version("null", 20, Some(2)), "rows round trip");
+    assert_eq!(m.object(f, "k").await.unwrap(), Some(object(9)), "the record changed with the rows");
+    assert!(m.publishing().await.unwrap().iter().any(|p| p.folder == f && p.key == "k"));
+    // Adding a row with an id the key has replaces it (at its new place); removals by id.
+    let again = add(&[("null", 40, Some(3))]);
+    let remove = vec!["v1".to_owned(), "nothing".to_owned()];
+    let edit = KeyEdit { object: Some(None), add: &again, remove: &remove, publishing: Some(false) };
+    m.edit_key(f, "k", &edit, "gw1").await.unwrap();
+    let rows = m.versions(f, "k").await.unwrap();
+    assert_eq!(ids(rows.clone()), ["null", "v3"]);
+    assert_eq!(rows[0].object, Some(object(3)));
+    assert_eq!(m.object(f, "k").await.unwrap(), None);
+    assert!(!m.publishing().await.unwrap().iter().any(|p| p.folder == f && p.key == "k"));
+    // Listing: key order (byte order), newest first within a key, resumable mid-key.
+    for (k, seqs) in [("a", &[5i64, 7][..]), ("k/x", &[1]), ("k\u{1}", &[2]), ("ka", &[3, 4])] {
+        let rows: Vec<_> = seqs.iter().map(|s| version(&format!("{k}-{s}"), *s, None)).collect();
+        m.edit_key(f, k, &KeyEdit { add: &rows, ..Default::default() }, "").await.unwrap();
+    }
+    let list = |prefix: &'static str, after: Option<(&'static str, Option<i64>)>, limit| async move {
+        let q = VersionQuery { prefix, after, limit };
+        m.list_versions(f, q).await.unwrap().into_iter().map(|(k, v)| format!("{k}:{}", v.seq)).collect::<Vec<_>>()
+    };
+    assert_eq!(list("", None, 100).await, ["a:7", "a:5", "k:40", "k:30", "k\u{1}:2", "k/x:1", "ka:4", "ka:3"]);
+    assert_eq!(list("k", None, 3).await, ["k:40", "k:30", "k\u{1}:2"]);
+    assert_eq!(list("", Some(("a", Some(7))), 2).await, ["a:5", "k:40"]);
+    assert_eq!(list("", Some(("k", None)), 2).await, ["k\u{1}:2", "k/x:1"]);
+    assert_eq!(list("k", Some(("k", Some(30))), 10).await, ["k\u{1}:2", "k/x:1", "ka:4", "ka:3"]);
+    assert_eq!(list("ka", Some(("ka", Some(3))), 10).await, Vec::<String>::new());
+    assert_eq!(list("zz", None, 10).await, Vec::<String>::new());
+    // Another folder's rows stay apart; deleting the bucket takes the folder's rows.
+    let other = bucket("ver", "other");
+    assert!(m.create_bucket(&other).await.unwrap());
+    let rows = add(&[("o1", 1, Some(4))]);
+    m.edit_key(other.folder_id, "k", &KeyEdit { add: &rows, ..Default::default() }, "").await.unwrap();
+    assert_eq!(m.versions(other.folder_id, "k").await.unwrap().len(), 1);
+    m.delete_bucket(&b).await.unwrap();
+    assert!(m.versions(f, "k").await.unwrap().is_empty());
+    assert!(list("", None, 10).await.is_empty());
+    assert_eq!(m.versions(other.folder_id, "k").await.unwrap().len(), 1);
+}
+
 async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
     let (gone, kept) = (bucket("dl", "gone"), bucket("dl", "kept"));
     for b in [&gone, &kept] {
@@ -404,4 +481,6 @@ pub async fn populate_for_dump(m: &dyn Metadata) {
     }
     m.set_quota_limit(&b.quota_scope, Some(1 << 30)).await.unwrap();
     m.charge(&b.quota_scope, 12345, true).await.unwrap();
+    let rows = [version("v1", 1, Some(130)), version("v2", 2, None)];
+    m.edit_key(b.folder_id, "a", &KeyEdit { add: &rows, ..Default::default() }, "").await.unwrap();
 }

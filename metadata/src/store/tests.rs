@@ -1,0 +1,198 @@
+//! Unit tests of the RocksDB store.
+use super::*;
+use crate::{Checksums, Fingerprint, ObjectAttrs, UsageMode};
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(dir.path(), StoreOptions { sync: false }).unwrap();
+    (dir, s)
+}
+
+fn rec(etag: &str) -> ObjectRecord {
+    ObjectRecord {
+        etag: etag.into(),
+        fingerprint: Fingerprint {
+            inode: 1,
+            size: 2,
+            mtime_ns: 3,
+        },
+        attrs: ObjectAttrs {
+            content_type: Some("text/plain".into()),
+            user_metadata: [("k".to_owned(), "v".to_owned())].into(),
+            ..Default::default()
+        },
+        checksums: Checksums {
+            crc32: Some("AAAAAA==".into()),
+            ..Default::default()
+        },
+        tags: vec![("t".into(), "1".into())],
+        parts: vec![],
+        upload_id: Some("0123456789abcdef0123456789abcdef".parse().unwrap()),
+        replaces: None,
+        version_id: None,
+        change: None,
+    }
+}
+
+#[test]
+fn a_publish_keeps_the_replaced_record_until_it_ends() {
+    let (dir, s) = store();
+    let f = Uuid::from_u128(5);
+    let old = rec("\"old\"");
+    s.put_object(f, "k", &old).unwrap();
+    let mut new = rec("\"new\"");
+    new.fingerprint.inode = 77;
+    let pending = ObjectRecord {
+        replaces: Some(Box::new(old.clone())),
+        ..new.clone()
+    };
+    s.begin_publish(f, "k", &pending, 1).unwrap();
+    assert_eq!(s.publishing().unwrap(), [(f, "k".to_owned())]);
+    // Both files resolve to their own record while the publish is pending, and after a
+    // restart (a crash before the rename).
+    drop(s);
+    let s = Store::open(dir.path(), StoreOptions { sync: false }).unwrap();
+    let stored = s.object(f, "k").unwrap().unwrap();
+    assert_eq!(stored.clone().describing(&old.fingerprint), Some(old.clone()));
+    assert_eq!(stored.clone().describing(&new.fingerprint), Some(new.clone()));
+    assert_eq!(stored.in_force(), old);
+    s.end_publish(f, "k", Some(&new)).unwrap();
+    assert!(s.publishing().unwrap().is_empty());
+    let stored = s.object(f, "k").unwrap().unwrap();
+    assert_eq!(stored.clone().describing(&old.fingerprint), None);
+    assert_eq!(stored, new);
+    s.end_publish(f, "k", None).unwrap();
+    assert_eq!(s.object(f, "k").unwrap(), None);
+}
+
+#[test]
+fn records_round_trip_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Uuid::new_v4();
+    {
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        s.put_object(f, "a/b", &rec("\"x\"")).unwrap();
+    }
+    let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+    assert_eq!(s.object(f, "a/b").unwrap(), Some(rec("\"x\"")));
+    assert_eq!(s.object(f, "a").unwrap(), None);
+    let many = s.objects(f, &["a", "a/b"]).unwrap();
+    assert_eq!(many, vec![None, Some(rec("\"x\""))]);
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = Store::open(dir.path(), StoreOptions::default()).unwrap();
+        s.db.put_cf(s.cf(CF_SYSTEM), SCHEMA_KEY, (SCHEMA_VERSION + 1).to_be_bytes())
+            .unwrap();
+    }
+    assert!(matches!(
+        Store::open(dir.path(), StoreOptions::default()),
+        Err(MetaError::NewerSchema { .. })
+    ));
+}
+
+#[test]
+fn bucket_names_are_unique_and_delete_clears_folder() {
+    let (_d, s) = store();
+    let b = BucketRecord {
+        name: "b1".into(),
+        domain: "d1".into(),
+        folder_id: Uuid::new_v4(),
+        volume: "local".into(),
+        quota_scope: QuotaScope::user(Uuid::nil()),
+        created_ms: 0,
+        usage_mode: UsageMode::General,
+        permission: crate::Perm::Rw,
+        grants: Default::default(),
+        versioning: None,
+    };
+    assert!(s.create_bucket(&b).unwrap());
+    assert!(!s.create_bucket(&b).unwrap());
+    // The same name in another domain is a different bucket.
+    let other_domain = BucketRecord {
+        domain: "d2".into(),
+        folder_id: Uuid::new_v4(),
+        ..b.clone()
+    };
+    assert!(s.create_bucket(&other_domain).unwrap());
+    assert_eq!(s.buckets().unwrap().len(), 2);
+    let other = Uuid::new_v4();
+    s.put_object(b.folder_id, "k", &rec("\"1\"")).unwrap();
+    s.put_object(other, "k", &rec("\"2\"")).unwrap();
+    s.delete_bucket(&b).unwrap();
+    assert_eq!(s.bucket("d1", "b1").unwrap(), None);
+    assert!(s.bucket("d2", "b1").unwrap().is_some());
+    assert_eq!(s.object(b.folder_id, "k").unwrap(), None);
+    assert!(s.object(other, "k").unwrap().is_some());
+}
+
+#[test]
+fn uploads_and_parts() {
+    let (_d, s) = store();
+    let f = Uuid::new_v4();
+    for (key, id) in [("b", "2"), ("a", "9"), ("a", "1"), ("c/d", "5")] {
+        s.put_upload(
+            f,
+            &UploadRecord {
+                upload_id: id.parse().unwrap(),
+                key: key.into(),
+                initiated_ms: 0,
+                initiator: "ak".into(),
+                attrs: Default::default(),
+                tags: vec![],
+                checksum_algorithm: None,
+                checksum_type: None,
+            },
+        )
+        .unwrap();
+    }
+    let mut seen = vec![];
+    s.uploads(f, "", None, |u| {
+        seen.push((u.key, u.upload_id.to_string()));
+        true
+    })
+    .unwrap();
+    let want: Vec<(String, String)> = [("a", "1"), ("a", "9"), ("b", "2"), ("c/d", "5")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(seen, want);
+    let mut after = vec![];
+    s.uploads(f, "", Some(("a", "1")), |u| {
+        after.push(u.upload_id.to_string());
+        true
+    })
+    .unwrap();
+    assert_eq!(after, ["9", "2", "5"]);
+    let mut pref = vec![];
+    s.uploads(f, "c/", None, |u| {
+        pref.push(u.upload_id.to_string());
+        true
+    })
+    .unwrap();
+    assert_eq!(pref, ["5"]);
+
+    let (one, ten): (UploadId, UploadId) = ("1".parse().unwrap(), "10".parse().unwrap());
+    for n in [3, 1, 2] {
+        let p = PartRecord {
+            part_number: n,
+            md5_hex: format!("{n}"),
+            size: n as u64,
+            last_modified_ms: 0,
+            checksums: Default::default(),
+            fingerprint: None,
+        };
+        s.put_part(&one, &p).unwrap();
+        s.put_part(&ten, &p).unwrap();
+    }
+    let nums: Vec<u32> = s.parts(&one).unwrap().iter().map(|p| p.part_number).collect();
+    assert_eq!(nums, [1, 2, 3]);
+    s.complete_upload(f, "a", &one, &rec("\"m-3\"")).unwrap();
+    assert!(s.parts(&one).unwrap().is_empty());
+    assert_eq!(s.parts(&ten).unwrap().len(), 3);
+    assert!(s.upload(f, "a", &one).unwrap().is_none());
+    assert!(s.object(f, "a").unwrap().is_some());
+}
