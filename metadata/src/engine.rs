@@ -68,10 +68,11 @@ pub struct KeyEdit<'a> {
     /// The key's object record: `Some(Some(r))` stores `r`, `Some(None)` removes it, `None`
     /// leaves it.
     pub object: Option<Option<&'a ObjectRecord>>,
-    /// Version rows to store, each replacing the key's row with the same version id.
+    /// Version rows to store (a row with the same `seq` is replaced).
     pub add: &'a [VersionRecord],
-    /// Version rows to remove, by version id.
-    pub remove: &'a [String],
+    /// Version rows to remove, by `seq`. A row is named by its place, not its version id: while
+    /// a change is pending a key may hold two `null` rows, the one it replaces and its own.
+    pub remove: &'a [i64],
     /// `Some(true)` notes the key as publishing (by the calling instance), `Some(false)` stops
     /// that, `None` leaves it.
     pub publishing: Option<bool>,

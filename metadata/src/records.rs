@@ -258,28 +258,33 @@ impl VersionRecord {
         self.object.is_none()
     }
 
-    /// The id and file of this version.
+    /// The row's place, id and file.
     pub fn reference(&self) -> VersionRef {
         VersionRef {
             version_id: self.version_id.clone(),
+            seq: self.seq,
             storage: self.storage.clone(),
+            size: self.object.as_ref().map_or(0, |o| o.fingerprint.size),
         }
     }
 }
 
-/// A version row named by id, with its file.
+/// A version row of a key, named by its place (`seq`), with its file and the file's size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionRef {
     pub version_id: String,
+    pub seq: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,
+    #[serde(default)]
+    pub size: u64,
 }
 
 /// A change of one key's versions that moves files (a versioned overwrite or delete, a
 /// restore), recorded in the key's object record before the first file moves so that a crash
 /// at any point can be settled: the change happened exactly when the file at the key is no
-/// longer the one it found (`before`). Then the version rows it `removed` lose their files; if
-/// it did not happen, the rows it `added` go again with theirs.
+/// longer the one it found (`before`). Then the rows it `drops` go with their files; if it did
+/// not happen, the rows it `added` go with theirs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionChange {
     /// The fingerprint of the file at the key when the change began; `None`: no file.
@@ -289,12 +294,13 @@ pub struct VersionChange {
     /// the one of the file it removes, kept until the change is settled.
     #[serde(default)]
     pub deletes: bool,
-    /// Version rows the change added.
+    /// Version rows the change added as it began.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub added: Vec<VersionRef>,
-    /// Version rows the change removed.
+    /// Version rows the change removes once it happened (a replaced `null` version, a
+    /// version restored to the key).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub removed: Vec<VersionRef>,
+    pub drops: Vec<VersionRef>,
 }
 
 impl ObjectRecord {

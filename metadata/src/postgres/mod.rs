@@ -694,7 +694,7 @@ impl Metadata for PgMetadata {
 }
 
 /// One try of [`Metadata::edit_key`]: a transaction of a few statements (a row removed and one
-/// added with the same version id cannot share one statement: the unique index sees both).
+/// added at the same place cannot share one statement: the primary key sees both).
 async fn edit_once(
     c: &mut Object,
     folder: Uuid,
@@ -703,14 +703,14 @@ async fn edit_once(
     instance: &str,
 ) -> Result<(), tokio_postgres::Error> {
     let tx = c.transaction().await?;
-    let gone: Vec<&str> = edit
+    let gone: Vec<i64> = edit
         .remove
         .iter()
-        .map(String::as_str)
-        .chain(edit.add.iter().map(|a| a.version_id.as_str()))
+        .chain(edit.add.iter().map(|a| &a.seq))
+        .copied()
         .collect();
     if !gone.is_empty() {
-        let sql = "DELETE FROM versions WHERE folder_id = $1 AND key = $2 AND version_id = ANY($3)";
+        let sql = "DELETE FROM versions WHERE folder_id = $1 AND key = $2 AND seq = ANY($3)";
         tx.execute(&tx.prepare_cached(sql).await?, &[&folder, &key, &gone])
             .await?;
     }

@@ -24,11 +24,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "CREATE TABLE gateways (instance TEXT PRIMARY KEY, heartbeat_ms BIGINT NOT NULL);
      ALTER TABLE publishing ADD COLUMN instance TEXT NOT NULL DEFAULT '';",
     // 3. Noncurrent versions and delete markers of versioned buckets: a key's rows in `seq`
-    //    order (newest largest), each version id once per key.
+    //    order (newest largest), found by version id too.
     "CREATE TABLE versions (folder_id UUID NOT NULL, key BYTEA NOT NULL, seq BIGINT NOT NULL,
                             version_id TEXT NOT NULL, doc TEXT NOT NULL,
                             PRIMARY KEY (folder_id, key, seq));
-     CREATE UNIQUE INDEX versions_by_id ON versions (folder_id, key, version_id);",
+     CREATE INDEX versions_by_id ON versions (folder_id, key, version_id);",
 ];
 
 /// The database's clock in Unix milliseconds: heartbeats are stamped and aged by it, so

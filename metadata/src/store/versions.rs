@@ -13,13 +13,9 @@ const ROW_SUFFIX: usize = 9;
 impl Store {
     /// The version rows of one key, newest first.
     pub fn versions(&self, folder: Uuid, key: &str) -> Result<Vec<VersionRecord>> {
-        Ok(self.keyed_versions(folder, key)?.into_iter().map(|(_, v)| v).collect())
-    }
-
-    fn keyed_versions(&self, folder: Uuid, key: &str) -> Result<Vec<(Vec<u8>, VersionRecord)>> {
         let mut out = Vec::new();
-        self.scan(CF_VERSIONS, &version_prefix(folder, key), b"", |k, v| {
-            out.push((k.to_vec(), v));
+        self.scan(CF_VERSIONS, &version_prefix(folder, key), b"", |_, v| {
+            out.push(v);
             true
         })?;
         Ok(out)
@@ -61,11 +57,8 @@ impl Store {
     pub fn edit_key(&self, folder: Uuid, key: &str, edit: &KeyEdit<'_>, now_ms: i64) -> Result<()> {
         let mut batch = WriteBatch::default();
         let versions = self.cf(CF_VERSIONS);
-        for (row, v) in self.keyed_versions(folder, key)? {
-            let replaced = edit.add.iter().any(|a| a.version_id == v.version_id);
-            if replaced || edit.remove.contains(&v.version_id) {
-                batch.delete_cf(versions, row);
-            }
+        for seq in edit.remove {
+            batch.delete_cf(versions, version_key(folder, key, *seq));
         }
         for a in edit.add {
             batch.put_cf(versions, version_key(folder, key, a.seq), encode(a));
