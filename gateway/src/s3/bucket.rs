@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::{BucketRecord, Perm, UploadQuery, UsageMode};
+use penstock_metadata::{BucketRecord, Perm, UploadQuery, UsageMode, VersionQuery};
 
 use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
@@ -115,13 +115,23 @@ impl Gateway {
         }))
     }
 
-    /// DeleteBucket: only an empty folder can go.
+    /// DeleteBucket: only an empty folder can go, with no noncurrent versions or delete markers.
     pub(crate) async fn delete_bucket(
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        if !b.folder.is_empty().await.map_err(backend_err)? {
+        let any_version = VersionQuery {
+            prefix: "",
+            after: None,
+            limit: 1,
+        };
+        let versions = self
+            .meta
+            .list_versions(b.rec.folder_id, any_version)
+            .await
+            .map_err(meta_err)?;
+        if !versions.is_empty() || !b.folder.is_empty().await.map_err(backend_err)? {
             return Err(s3_error!(BucketNotEmpty, "The bucket you tried to delete is not empty"));
         }
         let loc = location(&b.rec);
@@ -176,16 +186,6 @@ impl Gateway {
         Ok(S3Response::new(GetBucketLocationOutput {
             location_constraint: loc,
         }))
-    }
-
-    /// GetBucketVersioning: folders are never versioned, so the configuration is empty (the
-    /// answer S3 gives for a bucket that never had versioning enabled).
-    pub(crate) async fn get_bucket_versioning(
-        &self,
-        req: S3Request<GetBucketVersioningInput>,
-    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Ok(S3Response::new(GetBucketVersioningOutput::default()))
     }
 
     /// Bytes of the parts of every unfinished upload of a folder: charged to its scope, they go

@@ -56,16 +56,13 @@ impl Gateway {
         else {
             return Err(s3_error!(NotImplemented, "Access point copy sources are not supported"));
         };
-        if version_id.as_deref().is_some_and(|v| v != "null") {
-            return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
-        }
         parse_key(key)?;
         let who = caller(req)?;
         let sb = self.bucket(&who, bucket).await?;
         if !who.may(&sb.rec, Perm::Ro) {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         }
-        let (rec, st, handle) = self.open_object(&sb, key).await?;
+        let (rec, st, handle) = self.open_version(&sb, key, version_id.as_deref()).await?;
         conds.check(&rec.etag, &st, true)?;
         Ok(Source {
             bucket: sb,
@@ -109,7 +106,8 @@ impl Gateway {
         };
 
         let mut updated = None;
-        if same && src.handle.is_some() {
+        // In a versioned bucket even a metadata-only copy makes a new version.
+        if same && src.handle.is_some() && b.rec.versioning.is_none() {
             // Metadata-only change of an object onto itself (s3fs chmod/utimens): no byte copy,
             // as long as the file is still the one read above. If a writer replaced it since,
             // the bytes read (the handle still holds them) are copied below like any source's.
@@ -128,6 +126,7 @@ impl Gateway {
                 updated = Some(rec);
             }
         }
+        let mut version_id = None;
         let rec = if let Some(rec) = updated {
             rec
         } else {
@@ -145,7 +144,7 @@ impl Gateway {
             } else {
                 let st = staging.seal(self.durable).await.map_err(backend_err)?;
                 let rec = new_record(d, &st, attrs, tags);
-                self.commit(&b, &path, staging, &rec, None, 0).await?;
+                version_id = self.commit(&b, &path, staging, &rec, None, 0).await?;
                 rec
             }
         };
@@ -165,6 +164,8 @@ impl Gateway {
         );
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(result),
+            version_id: super::put::version_out(&b, version_id),
+            copy_source_version_id: src.bucket.rec.versioning.map(|_| src.rec.version().to_owned()),
             ..Default::default()
         }))
     }

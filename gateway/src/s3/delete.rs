@@ -7,7 +7,9 @@ use penstock_backends::ObjectPath;
 
 use super::error::{backend_err, meta_err};
 use super::object::parse_key;
+use super::versioning::{check_version_id, Deleted};
 use super::{caller, BucketCtx, Gateway};
+use uuid::Uuid;
 
 impl Gateway {
     /// DeleteObject: removing a missing key succeeds, as in S3.
@@ -16,11 +18,18 @@ impl Gateway {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let i = &req.input;
-        check_version(i.version_id.as_deref())?;
+        let who = caller(&req)?;
+        if let Some(v) = &i.version_id {
+            check_version_id(v)?;
+        }
         let path = parse_key(&i.key)?;
-        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        self.delete_key(&b, &path).await?;
-        Ok(S3Response::new(DeleteObjectOutput::default()))
+        let b = self.bucket(&who, &i.bucket).await?;
+        let d = self.delete_any(&b, &path, i.version_id.as_deref(), who.user.id).await?;
+        Ok(S3Response::new(DeleteObjectOutput {
+            version_id: d.version_id,
+            delete_marker: d.marker.then_some(true),
+            ..Default::default()
+        }))
     }
 
     /// DeleteObjects: each key is deleted independently; failures are reported per key.
@@ -35,24 +44,28 @@ impl Gateway {
                 "The request may not contain more than 1000 keys"
             ));
         }
-        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        let who = caller(&req)?;
+        let b = self.bucket(&who, &i.bucket).await?;
         let quiet = i.delete.quiet == Some(true);
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for obj in &i.delete.objects {
             let result = async {
-                check_version(obj.version_id.as_deref())?;
+                if let Some(v) = &obj.version_id {
+                    check_version_id(v)?;
+                }
                 let path = parse_key(&obj.key)?;
-                self.delete_key(&b, &path).await
+                self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id).await
             }
             .await;
             match result {
-                Ok(()) if !quiet => deleted.push(DeletedObject {
+                Ok(d) if !quiet => deleted.push(DeletedObject {
                     key: Some(obj.key.clone()),
                     version_id: obj.version_id.clone(),
-                    ..Default::default()
+                    delete_marker: d.marker.then_some(true),
+                    delete_marker_version_id: d.version_id.filter(|_| d.marker),
                 }),
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(e) => errors.push(Error {
                     key: Some(obj.key.clone()),
                     version_id: obj.version_id.clone(),
@@ -68,19 +81,57 @@ impl Gateway {
         }))
     }
 
+    /// Deletes a key, or one version of it. In a versioned bucket (keys ending in `/` aside:
+    /// directories keep one version) the change runs in a task of its own, so a client that
+    /// disconnects cannot leave it half done.
+    pub(crate) async fn delete_any(
+        &self,
+        b: &BucketCtx,
+        path: &ObjectPath,
+        version_id: Option<&str>,
+        owner: Uuid,
+    ) -> S3Result<Deleted> {
+        let Some(status) = b.rec.versioning.filter(|_| !path.is_dir()) else {
+            check_version(version_id)?;
+            self.delete_key(b, path).await?;
+            return Ok(Deleted {
+                version_id: version_id.map(str::to_owned),
+                marker: false,
+            });
+        };
+        let guard = self.locks.lock_owned(b.rec.folder_id, &path.key()).await;
+        let keep_depth = self.keep_depth(b, path).await?;
+        let (kv, path, version_id) = (self.key_versions(b), path.clone(), version_id.map(str::to_owned));
+        tokio::spawn(async move {
+            let _guard = guard;
+            match version_id {
+                None => kv.delete_latest(&path, keep_depth, status, owner).await,
+                Some(v) => kv.delete_version(&path, keep_depth, &v).await,
+            }
+        })
+        .await
+        .map_err(super::internal)?
+    }
+
+    /// How many parent directories of `path` stay when it is removed: up to the deepest that
+    /// holds a marker record (a directory marker itself).
+    async fn keep_depth(&self, b: &BucketCtx, path: &ObjectPath) -> S3Result<usize> {
+        let parents: Vec<String> = (1..=path.parent().len())
+            .map(|n| format!("{}/", path.parent()[..n].join("/")))
+            .collect();
+        let parents: Vec<&str> = parents.iter().map(String::as_str).collect();
+        let records = self.meta.objects(b.rec.folder_id, &parents).await.map_err(meta_err)?;
+        Ok(records.iter().rposition(Option::is_some).map_or(0, |i| i + 1))
+    }
+
     /// Removes the file (or empty marker directory) and its record, then prunes parent
     /// directories that became empty, except those that are directory markers themselves.
     pub(crate) async fn delete_key(&self, b: &BucketCtx, path: &ObjectPath) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
         let _guard = self.locks.lock(folder, &key).await;
-        let parents: Vec<String> = (1..=path.parent().len())
-            .map(|n| format!("{}/", path.parent()[..n].join("/")))
-            .collect();
         // Parents that hold a marker record are directory markers and stay.
-        let parents: Vec<&str> = parents.iter().map(String::as_str).collect();
-        let records = self.meta.objects(folder, &parents).await.map_err(meta_err)?;
-        let keep_depth = records.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        let keep_depth = self.keep_depth(b, path).await?;
         let size = match b.folder.stat(path).await.map_err(backend_err)? {
             Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
             _ => self.marker_payload_size(b, path).await?,

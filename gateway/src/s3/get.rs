@@ -19,6 +19,7 @@ use super::object::{
     effective_record, etag, fingerprint, last_modified, metadata_out, parse_http_date, parse_key, Conditions,
 };
 use super::rdma::{reply_headers, transfer_failed, window_too_small, Admission, Admitted};
+use super::versioning::Found;
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
 
@@ -172,6 +173,7 @@ macro_rules! object_headers {
         $out.content_range = $plan.content_range.clone();
         $out.parts_count = $plan.parts_count;
         $out.e_tag = Some(etag(&$plan.rec.etag));
+        $out.version_id = $plan.version_id.clone();
         $out.last_modified = Some(last_modified(&$plan.st));
         $out.metadata = metadata_out(&a.user_metadata);
         $out.content_type = $i
@@ -214,6 +216,8 @@ macro_rules! object_headers {
 
 /// What a read resolved to.
 struct ReadPlan {
+    /// `x-amz-version-id`, in a versioned bucket.
+    version_id: Option<String>,
     rec: ObjectRecord,
     st: Stat,
     handle: Option<Arc<dyn ReadHandle>>,
@@ -312,9 +316,6 @@ impl Gateway {
     ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
         let i = &req.input;
         parse_key(&i.key)?;
-        if i.version_id.as_deref().is_some_and(|v| v != "null") {
-            return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
-        }
         // SDKs send the list comma-separated in one header.
         let asked: Vec<&str> = i
             .object_attributes
@@ -338,9 +339,10 @@ impl Gateway {
             ));
         }
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let (rec, st, _) = self.open_object(&b, &i.key).await?;
+        let (rec, st, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
         let mut out = GetObjectAttributesOutput {
             last_modified: Some(last_modified(&st)),
+            version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
             ..Default::default()
         };
         if wants(ObjectAttributes::ETAG) {
@@ -394,11 +396,8 @@ impl Gateway {
     }
 
     async fn plan_read(&self, r: ReadRequest<'_>) -> S3Result<ReadPlan> {
-        if r.version_id.is_some_and(|v| v != "null") {
-            return Err(s3_error!(NoSuchVersion, "The specified version does not exist."));
-        }
         let b = self.bucket(r.who, r.bucket).await?;
-        let (rec, st, handle) = self.open_object(&b, r.key).await?;
+        let (rec, st, handle) = self.open_version(&b, r.key, r.version_id).await?;
         r.conds.check(&rec.etag, &st, false)?;
 
         let part_sizes: Vec<u64> = rec.parts.iter().map(|p| p.size).collect();
@@ -410,6 +409,7 @@ impl Gateway {
             checksum_part,
         } = select(st.size, &part_sizes, r.part_number, r.range)?;
         Ok(ReadPlan {
+            version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
             rec,
             st,
             handle,
@@ -419,6 +419,36 @@ impl Gateway {
             parts_count,
             checksum_part,
         })
+    }
+
+    /// Opens version `version_id` of `key` (the current one when `None`): its record, the
+    /// attributes of its file and a handle (none for a directory marker). A key whose latest
+    /// version is a delete marker answers 404 with `x-amz-delete-marker`; a delete marker asked
+    /// for by id, 405.
+    pub(crate) async fn open_version(
+        &self,
+        b: &BucketCtx,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> S3Result<(ObjectRecord, Stat, Option<Arc<dyn ReadHandle>>)> {
+        let Some(v) = version_id else {
+            return match self.open_object(b, key).await {
+                Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => Err(self.not_found(b, key, e).await),
+                r => r,
+            };
+        };
+        match self.find_version(b, key, v).await? {
+            Found::Current => {
+                let (rec, st, h) = self.open_object(b, key).await?;
+                // Replaced between the lookup and the open: that version is noncurrent now.
+                if rec.version() != v {
+                    return Box::pin(self.open_version(b, key, Some(v))).await;
+                }
+                Ok((rec, st, h))
+            }
+            Found::Noncurrent(rec, st, h) => Ok((*rec, st, h)),
+            Found::Marker(row) => Err(Gateway::marker_read(&row)),
+        }
     }
 
     /// Opens the object at `key`: a file, or a directory marker (which has no handle).

@@ -165,6 +165,10 @@ impl Gateway {
                 };
                 let path = parse_key(&p.key)?;
                 let _guard = self.locks.lock(folder, &p.key).await;
+                // A versioned change settles by what is at the key (versioning.rs).
+                if self.key_versions(&b).settle(&path).await?.is_some() {
+                    return Ok(());
+                }
                 let (_, current) = self.in_place(&b, &path).await?;
                 self.meta
                     .end_publish(folder, &p.key, current.as_ref())

@@ -299,7 +299,7 @@ impl Gateway {
 
     /// A listing that resumes after a key (ListObjects, ListObjectVersions). A marker that ends
     /// with the delimiter names a common prefix returned earlier: its whole group is skipped.
-    async fn list_after_key(
+    pub(crate) async fn list_after_key(
         &self,
         b: &BucketCtx,
         prefix: &str,
@@ -418,60 +418,9 @@ impl Gateway {
         };
         Ok(S3Response::new(out))
     }
-
-    /// ListObjectVersions on an unversioned folder: each current object once, version "null".
-    pub(crate) async fn list_object_versions(
-        &self,
-        req: S3Request<ListObjectVersionsInput>,
-    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
-        let i = &req.input;
-        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let max = max_keys(i.max_keys)?;
-        let prefix = i.prefix.clone().unwrap_or_default();
-        let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
-        let key_marker = i.key_marker.clone().unwrap_or_default();
-        let page = self
-            .list_after_key(&b, &prefix, delimiter.as_deref(), &key_marker, max)
-            .await?;
-        let url = is_url(i.encoding_type.as_ref())?;
-        let own = owner_of(&b.rec);
-        let versions = page
-            .objects
-            .iter()
-            .map(|o| ObjectVersion {
-                key: Some(enc(url, &o.key)),
-                e_tag: Some(etag(&o.rec.etag)),
-                size: Some(o.st.size as i64),
-                last_modified: Some(last_modified(&o.st)),
-                is_latest: Some(true),
-                version_id: Some("null".into()),
-                owner: Some(own.clone()),
-                storage_class: Some(ObjectVersionStorageClass::from_static(
-                    ObjectVersionStorageClass::STANDARD,
-                )),
-                ..Default::default()
-            })
-            .collect();
-        let out = ListObjectVersionsOutput {
-            name: Some(i.bucket.clone()),
-            prefix: Some(enc(url, &prefix)),
-            delimiter: delimiter.as_deref().map(|d| enc(url, d)),
-            key_marker: Some(enc(url, &key_marker)),
-            version_id_marker: i.version_id_marker.clone(),
-            max_keys: Some(max as i32),
-            is_truncated: Some(page.next.is_some()),
-            next_key_marker: page.next.as_ref().map(|m| enc(url, &m.after)),
-            next_version_id_marker: page.next.as_ref().map(|_| "null".to_owned()),
-            encoding_type: i.encoding_type.clone(),
-            versions: Some(versions),
-            common_prefixes: Some(common_prefixes(&page.prefixes, url)),
-            ..Default::default()
-        };
-        Ok(S3Response::new(out))
-    }
 }
 
-fn max_keys(m: Option<i32>) -> S3Result<usize> {
+pub(crate) fn max_keys(m: Option<i32>) -> S3Result<usize> {
     match m {
         None => Ok(1000),
         Some(n) if n < 0 => Err(s3_error!(InvalidArgument, "max-keys must be a non-negative integer")),
@@ -479,7 +428,7 @@ fn max_keys(m: Option<i32>) -> S3Result<usize> {
     }
 }
 
-fn is_url(e: Option<&EncodingType>) -> S3Result<bool> {
+pub(crate) fn is_url(e: Option<&EncodingType>) -> S3Result<bool> {
     match e.map(EncodingType::as_str) {
         None => Ok(false),
         Some(s) if s.eq_ignore_ascii_case("url") => Ok(true),
@@ -498,7 +447,7 @@ const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b'/');
 
-fn enc(url: bool, s: &str) -> String {
+pub(crate) fn enc(url: bool, s: &str) -> String {
     if url {
         percent_encoding::utf8_percent_encode(s, KEEP).to_string()
     } else {
@@ -525,7 +474,7 @@ fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
     }
 }
 
-fn common_prefixes(p: &[String], url: bool) -> Vec<CommonPrefix> {
+pub(crate) fn common_prefixes(p: &[String], url: bool) -> Vec<CommonPrefix> {
     p.iter()
         .map(|p| CommonPrefix {
             prefix: Some(enc(url, p)),

@@ -23,6 +23,8 @@ mod quota;
 mod range;
 mod rdma;
 mod tagging;
+mod version_list;
+mod versioning;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -383,7 +383,7 @@ impl Gateway {
         };
         // Every part file goes away with the upload, chosen or not.
         let released: u64 = stored.iter().map(|p| p.size).sum();
-        self.commit(&b, &path, staging, &rec, Some(&conds), released).await?;
+        let version_id = self.commit(&b, &path, staging, &rec, Some(&conds), released).await?;
 
         // The object is visible; now forget the upload.
         let (f, k, id) = (b.rec.folder_id, input.key.clone(), up.upload_id.clone());
@@ -391,7 +391,9 @@ impl Gateway {
         if let Err(e) = b.folder.remove_upload(&up.upload_id).await {
             tracing::warn!(upload = %up.upload_id, error = %e, "could not remove part files");
         }
-        Ok(S3Response::new(completed(input, &rec)))
+        let mut out = completed(input, &rec);
+        out.version_id = super::put::version_out(&b, version_id);
+        Ok(S3Response::new(out))
     }
 
     /// A Complete whose upload is gone: if it completed that upload into the object now at the
@@ -424,7 +426,9 @@ impl Gateway {
         if !same_parts {
             return Err(gone);
         }
-        Ok(S3Response::new(completed(input, &rec)))
+        let mut out = completed(input, &rec);
+        out.version_id = super::put::version_out(b, rec.version_id.clone());
+        Ok(S3Response::new(out))
     }
 
     /// AbortMultipartUpload.

@@ -65,6 +65,7 @@ operations! {
     DeleteBucket => delete_bucket(DeleteBucketInput) -> DeleteBucketOutput, wd;
     GetBucketLocation => get_bucket_location(GetBucketLocationInput) -> GetBucketLocationOutput, ro;
     GetBucketVersioning => get_bucket_versioning(GetBucketVersioningInput) -> GetBucketVersioningOutput, ro;
+    PutBucketVersioning => put_bucket_versioning(PutBucketVersioningInput) -> PutBucketVersioningOutput, wd;
     GetBucketAcl => get_bucket_acl(GetBucketAclInput) -> GetBucketAclOutput, ro;
     PutBucketAcl => put_bucket_acl(PutBucketAclInput) -> PutBucketAclOutput, wd;
     GetBucketOwnershipControls => get_bucket_ownership_controls(GetBucketOwnershipControlsInput)

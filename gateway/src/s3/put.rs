@@ -7,7 +7,7 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use penstock_backends::layout::instance as layout_instance;
 use penstock_backends::{ObjectPath, StagingFile};
-use penstock_metadata::{ObjectAttrs, ObjectRecord};
+use penstock_metadata::{ObjectAttrs, ObjectRecord, Versioning};
 
 use super::acl::{check_write_acl, write_grants};
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
@@ -67,16 +67,16 @@ impl Gateway {
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&digests, trailers.as_ref())?;
 
-        let (rec, size) = if path.is_dir() && staging.is_empty() {
+        let (rec, size, version_id) = if path.is_dir() && staging.is_empty() {
             // An empty marker is a bare directory; one with a body keeps it in the hidden area
             // (`StagingFile::publish`) like any other file.
             drop(staging);
-            (self.store_empty_marker(&b, &path, digests, attrs, tags).await?, 0)
+            (self.store_empty_marker(&b, &path, digests, attrs, tags).await?, 0, None)
         } else {
             let st = staging.seal(self.durable).await.map_err(backend_err)?;
             let rec = new_record(digests, &st, attrs, tags);
-            self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
-            (rec, st.size)
+            let version_id = self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
+            (rec, st.size, version_id)
         };
 
         let output = with_checksums!(
@@ -85,6 +85,7 @@ impl Gateway {
                 e_tag: Some(etag(&rec.etag)),
                 checksum_type: rec.checksums.checksum_type.map(super::checksum::s3_type),
                 size: Some(size as i64),
+                version_id: version_out(&b, version_id),
             },
             ..Default::default()
         );
@@ -201,12 +202,28 @@ impl Gateway {
         rec: &ObjectRecord,
         conds: Option<&WriteConditions>,
         released: u64,
-    ) -> S3Result<()> {
+    ) -> S3Result<Option<String>> {
         let folder = b.rec.folder_id;
         let key = path.key();
         let guard = self.locks.lock_owned(folder, &key).await;
         if let Some(c) = conds {
             self.check_write_conditions(b, path, c).await?;
+        }
+        if let Some(status) = b.rec.versioning.filter(|_| !path.is_dir()) {
+            // Keys ending in '/' are directories on the volume and keep one (null) version.
+            let version_id = (status == Versioning::Enabled).then(super::versioning::new_version_id);
+            let rec = ObjectRecord {
+                version_id: version_id.clone(),
+                ..rec.clone()
+            };
+            let (kv, path) = (self.key_versions(b), path.clone());
+            return tokio::spawn(async move {
+                let _guard = guard;
+                kv.publish(&path, staging, &rec, status, released).await?;
+                Ok(Some(rec.version().to_owned()))
+            })
+            .await
+            .map_err(super::internal)?;
         }
         let (old, replaced) = self.in_place(b, path).await?;
         let delta = rec.fingerprint.size as i64 - old as i64 - released as i64;
@@ -243,7 +260,7 @@ impl Gateway {
                 let _ = refund().await;
                 return Err(backend_err(e));
             }
-            Ok(())
+            Ok(None)
         })
         .await
         .map_err(super::internal)?
@@ -305,6 +322,14 @@ impl Gateway {
         }
         Ok(())
     }
+}
+
+/// `x-amz-version-id` of a write: the new version's id in a versioned bucket (`null` while
+/// suspended), none in a bucket never versioned.
+pub(crate) fn version_out(b: &BucketCtx, written: Option<String>) -> Option<String> {
+    b.rec
+        .versioning
+        .map(|_| written.unwrap_or_else(|| penstock_metadata::NULL_VERSION.to_owned()))
 }
 
 /// The size a PUT or UploadPart payload declares: the token's window, or the body's length.

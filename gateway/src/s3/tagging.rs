@@ -4,6 +4,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::object::{parse_key, validate_tags};
+use super::versioning::{no_such_version, Found};
 use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
 
@@ -16,8 +17,9 @@ impl Gateway {
         let i = &req.input;
         parse_key(&i.key)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let (rec, _, _) = self.open_object(&b, &i.key).await?;
+        let (rec, _, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
         Ok(S3Response::new(GetObjectTaggingOutput {
+            version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
             tag_set: rec
                 .tags
                 .into_iter()
@@ -45,8 +47,10 @@ impl Gateway {
             tags.push((k, t.value.clone().unwrap_or_default()));
         }
         validate_tags(&tags)?;
-        self.set_tags(&caller(&req)?, &i.bucket, &i.key, tags).await?;
-        Ok(S3Response::new(PutObjectTaggingOutput::default()))
+        let version_id = self
+            .set_tags(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), tags)
+            .await?;
+        Ok(S3Response::new(PutObjectTaggingOutput { version_id }))
     }
 
     /// DeleteObjectTagging.
@@ -55,20 +59,50 @@ impl Gateway {
         req: S3Request<DeleteObjectTaggingInput>,
     ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
         let i = &req.input;
-        self.set_tags(&caller(&req)?, &i.bucket, &i.key, Vec::new()).await?;
-        let mut resp = S3Response::new(DeleteObjectTaggingOutput::default());
+        let version_id = self
+            .set_tags(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), Vec::new())
+            .await?;
+        let mut resp = S3Response::new(DeleteObjectTaggingOutput { version_id });
         resp.status = Some(http::StatusCode::NO_CONTENT);
         Ok(resp)
     }
 
-    async fn set_tags(&self, who: &Caller, bucket: &str, key: &str, tags: Vec<(String, String)>) -> S3Result<()> {
+    /// Replaces the tags of a version of `key` (the current one when `version_id` is `None`);
+    /// answers the version's id in a versioned bucket.
+    async fn set_tags(
+        &self,
+        who: &Caller,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Vec<(String, String)>,
+    ) -> S3Result<Option<String>> {
         parse_key(key)?;
         let b = self.bucket(who, bucket).await?;
         let folder = b.rec.folder_id;
         let _guard = self.locks.lock(folder, key).await;
+        let current = match version_id {
+            Some(v) => matches!(self.find_version(&b, key, v).await?, Found::Current),
+            None => true,
+        };
+        if !current {
+            let v = version_id.expect("only a version asked for by id is noncurrent");
+            let rows = self.meta.versions(folder, key).await.map_err(meta_err)?;
+            let mut row = rows
+                .into_iter()
+                .find(|r| r.version_id == v)
+                .ok_or_else(no_such_version)?;
+            let Some(obj) = row.object.as_mut() else {
+                return Err(Gateway::marker_read(&row));
+            };
+            obj.tags = tags;
+            self.key_versions(&b).update_row(key, &row).await?;
+            return Ok(Some(v.to_owned()));
+        }
         let (mut rec, _, _) = self.open_object(&b, key).await?;
         rec.tags = tags;
         let k = key.to_owned();
-        self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)
+        self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)?;
+        Ok(b.rec.versioning.map(|_| rec.version().to_owned()))
     }
 }

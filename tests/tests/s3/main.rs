@@ -11,3 +11,4 @@ mod multipart;
 mod object;
 mod service;
 mod tagging;
+mod versioning;
