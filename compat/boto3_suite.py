@@ -316,6 +316,47 @@ bad_v2 = boto3.client("s3", endpoint_url=ENDPOINT, aws_access_key_id=os.environ[
                       config=Config(signature_version="s3", s3={"addressing_style": "path"}))
 check("sigv2 wrong secret", error_code(lambda: bad_v2.list_objects(Bucket=B))[0] == "SignatureDoesNotMatch")
 
+# Versioning: versions by id, delete markers, restore, paged listing, suspended null versions
+BV = B + "-ver"
+s3.create_bucket(Bucket=BV)
+check("never versioned", "Status" not in s3.get_bucket_versioning(Bucket=BV))
+s3.put_object(Bucket=BV, Key="k", Body=b"null")
+s3.put_bucket_versioning(Bucket=BV, VersioningConfiguration={"Status": "Enabled"})
+check("versioning enabled", s3.get_bucket_versioning(Bucket=BV).get("Status") == "Enabled")
+v1 = s3.put_object(Bucket=BV, Key="k", Body=b"one")["VersionId"]
+v2 = s3.put_object(Bucket=BV, Key="k", Body=b"two")["VersionId"]
+check("versions read by id", [s3.get_object(Bucket=BV, Key="k", VersionId=v)["Body"].read()
+                              for v in ("null", v1, v2)] == [b"null", b"one", b"two"])
+check("head names the version", s3.head_object(Bucket=BV, Key="k")["VersionId"] == v2)
+dm = s3.delete_object(Bucket=BV, Key="k")
+check("delete makes a marker", dm.get("DeleteMarker") is True and bool(dm.get("VersionId")), dm)
+try:
+    s3.get_object(Bucket=BV, Key="k")
+    check("marker hides the key", False)
+except ClientError as e:
+    hdrs = e.response["ResponseMetadata"]["HTTPHeaders"]
+    check("marker hides the key", e.response["Error"]["Code"] == "NoSuchKey"
+          and hdrs.get("x-amz-delete-marker") == "true", e.response)
+lv = s3.list_object_versions(Bucket=BV)
+check("versions listed newest first", [v["VersionId"] for v in lv["Versions"]] == [v2, v1, "null"], lv)
+check("marker listed as latest", [(m["VersionId"], m["IsLatest"]) for m in lv["DeleteMarkers"]]
+      == [(dm["VersionId"], True)], lv)
+s3.delete_object(Bucket=BV, Key="k", VersionId=dm["VersionId"])
+check("deleting the marker restores", s3.get_object(Bucket=BV, Key="k")["Body"].read() == b"two")
+pages = s3.get_paginator("list_object_versions").paginate(Bucket=BV, PaginationConfig={"PageSize": 1})
+check("versions paged one by one", [v["VersionId"] for p in pages for v in p.get("Versions", [])] == [v2, v1, "null"])
+s3.put_bucket_versioning(Bucket=BV, VersioningConfiguration={"Status": "Suspended"})
+check("suspended writes are null", s3.put_object(Bucket=BV, Key="k", Body=b"s")["VersionId"] == "null")
+lv = s3.list_object_versions(Bucket=BV)
+check("suspended put replaced the null version", [v["VersionId"] for v in lv["Versions"]] == ["null", v2, v1], lv)
+check("versioned bucket not empty", error_code(lambda: s3.delete_bucket(Bucket=BV))[0] == "BucketNotEmpty")
+for page in s3.get_paginator("list_object_versions").paginate(Bucket=BV):
+    objs = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+    if objs:
+        r = s3.delete_objects(Bucket=BV, Delete={"Objects": objs})
+        check("versions deleted", not r.get("Errors"), r)
+s3.delete_bucket(Bucket=BV)
+
 # Delete
 r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "l/" + k} for k in keys] + [{"Key": "ghost"}]})
 check("delete_objects", len(r["Deleted"]) == len(keys) + 1, r)
