@@ -608,6 +608,7 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         permission: b.permission,
         grants: Default::default(),
         versioning: None,
+        lifecycle: Vec::new(),
     };
     let created = claim_bucket(gw, &rec).await;
     match created {

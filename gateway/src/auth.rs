@@ -233,6 +233,7 @@ mod tests {
             permission: perm,
             grants: Default::default(),
             versioning: None,
+            lifecycle: Vec::new(),
         }
     }
 

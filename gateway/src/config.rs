@@ -49,6 +49,11 @@ pub struct Config {
     pub connections: ConnectionLimits,
     /// Where the metadata lives (`[metadata]`).
     pub metadata: MetadataConfig,
+    /// Seconds between runs of the lifecycle worker, which applies buckets' lifecycle rules.
+    pub lifecycle_interval_secs: f64,
+    /// Seconds in a lifecycle "day": rules' Days count in these. 86400 unless shortened to
+    /// watch rules act in tests.
+    pub lifecycle_day_secs: f64,
 }
 
 /// The metadata engine.
@@ -239,6 +244,8 @@ impl Default for Config {
             tls_key: None,
             connections: ConnectionLimits::default(),
             metadata: MetadataConfig::default(),
+            lifecycle_interval_secs: 3600.0,
+            lifecycle_day_secs: 86400.0,
         }
     }
 }
@@ -350,6 +357,14 @@ impl Config {
 
     /// Checks cross-field rules that serde cannot express.
     pub fn validate(&self) -> anyhow::Result<()> {
+        for (name, v) in [
+            ("lifecycle_interval_secs", self.lifecycle_interval_secs),
+            ("lifecycle_day_secs", self.lifecycle_day_secs),
+        ] {
+            if !(v.is_finite() && v >= 0.01) {
+                anyhow::bail!("{name} must be at least 0.01 seconds, not {v}");
+            }
+        }
         let vols = self.effective_volumes();
         let mut names = std::collections::HashSet::new();
         for v in &vols {

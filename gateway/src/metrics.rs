@@ -123,6 +123,38 @@ pub struct Metrics {
     connections_open: Gauge,
     connections_closed: Family<ReasonLabel, Counter>,
     connections_deferred: Counter,
+    lifecycle_actions: Family<ActionLabel, Counter>,
+    lifecycle_bytes_freed: Counter,
+    lifecycle_last_run: Gauge<i64, std::sync::atomic::AtomicI64>,
+}
+
+/// What a lifecycle rule did.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum LifecycleAction {
+    /// A current version expired (deleted, or hidden by a marker in a versioned bucket).
+    Expired,
+    /// A noncurrent version removed.
+    NoncurrentExpired,
+    /// A delete marker with nothing behind it removed.
+    MarkerRemoved,
+    /// An incomplete multipart upload aborted.
+    UploadAborted,
+}
+
+impl EncodeLabelValue for LifecycleAction {
+    fn encode(&self, e: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        e.write_str(match self {
+            LifecycleAction::Expired => "expired",
+            LifecycleAction::NoncurrentExpired => "noncurrent_expired",
+            LifecycleAction::MarkerRemoved => "delete_marker_removed",
+            LifecycleAction::UploadAborted => "upload_aborted",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabel {
+    action: LifecycleAction,
 }
 
 /// Why the gateway closed a connection itself.
@@ -246,6 +278,24 @@ impl Metrics {
             "Times the accept loop waited because max_connections were open or accept failed",
             connections_deferred.clone(),
         );
+        let lifecycle_actions = Family::<ActionLabel, Counter>::default();
+        registry.register(
+            "lifecycle_actions",
+            "Objects, versions, delete markers and uploads the lifecycle rules removed, by action",
+            lifecycle_actions.clone(),
+        );
+        let lifecycle_bytes_freed = Counter::default();
+        registry.register(
+            "lifecycle_freed_bytes",
+            "Bytes the lifecycle rules freed",
+            lifecycle_bytes_freed.clone(),
+        );
+        let lifecycle_last_run = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        registry.register(
+            "lifecycle_last_run_timestamp_seconds",
+            "When this gateway last finished applying the lifecycle rules (Unix seconds)",
+            lifecycle_last_run.clone(),
+        );
         Self {
             registry,
             requests,
@@ -263,7 +313,21 @@ impl Metrics {
             connections_open,
             connections_closed,
             connections_deferred,
+            lifecycle_actions,
+            lifecycle_bytes_freed,
+            lifecycle_last_run,
         }
+    }
+
+    /// A lifecycle rule removed something of `bytes` bytes (0 when nothing was freed).
+    pub fn lifecycle(&self, action: LifecycleAction, bytes: u64) {
+        self.lifecycle_actions.get_or_create(&ActionLabel { action }).inc();
+        self.lifecycle_bytes_freed.inc_by(bytes);
+    }
+
+    /// A lifecycle pass ended at Unix second `at`.
+    pub fn lifecycle_ran(&self, at: i64) {
+        self.lifecycle_last_run.set(at);
     }
 
     /// Open client connections (S3 listener).

@@ -45,6 +45,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     // then clean up after gone gateways (a previous run of this one included) and keep watch.
     gateway.register().await?;
     tokio::spawn(gateway.clone().run_janitor(started));
+    tokio::spawn(gateway.clone().run_lifecycle());
     let service = crate::s3::build_service(gateway.clone(), &cfg);
     let admin_token = crate::admin::load_token(cfg.admin_token.as_deref(), &cfg.data_dir)?;
     let admin_listener = tokio::net::TcpListener::bind(cfg.admin_listen)

@@ -75,6 +75,68 @@ pub struct BucketRecord {
     /// (never unset again, as on S3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versioning: Option<Versioning>,
+    /// Lifecycle rules (PutBucketLifecycleConfiguration), applied by the lifecycle worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lifecycle: Vec<LifecycleRule>,
+}
+
+/// One lifecycle rule of a bucket, validated as S3 validates it. Days count in lifecycle days
+/// (a day, or the configured `lifecycle_day_secs` in tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleRule {
+    pub id: String,
+    pub enabled: bool,
+    /// Which objects the rule applies to.
+    #[serde(default)]
+    pub filter: LifecycleFilter,
+    /// Current versions expire this many days after they were written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiration_days: Option<u32>,
+    /// Current versions expire from this instant on (Unix milliseconds, a midnight UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiration_date_ms: Option<i64>,
+    /// A delete marker with no other version of its key behind it is removed.
+    #[serde(default)]
+    pub expired_object_delete_marker: bool,
+    /// Noncurrent versions go this many days after they became noncurrent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noncurrent_days: Option<u32>,
+    /// ... except the newest this many noncurrent versions of each key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newer_noncurrent_versions: Option<u32>,
+    /// Multipart uploads still incomplete this many days after they began are aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_incomplete_days: Option<u32>,
+}
+
+/// The objects a lifecycle rule applies to: every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleFilter {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_greater_than: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_less_than: Option<u64>,
+    /// The rule gave its prefix as the old rule-level `Prefix`, not in a `Filter`: answered
+    /// back the same way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub legacy_prefix: bool,
+    /// The conditions came in an `And` element.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub and: bool,
+}
+
+impl LifecycleFilter {
+    /// Whether an object of `key` with `tags` and `size` bytes is one the rule applies to.
+    pub fn matches(&self, key: &str, tags: &[(String, String)], size: u64) -> bool {
+        key.starts_with(&self.prefix)
+            && self.tags.iter().all(|t| tags.contains(t))
+            && self.size_greater_than.is_none_or(|n| size > n)
+            && self.size_less_than.is_none_or(|n| size < n)
+    }
 }
 
 /// A bucket's versioning status.

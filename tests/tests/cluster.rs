@@ -538,7 +538,14 @@ async fn versions_are_shared_by_every_gateway() {
     }
     let mut ids = Vec::new();
     for (i, gw) in g.iter().enumerate() {
-        let out = gw.put_object().bucket("vshared").key("ckpt").body(ByteStream::from(pattern(i as u64, 50_000))).send().await.unwrap();
+        let out = gw
+            .put_object()
+            .bucket("vshared")
+            .key("ckpt")
+            .body(ByteStream::from(pattern(i as u64, 50_000)))
+            .send()
+            .await
+            .unwrap();
         ids.push(out.version_id().unwrap().to_owned());
     }
     for gw in &g {

@@ -77,6 +77,7 @@ impl Gateway {
             permission: Perm::Wd,
             grants: Default::default(),
             versioning: None,
+            lifecycle: Vec::new(),
         };
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.

@@ -174,6 +174,7 @@ macro_rules! object_headers {
         $out.parts_count = $plan.parts_count;
         $out.e_tag = Some(etag(&$plan.rec.etag));
         $out.version_id = $plan.version_id.clone();
+        $out.expiration = $plan.expiration.clone();
         $out.last_modified = Some(last_modified(&$plan.st));
         $out.metadata = metadata_out(&a.user_metadata);
         $out.content_type = $i
@@ -218,6 +219,8 @@ macro_rules! object_headers {
 struct ReadPlan {
     /// `x-amz-version-id`, in a versioned bucket.
     version_id: Option<String>,
+    /// `x-amz-expiration`, when a lifecycle rule expires the (current) version read.
+    expiration: Option<String>,
     rec: ObjectRecord,
     st: Stat,
     handle: Option<Arc<dyn ReadHandle>>,
@@ -408,7 +411,12 @@ impl Gateway {
             parts_count,
             checksum_part,
         } = select(st.size, &part_sizes, r.part_number, r.range)?;
+        let expiration = match r.version_id {
+            None => self.expiration_of(&b.rec.lifecycle, r.key, &rec.tags, st.size, st.mtime_ns),
+            Some(_) => None,
+        };
         Ok(ReadPlan {
+            expiration,
             version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
             rec,
             st,

@@ -13,6 +13,8 @@ mod delete;
 mod error;
 mod get;
 mod janitor;
+mod lifecycle;
+mod lifecycle_worker;
 mod list;
 mod locks;
 mod multipart;
@@ -78,6 +80,7 @@ pub struct Gateway {
     /// a key lock while holding this one, and stripes of one table could coincide.
     upload_locks: locks::KeyLocks,
     rdma: rdma::RdmaPath,
+    lifecycle: lifecycle::LifecycleTiming,
 }
 
 /// A resolved bucket: its record and its opened folder.
@@ -145,6 +148,10 @@ impl Gateway {
             quota_locks: Arc::new(locks::KeyLocks::new()),
             upload_locks: locks::KeyLocks::new(),
             rdma: rdma::RdmaPath::new(&cfg.rdma),
+            lifecycle: lifecycle::LifecycleTiming {
+                interval: Duration::from_secs_f64(cfg.lifecycle_interval_secs.max(0.01)),
+                day_ms: (cfg.lifecycle_day_secs.max(0.01) * 1000.0) as i64,
+            },
         })
     }
 

@@ -393,6 +393,8 @@ impl Gateway {
         }
         let mut out = completed(input, &rec);
         out.version_id = super::put::version_out(&b, version_id);
+        let (size, mtime) = (rec.fingerprint.size, rec.fingerprint.mtime_ns);
+        out.expiration = self.expiration_of(&b.rec.lifecycle, &input.key, &rec.tags, size, mtime);
         Ok(S3Response::new(out))
     }
 
@@ -438,13 +440,19 @@ impl Gateway {
     ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let _racing_complete = self.upload_locks.lock(b.rec.folder_id, &i.upload_id).await;
-        let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
+        self.abort_upload(&b, &i.key, &i.upload_id).await?;
+        Ok(S3Response::new(AbortMultipartUploadOutput::default()))
+    }
+
+    /// Forgets an upload, removes its parts and gives their bytes back (also the lifecycle
+    /// worker's AbortIncompleteMultipartUpload).
+    pub(crate) async fn abort_upload(&self, b: &BucketCtx, key: &str, upload_id: &str) -> S3Result<()> {
+        let _racing_complete = self.upload_locks.lock(b.rec.folder_id, upload_id).await;
+        let up = self.upload_record(b, key, upload_id).await?;
         let (f, k, id) = (b.rec.folder_id, up.key.clone(), up.upload_id.clone());
-        let pid = up.upload_id.clone();
         let released: u64 = self
             .meta
-            .parts(&pid)
+            .parts(&id)
             .await
             .map_err(meta_err)?
             .iter()
@@ -452,8 +460,7 @@ impl Gateway {
             .sum();
         self.meta.delete_upload(f, &k, &id).await.map_err(meta_err)?;
         b.folder.remove_upload(&up.upload_id).await.map_err(backend_err)?;
-        self.charge(&b.rec.quota_scope, -(released as i64)).await?;
-        Ok(S3Response::new(AbortMultipartUploadOutput::default()))
+        self.charge(&b.rec.quota_scope, -(released as i64)).await
     }
 
     /// ListParts.

@@ -66,6 +66,11 @@ operations! {
     GetBucketLocation => get_bucket_location(GetBucketLocationInput) -> GetBucketLocationOutput, ro;
     GetBucketVersioning => get_bucket_versioning(GetBucketVersioningInput) -> GetBucketVersioningOutput, ro;
     PutBucketVersioning => put_bucket_versioning(PutBucketVersioningInput) -> PutBucketVersioningOutput, wd;
+    GetBucketLifecycleConfiguration => get_bucket_lifecycle_configuration(GetBucketLifecycleConfigurationInput)
+        -> GetBucketLifecycleConfigurationOutput, ro;
+    PutBucketLifecycleConfiguration => put_bucket_lifecycle_configuration(PutBucketLifecycleConfigurationInput)
+        -> PutBucketLifecycleConfigurationOutput, wd;
+    DeleteBucketLifecycle => delete_bucket_lifecycle(DeleteBucketLifecycleInput) -> DeleteBucketLifecycleOutput, wd;
     GetBucketAcl => get_bucket_acl(GetBucketAclInput) -> GetBucketAclOutput, ro;
     PutBucketAcl => put_bucket_acl(PutBucketAclInput) -> PutBucketAclOutput, wd;
     GetBucketOwnershipControls => get_bucket_ownership_controls(GetBucketOwnershipControlsInput)

@@ -86,6 +86,7 @@ impl Gateway {
                 checksum_type: rec.checksums.checksum_type.map(super::checksum::s3_type),
                 size: Some(size as i64),
                 version_id: version_out(&b, version_id),
+                expiration: self.expiration_of(&b.rec.lifecycle, &input.key, &rec.tags, size, rec.fingerprint.mtime_ns),
             },
             ..Default::default()
         );

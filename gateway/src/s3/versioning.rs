@@ -162,16 +162,8 @@ impl Gateway {
             }
         };
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        // Read again, not from the access check: the record is written back whole.
-        let mut rec = self
-            .meta
-            .bucket(&b.rec.domain, &b.rec.name)
-            .await
-            .map_err(meta_err)?
-            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
-        if rec.versioning != Some(status) {
-            rec.versioning = Some(status);
-            self.meta.put_bucket(&rec).await.map_err(meta_err)?;
+        if b.rec.versioning != Some(status) {
+            self.update_bucket(&b.rec, |rec| rec.versioning = Some(status)).await?;
         }
         Ok(S3Response::new(PutBucketVersioningOutput::default()))
     }

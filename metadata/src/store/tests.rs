@@ -108,6 +108,7 @@ fn bucket_names_are_unique_and_delete_clears_folder() {
         permission: crate::Perm::Rw,
         grants: Default::default(),
         versioning: None,
+        lifecycle: Vec::new(),
     };
     assert!(s.create_bucket(&b).unwrap());
     assert!(!s.create_bucket(&b).unwrap());

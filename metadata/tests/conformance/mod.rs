@@ -56,6 +56,7 @@ fn bucket(domain: &str, name: &str) -> BucketRecord {
         permission: Perm::Rw,
         grants: Default::default(),
         versioning: None,
+        lifecycle: Vec::new(),
     }
 }
 

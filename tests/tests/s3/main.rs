@@ -6,6 +6,7 @@ mod bucket;
 mod checksum;
 mod copy;
 mod delete;
+mod lifecycle;
 mod list;
 mod multipart;
 mod object;
