@@ -25,19 +25,28 @@ impl Cluster {
     /// Gateways count as gone after 3 s of silence (30 s by default), so tests see the clean-up
     /// soon.
     pub fn start(n: usize) -> Self {
+        Self::start_with(n, "")
+    }
+
+    /// [`Cluster::start`] with extra top-level configuration for every gateway.
+    pub fn start_with(n: usize, top: &str) -> Self {
         let volume = tempfile::Builder::new().prefix("penstock-shared").tempdir().unwrap();
         let spec = format!("backend = \"posix\"\npath = \"{}\"\n", volume.path().display());
         let root = volume.path().to_path_buf();
-        Self::start_on(n, &spec, root, Some(volume))
+        Self::launch(n, top, &spec, root, Some(volume))
     }
 
     /// Starts PostgreSQL and `n` gateways on the volume `spec` describes (the keys of a
     /// `[[volumes]]` table after its name), whose folders a test finds under `root`.
     pub fn start_on(n: usize, spec: &str, root: PathBuf, volume: Option<tempfile::TempDir>) -> Self {
+        Self::launch(n, "", spec, root, volume)
+    }
+
+    fn launch(n: usize, top: &str, spec: &str, root: PathBuf, volume: Option<tempfile::TempDir>) -> Self {
         let pg = Postgres::start();
         let url = pg.database("penstock");
         let config = format!(
-            "master_key = \"{MASTER_KEY}\"\ndefault_volume = \"shared\"\n\
+            "{top}master_key = \"{MASTER_KEY}\"\ndefault_volume = \"shared\"\n\
              [[volumes]]\nname = \"shared\"\n{spec}\
              [metadata]\nengine = \"postgres\"\nurl = \"{url}\"\npool_size = 8\n\
              heartbeat_secs = 0.5\ngone_after_secs = 3.0\n"
