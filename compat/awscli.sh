@@ -66,6 +66,31 @@ aws_ s3api delete-object --bucket "$V" --key ckpt --version-id "$v2" >/dev/null
 aws_ s3api delete-object --bucket "$V" --key ckpt --version-id "$v1" >/dev/null
 [ "$(aws_ s3api list-object-versions --bucket "$V" --query 'length(Versions || `[]`)' --output text)" = 0 ] \
   || fail "versions left after deleting each by id"
+step "lifecycle: put/get/delete-bucket-lifecycle-configuration"
+cat >"$WORK/lifecycle.json" <<'JSON'
+{"Rules": [
+  {"ID": "scratch", "Status": "Enabled", "Filter": {"Prefix": "tmp/"}, "Expiration": {"Days": 7}},
+  {"ID": "old-versions", "Status": "Enabled", "Filter": {"Prefix": ""},
+   "NoncurrentVersionExpiration": {"NoncurrentDays": 30, "NewerNoncurrentVersions": 3},
+   "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 2}}
+]}
+JSON
+aws_ s3api put-bucket-lifecycle-configuration --bucket "$V" --lifecycle-configuration "file://$WORK/lifecycle.json"
+ids=$(aws_ s3api get-bucket-lifecycle-configuration --bucket "$V" --query 'Rules[].ID' --output text)
+[ "$ids" = "scratch	old-versions" ] || fail "lifecycle rules read back as '$ids'"
+echo x >"$WORK/tmpfile"
+exp=$(aws_ s3api put-object --bucket "$V" --key tmp/x --body "$WORK/tmpfile" --query Expiration --output text)
+case "$exp" in *'rule-id="scratch"'*) ;; *) fail "PUT under tmp/ announced expiration '$exp'" ;; esac
+echo '{"Rules": [{"ID": "bad", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 0}}]}' >"$WORK/bad.json"
+if aws_ s3api put-bucket-lifecycle-configuration --bucket "$V" --lifecycle-configuration "file://$WORK/bad.json" 2>"$WORK/err"; then
+  fail "Days 0 accepted"
+fi
+grep -q InvalidArgument "$WORK/err" || fail "Days 0 refused without InvalidArgument: $(cat "$WORK/err")"
+aws_ s3api delete-bucket-lifecycle --bucket "$V"
+if aws_ s3api get-bucket-lifecycle-configuration --bucket "$V" 2>"$WORK/err"; then fail "rules left after delete"; fi
+grep -q NoSuchLifecycleConfiguration "$WORK/err" || fail "no NoSuchLifecycleConfiguration after delete"
+tmpv=$(aws_ s3api list-object-versions --bucket "$V" --prefix tmp/ --query 'Versions[0].VersionId' --output text)
+aws_ s3api delete-object --bucket "$V" --key tmp/x --version-id "$tmpv" >/dev/null
 aws_ s3 rb "s3://$V" >/dev/null
 
 step "rm, rb"

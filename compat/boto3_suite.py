@@ -349,6 +349,31 @@ s3.put_bucket_versioning(Bucket=BV, VersioningConfiguration={"Status": "Suspende
 check("suspended writes are null", s3.put_object(Bucket=BV, Key="k", Body=b"s")["VersionId"] == "null")
 lv = s3.list_object_versions(Bucket=BV)
 check("suspended put replaced the null version", [v["VersionId"] for v in lv["Versions"]] == ["null", v2, v1], lv)
+# Lifecycle configuration
+check("no lifecycle yet", error_code(lambda: s3.get_bucket_lifecycle_configuration(Bucket=BV))
+      == ("NoSuchLifecycleConfiguration", 404))
+rules = [
+    {"ID": "tmp", "Status": "Enabled", "Filter": {"Prefix": "tmp/"}, "Expiration": {"Days": 1}},
+    {"ID": "tagged", "Status": "Disabled",
+     "Filter": {"And": {"Prefix": "logs/", "Tags": [{"Key": "t", "Value": "x"}], "ObjectSizeGreaterThan": 10}},
+     "NoncurrentVersionExpiration": {"NoncurrentDays": 5, "NewerNoncurrentVersions": 2}},
+    {"ID": "markers", "Status": "Enabled", "Filter": {"Prefix": "m/"},
+     "Expiration": {"ExpiredObjectDeleteMarker": True},
+     "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 3}},
+]
+s3.put_bucket_lifecycle_configuration(Bucket=BV, LifecycleConfiguration={"Rules": rules})
+got = s3.get_bucket_lifecycle_configuration(Bucket=BV)["Rules"]
+check("lifecycle rules round trip", got == rules, got)
+r = s3.put_object(Bucket=BV, Key="tmp/x", Body=b"x")
+check("expiration announced", 'rule-id="tmp"' in r.get("Expiration", ""), r.get("Expiration"))
+check("expiration on head", s3.head_object(Bucket=BV, Key="tmp/x").get("Expiration") == r.get("Expiration"))
+bad = [{"ID": "d", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Date": "2030-01-01T12:00:00Z"}}]
+check("date not at midnight refused",
+      error_code(lambda: s3.put_bucket_lifecycle_configuration(Bucket=BV, LifecycleConfiguration={"Rules": bad}))
+      == ("InvalidArgument", 400))
+s3.delete_bucket_lifecycle(Bucket=BV)
+check("lifecycle deleted", error_code(lambda: s3.get_bucket_lifecycle_configuration(Bucket=BV))[0]
+      == "NoSuchLifecycleConfiguration")
 check("versioned bucket not empty", error_code(lambda: s3.delete_bucket(Bucket=BV))[0] == "BucketNotEmpty")
 for page in s3.get_paginator("list_object_versions").paginate(Bucket=BV):
     objs = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
