@@ -418,7 +418,12 @@ mod tests {
                 days,
                 ..Default::default()
             }),
-            ..Default::default()
+            abort_incomplete_multipart_upload: None,
+            filter: None,
+            noncurrent_version_expiration: None,
+            noncurrent_version_transitions: None,
+            prefix: None,
+            transitions: None,
         };
         assert!(parse_rules(&[rule(Some(3))]).is_ok());
         assert_eq!(

@@ -28,7 +28,6 @@ impl Gateway {
                     value: Some(v),
                 })
                 .collect(),
-            ..Default::default()
         }))
     }
 

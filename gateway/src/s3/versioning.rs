@@ -106,7 +106,7 @@ pub(crate) enum Found {
     /// A noncurrent version: its record and the opened file of its bytes.
     Noncurrent(Box<ObjectRecord>, Stat, Option<Arc<dyn penstock_backends::ReadHandle>>),
     /// A delete marker.
-    Marker(VersionRecord),
+    Marker(Box<VersionRecord>),
 }
 
 /// The versions of one folder's keys: owned handles, so a change that must finish once begun
@@ -209,7 +209,7 @@ impl Gateway {
             return Err(no_such_version());
         };
         let Some(rec) = row.object.clone() else {
-            return Ok(Found::Marker(row));
+            return Ok(Found::Marker(Box::new(row)));
         };
         let handle = match &row.storage {
             Some(name) => Some(Arc::from(
