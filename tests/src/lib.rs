@@ -267,6 +267,19 @@ impl Gateway {
         self.admin_addr
     }
 
+    /// A plain HTTP/1.0 GET of `path` on the admin listener (no token: `/health`, `/ready`,
+    /// `/metrics`, or a refusal): (status, body).
+    pub fn admin_get(&self, path: &str) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(self.admin_addr()).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status = out[9..12].parse().unwrap();
+        let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+        (status, body)
+    }
+
     /// The gateway's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self._dir.path().join("gateway.log")).unwrap_or_default()

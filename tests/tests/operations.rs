@@ -1,23 +1,9 @@
 //! Operations: Prometheus metrics after a scripted workload, request ids from response to log,
 //! JSON logs without secrets, health and readiness, and start-up config validation.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use aws_sdk_s3::operation::RequestId;
 use aws_sdk_s3::primitives::ByteStream;
 use penstock_tests::{Gateway, ACCESS_KEY, SECRET_KEY};
-
-/// A plain HTTP/1.0 GET against the admin listener: (status, body).
-fn admin_get(gw: &Gateway, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(gw.admin_addr()).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
 
 /// The value of one sample line, e.g. `penstock_s3_requests_total{operation="PutObject",status="200"}`.
 fn sample(metrics: &str, series: &str) -> f64 {
@@ -43,7 +29,7 @@ async fn metrics_follow_a_scripted_workload() {
     assert!(c.get_object().bucket("metered").key("absent").send().await.is_err());
     c.create_multipart_upload().bucket("metered").key("open").send().await.unwrap();
 
-    let (status, m) = admin_get(&gw, "/metrics");
+    let (status, m) = gw.admin_get("/metrics");
     assert_eq!(status, 200);
     let put = sample(&m, "penstock_s3_requests_total{operation=\"PutObject\",status=\"200\"}");
     assert_eq!(put, 3.0, "{m}");
@@ -63,12 +49,12 @@ async fn metrics_follow_a_scripted_workload() {
         m.lines().find(|l| l.starts_with("penstock_quota_usage_bytes{scope=\"user:")).expect("quota usage series");
     assert!(usage.ends_with(&format!(" {}", sizes.iter().sum::<usize>())), "{usage}");
 
-    let (status, body) = admin_get(&gw, "/health");
+    let (status, body) = gw.admin_get("/health");
     assert_eq!((status, body.contains("ok")), (200, true));
-    let (status, body) = admin_get(&gw, "/ready");
+    let (status, body) = gw.admin_get("/ready");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("volume:local"));
-    let (status, _) = admin_get(&gw, "/v1/domains");
+    let (status, _) = gw.admin_get("/v1/domains");
     assert_eq!(status, 401, "management routes need the token");
 }
 

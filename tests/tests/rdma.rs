@@ -112,16 +112,8 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
     assert_eq!(header(&r, "content-length"), Some(&*data.len().to_string()));
 
     // Payload bytes are counted on the software path.
-    let metrics = reqwest_metrics(&gw);
+    let metrics = gw.admin_get("/metrics").1;
     assert!(metrics.contains("penstock_payload_bytes_total{path=\"software\",direction=\"out\"}"), "{metrics}");
-}
-
-fn reqwest_metrics(gw: &Gateway) -> String {
-    let mut s = std::net::TcpStream::connect(gw.admin_addr()).unwrap();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

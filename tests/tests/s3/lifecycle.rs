@@ -1,7 +1,6 @@
 //! Lifecycle rules: the configuration API as S3 validates it, and the worker applying the rules
 //! on a gateway whose lifecycle day lasts one second (`lifecycle_day_secs`).
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -53,14 +52,6 @@ where
 
 async fn exists(c: &Client, b: &str, k: &str) -> bool {
     c.head_object().bucket(b).key(k).send().await.is_ok()
-}
-
-fn metrics(gw: &Gateway) -> String {
-    let mut s = std::net::TcpStream::connect(gw.admin_addr()).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 #[tokio::test]
@@ -167,7 +158,7 @@ async fn expiration_deletes_what_the_filter_selects() {
     for k in ["keep/b", "f/small", "f/other"] {
         assert!(exists(&c, "lexp", k).await, "{k} does not match a rule and stays");
     }
-    let m = metrics(&gw);
+    let m = gw.admin_get("/metrics").1;
     assert!(m.contains("penstock_lifecycle_actions_total{action=\"expired\"} 2"), "{m}");
     assert!(m.contains("penstock_lifecycle_freed_bytes_total 26"), "7 + 19 bytes freed");
     assert!(m.contains("penstock_lifecycle_last_run_timestamp_seconds"));
