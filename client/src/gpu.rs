@@ -73,12 +73,44 @@ impl DeviceBuffer {
     ) -> anyhow::Result<u64> {
         let token = self.region.token(0, self.len() as u64).context("empty buffer")?;
         let r = client.get_into(bucket, key, &token, range).await?;
-        let n = r.bytes as usize;
+        self.stage_to_device(r.bytes as usize)?;
+        Ok(r.bytes)
+    }
+
+    /// Stores `[0, n)` of device memory as an object: one asynchronous copy into the pinned
+    /// buffer, then a PutObject whose token names it; returns the ETag.
+    pub async fn put_object(&mut self, client: &Client, bucket: &str, key: &str, n: usize) -> anyhow::Result<String> {
+        if n > self.len() {
+            bail!("{n} bytes asked of a {}-byte buffer", self.len());
+        }
+        let host = &mut self.pinned.as_mut_slice().context("pinned buffer")?[..n];
+        self.stream
+            .memcpy_dtoh(&self.device.slice(0..n), host)
+            .context("copy from device")?;
+        self.stream.synchronize().context("synchronize")?;
+        let token = self.region.token(0, n as u64).context("empty object")?;
+        let r = client.put_from(bucket, key, &token, &[]).await?;
+        Ok(r.etag.unwrap_or_default())
+    }
+
+    /// Copies the pinned buffer's `[0, n)` to device memory: the last step of
+    /// [`get_object`](Self::get_object) alone, so callers can measure the host-to-device ceiling.
+    pub fn stage_to_device(&mut self, n: usize) -> anyhow::Result<()> {
         let host = &self.pinned.as_slice().context("pinned buffer")?[..n];
         let mut dst = self.device.slice_mut(0..n);
         self.stream.memcpy_htod(host, &mut dst).context("copy to device")?;
-        self.stream.synchronize().context("synchronize")?;
-        Ok(n as u64)
+        self.stream.synchronize().context("synchronize")
+    }
+
+    /// Copies ordinary (pageable) host memory to device memory from offset 0, as a program
+    /// that fetched an object over plain HTTP would.
+    pub fn copy_to_device(&mut self, host: &[u8]) -> anyhow::Result<()> {
+        if host.len() > self.len() {
+            bail!("{} bytes into a {}-byte buffer", host.len(), self.len());
+        }
+        let mut dst = self.device.slice_mut(0..host.len());
+        self.stream.memcpy_htod(host, &mut dst).context("copy to device")?;
+        self.stream.synchronize().context("synchronize")
     }
 
     /// Copies `[0, n)` of device memory back to the host (for verification).
@@ -106,5 +138,26 @@ mod tests {
             let e = r.err().expect("no driver, no buffer").to_string();
             assert!(e.contains("no CUDA driver"), "{e}");
         }
+    }
+
+    /// On a GPU host (the device machine; see docs/rdma.md): bytes go host → device → host
+    /// unchanged through each copy path, and the device memory starts zeroed.
+    #[tokio::test]
+    async fn with_a_driver_bytes_round_trip_through_device_memory() {
+        if !cuda_available() {
+            return;
+        }
+        let target = SoftwareTarget::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let len = 3 << 20;
+        let mut buf = DeviceBuffer::new(&target, 0, len).expect("a GPU with a driver");
+        assert!(buf.device_bytes(len).unwrap().iter().all(|&b| b == 0));
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        buf.copy_to_device(&data).unwrap();
+        assert_eq!(buf.device_bytes(len).unwrap(), data);
+        // The registration is the pinned buffer: bytes written through it reach the device.
+        buf.region.write(5, b"pinned");
+        buf.stage_to_device(11).unwrap();
+        assert_eq!(&buf.device_bytes(11).unwrap()[5..], b"pinned");
+        assert!(buf.copy_to_device(&vec![0; len + 1]).is_err());
     }
 }
