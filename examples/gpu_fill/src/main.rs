@@ -41,12 +41,6 @@ fn object(len: usize, seed: u64) -> Vec<u8> {
     data
 }
 
-/// A range of about a quarter of the object starting at a third: neither aligned nor at an end.
-fn range_of(len: usize) -> (usize, usize) {
-    let first = len / 3 + 1;
-    (first, first + len / 4 - 1)
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
@@ -98,7 +92,13 @@ mod device {
     use penstock_client::rdma::SoftwareTarget;
     use penstock_client::Client;
 
-    use super::{mib_s, object, range_of, Args};
+    use super::{mib_s, object, Args};
+
+    /// A range of about a quarter of the object starting at a third: neither aligned nor at an end.
+    fn range_of(len: usize) -> (usize, usize) {
+        let first = len / 3 + 1;
+        (first, first + len / 4 - 1)
+    }
 
     /// Every device path for one object: whole and ranged token GET into device memory, the
     /// plain-HTTP-then-copy baseline, the pinned host-to-device ceiling, and token PUT out of
