@@ -93,6 +93,30 @@ tmpv=$(aws_ s3api list-object-versions --bucket "$V" --prefix tmp/ --query 'Vers
 aws_ s3api delete-object --bucket "$V" --key tmp/x --version-id "$tmpv" >/dev/null
 aws_ s3 rb "s3://$V" >/dev/null
 
+step "bucket policy: put-bucket-policy, anonymous curl, get-bucket-policy-status, delete"
+aws_ s3 cp "$WORK/tree/f1.txt" "s3://$B/public/f1.txt" --only-show-errors
+url="$ENDPOINT/$B/public/f1.txt"
+curl_status() { curl -s -o "$WORK/anon" -w '%{http_code}' ${CA_FILE:+--cacert "$CA_FILE"} "$@"; }
+[ "$(curl_status "$url")" = 403 ] || fail "anonymous GET served without a policy"
+cat >"$WORK/policy.json" <<JSON
+{"Version": "2012-10-17", "Statement": [{"Sid": "PublicRead", "Effect": "Allow", "Principal": "*",
+  "Action": "s3:GetObject", "Resource": "arn:aws:s3:::$B/public/*"}]}
+JSON
+aws_ s3api put-bucket-policy --bucket "$B" --policy "file://$WORK/policy.json"
+[ "$(curl_status "$url")" = 200 ] || fail "anonymous curl refused under a public-read policy"
+cmp -s "$WORK/anon" "$WORK/tree/f1.txt" || fail "anonymous curl got other bytes"
+[ "$(curl_status "$ENDPOINT/$B/data/big.bin" -r 0-0)" = 403 ] || fail "anonymous GET outside the policy's prefix"
+[ "$(curl_status -X PUT --data-binary x "$ENDPOINT/$B/public/new")" = 403 ] || fail "anonymous PUT accepted"
+public=$(aws_ s3api get-bucket-policy-status --bucket "$B" --query PolicyStatus.IsPublic --output text)
+[ "$public" = True ] || fail "policy status IsPublic is '$public'"
+echo '{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::elsewhere/*"}]}' >"$WORK/badpolicy.json"
+if aws_ s3api put-bucket-policy --bucket "$B" --policy "file://$WORK/badpolicy.json" 2>"$WORK/err"; then
+  fail "a policy for another bucket accepted"
+fi
+grep -q MalformedPolicy "$WORK/err" || fail "no MalformedPolicy: $(cat "$WORK/err")"
+aws_ s3api delete-bucket-policy --bucket "$B"
+[ "$(curl_status "$url")" = 403 ] || fail "anonymous GET served after delete-bucket-policy"
+
 step "rm, rb"
 aws_ s3 rm "s3://$B" --recursive --only-show-errors
 [ -z "$(aws_ s3 ls "s3://$B" --recursive)" ] || fail "objects left after rm --recursive"

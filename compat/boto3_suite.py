@@ -5,6 +5,7 @@ Run by compat/boto3.sh against a fresh gateway (ENDPOINT and AWS_* in the enviro
 
 import hashlib
 import io
+import json
 import os
 import sys
 import http.client as httpclient
@@ -145,7 +146,37 @@ check("public-read upload refused",
 check("refused upload left nothing", error_code(lambda: s3.head_object(Bucket=B, Key="public"))[1] == 404)
 check("ownership controls", s3.get_bucket_ownership_controls(Bucket=B)["OwnershipControls"]["Rules"]
       == [{"ObjectOwnership": "BucketOwnerEnforced"}])
-check("unsupported operation", error_code(lambda: s3.get_bucket_policy(Bucket=B)) == ("NotImplemented", 501))
+check("unsupported operation", error_code(lambda: s3.get_object_lock_configuration(Bucket=B)) == ("NotImplemented", 501))
+
+# Bucket policy: publish a prefix read-only to everyone, then take it back.
+check("no policy yet", error_code(lambda: s3.get_bucket_policy(Bucket=B)) == ("NoSuchBucketPolicy", 404))
+s3.put_object(Bucket=B, Key="pub/readme.txt", Body=b"open data")
+anon_url = f"{ENDPOINT}/{B}/pub/readme.txt"
+check("anonymous refused without a policy", http("GET", anon_url)[0] == 403)
+policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Sid": "PublicRead", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+    "Resource": f"arn:aws:s3:::{B}/pub/*"}]})
+s3.put_bucket_policy(Bucket=B, Policy=policy)
+check("policy round trip", json.loads(s3.get_bucket_policy(Bucket=B)["Policy"]) == json.loads(policy))
+check("policy status public", s3.get_bucket_policy_status(Bucket=B)["PolicyStatus"]["IsPublic"] is True)
+check("anonymous GET allowed", http("GET", anon_url) == (200, b"open data"))
+check("anonymous GET outside the prefix", http("GET", f"{ENDPOINT}/{B}/l/a0")[0] == 403)
+check("anonymous PUT refused", http("PUT", f"{ENDPOINT}/{B}/pub/x", data=b"x")[0] == 403)
+anon_s3 = boto3.client("s3", endpoint_url=ENDPOINT, config=Config(signature_version=botocore.UNSIGNED))
+check("unsigned boto3 GET", anon_s3.get_object(Bucket=B, Key="pub/readme.txt")["Body"].read() == b"open data")
+bad = json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                                 "Resource": f"arn:aws:s3:::{B}"}]})
+check("malformed policy", error_code(lambda: s3.put_bucket_policy(Bucket=B, Policy=bad)) == ("MalformedPolicy", 400))
+s3.put_public_access_block(Bucket=B, PublicAccessBlockConfiguration={
+    "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True})
+check("public access block", s3.get_public_access_block(Bucket=B)["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"])
+check("restricted public bucket", http("GET", anon_url)[0] == 403)
+check("public policy blocked", error_code(lambda: s3.put_bucket_policy(Bucket=B, Policy=policy))[0] == "AccessDenied")
+s3.delete_public_access_block(Bucket=B)
+s3.delete_bucket_policy(Bucket=B)
+check("policy deleted", error_code(lambda: s3.get_bucket_policy(Bucket=B))[0] == "NoSuchBucketPolicy")
+check("anonymous refused again", http("GET", anon_url)[0] == 403)
+s3.delete_object(Bucket=B, Key="pub/readme.txt")
 
 attrs = s3.get_object_attributes(Bucket=B, Key="l/a0", ObjectAttributes=["ETag", "ObjectSize", "StorageClass"])
 head = s3.head_object(Bucket=B, Key="l/a0")

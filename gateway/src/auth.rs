@@ -2,9 +2,10 @@
 //!
 //! s3s verifies signatures (SigV4 header and presigned, SigV2, POST policy) with the secret that
 //! [`GatewayAuth`] opens from the metadata store. [`GatewayAccess`] runs before every operation:
-//! it rejects anonymous requests, resolves the calling user, maps the operation to the folder
-//! permission it needs ([`required`]) and compares it with what the user holds on the bucket
-//! ([`Caller::perm_on`]). The [`Caller`] goes into the request extensions for the handlers.
+//! it resolves the calling user (or the anonymous caller of an unsigned request), maps the
+//! operation to the folder permission it needs ([`required`]), compares it with what the user
+//! holds on the bucket ([`Caller::perm_on`]) and lets the bucket's policy deny or extend that
+//! (`s3/sharing.rs`). The [`Caller`] goes into the request extensions for the handlers.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use penstock_types::ScopeKind;
 
 use crate::observe::InfoSlot;
 use crate::s3::ops::{required, Need};
-use crate::s3::{internal, meta_err, Gateway, Verified};
+use crate::s3::{internal, meta_err, Gateway, PeerAddr, RequestFacts, Verified};
 use crate::secrets::MasterKey;
 
 /// The authenticated principal of a request.
@@ -32,6 +33,28 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The caller of an unsigned request: no keypair, no role, no folder permissions; it
+    /// addresses the buckets of `domain`, and gets only what bucket policies grant everyone.
+    pub fn anonymous(domain: &str) -> Self {
+        Self {
+            access_key: String::new(),
+            user: User {
+                id: uuid::Uuid::nil(),
+                domain: domain.to_owned(),
+                name: "anonymous".to_owned(),
+                role: Role::User,
+                projects: Default::default(),
+                created_ms: 0,
+            },
+            checked: None,
+        }
+    }
+
+    /// Whether the request was unsigned.
+    pub fn is_anonymous(&self) -> bool {
+        self.access_key.is_empty()
+    }
+
     /// The permission this caller holds on a bucket's folder, if any.
     ///
     /// Superadmins hold `wd` everywhere; domain admins on every folder of their domain. Otherwise
@@ -133,19 +156,25 @@ impl S3Access for GatewayAccess {
         check_presigned_lifetime(cx.uri())?;
         let verified = cx.extensions_mut().get::<Verified>().map(|v| v.0.clone());
         let ak = match (cx.credentials(), verified) {
-            (Some(cred), _) => cred.access_key.clone(),
-            (None, Some(v)) => v,
-            (None, None) => return Err(s3_error!(AccessDenied, "Anonymous access is not allowed")),
+            (Some(cred), _) => Some(cred.access_key.clone()),
+            (None, Some(v)) => Some(v),
+            (None, None) => None,
         };
         let meta = &self.gateway.meta;
-        let kp = (meta.keypair(&ak).await.map_err(meta_err)?)
-            .filter(|kp| kp.enabled)
-            .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-        let user = (meta.user(kp.user_id).await.map_err(meta_err)?).ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-        let mut caller = Caller {
-            access_key: kp.access_key,
-            user,
-            checked: None,
+        let mut caller = match ak {
+            Some(ak) => {
+                let kp = (meta.keypair(&ak).await.map_err(meta_err)?)
+                    .filter(|kp| kp.enabled)
+                    .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+                let user =
+                    (meta.user(kp.user_id).await.map_err(meta_err)?).ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+                Caller {
+                    access_key: kp.access_key,
+                    user,
+                    checked: None,
+                }
+            }
+            None => Caller::anonymous(&self.gateway.anonymous_domain),
         };
         let (bucket, key) = match cx.s3_path() {
             S3Path::Root => (None, None),
@@ -157,11 +186,12 @@ impl S3Access for GatewayAccess {
             if let Ok(mut info) = slot.0.lock() {
                 info.operation = op;
                 info.bucket.clone_from(&bucket);
-                info.key = key;
-                info.tenant = Some(format!(
-                    "{}/{} ({})",
-                    caller.user.domain, caller.user.name, caller.access_key
-                ));
+                info.key.clone_from(&key);
+                info.tenant = Some(if caller.is_anonymous() {
+                    "anonymous".to_owned()
+                } else {
+                    format!("{}/{} ({})", caller.user.domain, caller.user.name, caller.access_key)
+                });
             }
         }
         let need = match required(cx.s3_op().name()) {
@@ -174,6 +204,8 @@ impl S3Access for GatewayAccess {
                     cx.s3_op().name()
                 ))
             }
+            // S3 answers an unsigned ListBuckets or CreateBucket so.
+            Need::Authenticated if caller.is_anonymous() => return Err(s3_error!(AccessDenied, "Access Denied")),
             Need::Authenticated => None,
             Need::Folder(p) => Some(p),
         };
@@ -186,7 +218,19 @@ impl S3Access for GatewayAccess {
                 .await
                 .map_err(meta_err)?;
             if let Some(rec) = found {
-                if !caller.may(&rec, need) {
+                let peer = cx.extensions_mut().get::<PeerAddr>().map(|p| p.0.ip());
+                let facts = RequestFacts {
+                    op: cx.s3_op().name(),
+                    key: key.as_deref(),
+                    uri: cx.uri(),
+                    headers: cx.headers(),
+                    peer,
+                };
+                if !self
+                    .gateway
+                    .permits(&caller, &rec, caller.may(&rec, need), &facts)
+                    .await?
+                {
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }
                 caller.checked = Some(Arc::new(rec));
@@ -234,6 +278,9 @@ mod tests {
             grants: Default::default(),
             versioning: None,
             lifecycle: Vec::new(),
+            policy: None,
+            public_access_block: None,
+            cors: Vec::new(),
         }
     }
 

@@ -39,6 +39,8 @@ pub struct Config {
     /// Domains under which `<bucket>.<domain>` Host headers address a bucket (virtual-hosted
     /// style). Any other Host means path style.
     pub virtual_host_domains: Vec<String>,
+    /// The tenant domain whose bucket names unsigned (anonymous) requests address.
+    pub anonymous_domain: String,
     /// The `x-amz-rdma-token` data path.
     pub rdma: RdmaConfig,
     /// PEM certificate chain: with `tls_key`, the S3 listener speaks TLS (HTTP/2 by ALPN).
@@ -239,6 +241,7 @@ impl Default for Config {
             admin_token: None,
             log_format: crate::telemetry::LogFormat::Text,
             virtual_host_domains: vec!["localhost".to_owned()],
+            anonymous_domain: "default".to_owned(),
             rdma: RdmaConfig::default(),
             tls_cert: None,
             tls_key: None,

@@ -46,6 +46,51 @@ pub struct Observed {
     interim: Option<ContinueSignal>,
     activity: Option<Arc<Activity>>,
     body_stall: Option<Duration>,
+    cors: Option<Arc<CorsSite>>,
+}
+
+/// What CORS handling needs outside s3s: the gateway (bucket rules) and how requests name buckets.
+pub struct CorsSite {
+    gateway: Arc<crate::s3::Gateway>,
+    /// Virtual-host domains, lower-cased.
+    domains: Vec<String>,
+}
+
+impl CorsSite {
+    /// The bucket a request names: `<bucket>.<domain>` in `Host`, else the path's first segment.
+    fn bucket_of<B>(&self, req: &Request<B>) -> Option<String> {
+        let host = req
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(|h| {
+                h.rsplit_once(':').map_or(h, |(name, port)| {
+                    if port.bytes().all(|b| b.is_ascii_digit()) {
+                        name
+                    } else {
+                        h
+                    }
+                })
+            })
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        for d in &self.domains {
+            if let Some(b) = host.strip_suffix(d.as_str()).and_then(|p| p.strip_suffix('.')) {
+                return Some(b.to_owned());
+            }
+        }
+        let first = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let name = percent_encoding::percent_decode_str(first)
+            .decode_utf8_lossy()
+            .into_owned();
+        (!name.is_empty()).then_some(name)
+    }
 }
 
 impl Observed {
@@ -59,7 +104,15 @@ impl Observed {
             interim: None,
             activity: None,
             body_stall: None,
+            cors: None,
         }
+    }
+
+    /// Answers preflight `OPTIONS` requests and adds `Access-Control-*` headers from the rules
+    /// of `gateway`'s buckets; `domains` are the virtual-host domains.
+    pub fn with_cors(mut self, gateway: Arc<crate::s3::Gateway>, domains: Vec<String>) -> Self {
+        self.cors = Some(Arc::new(CorsSite { gateway, domains }));
+        self
     }
 
     /// The service for one connection from `peer`; `interim` asks the connection for a
@@ -148,6 +201,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         }
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let body_stall = self.body_stall;
+        let cors = self.cors.clone();
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
             signal.request();
@@ -176,7 +230,27 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     let guarded = req.map(|b| StallGuard::new(b, body_stall, metrics.clone()));
                     crate::s3::body_digest::inspect(guarded).await
                 };
-                let result = inner.call(req).await;
+                let method = req.method().clone();
+                let origin = req
+                    .headers()
+                    .get("origin")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let named = cors.as_ref().and_then(|c| c.bucket_of(&req));
+                let result = match &cors {
+                    Some(c) if method == http::Method::OPTIONS => {
+                        if let Ok(mut info) = slot.0.lock() {
+                            info.operation = "PreflightRequest".to_owned();
+                            info.bucket.clone_from(&named);
+                        }
+                        let (status, headers, body) = c.gateway.preflight(named.as_deref(), req.headers()).await;
+                        let mut resp = Response::new(Body::from(Bytes::from(body)));
+                        *resp.status_mut() = status;
+                        *resp.headers_mut() = headers;
+                        Ok(resp)
+                    }
+                    _ => inner.call(req).await,
+                };
                 metrics.in_flight().dec();
                 drop(in_flight);
                 let mut resp = result?;
@@ -207,6 +281,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 if close {
                     resp.headers_mut()
                         .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                if let (Some(c), Some(origin), Some(bucket)) = (&cors, &origin, &named) {
+                    if method != http::Method::OPTIONS {
+                        c.gateway.decorate(bucket, origin, &method, resp.headers_mut()).await;
+                    }
                 }
 
                 let info = slot.0.lock().map(|i| i.clone()).unwrap_or_default();

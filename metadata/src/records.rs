@@ -78,6 +78,52 @@ pub struct BucketRecord {
     /// Lifecycle rules (PutBucketLifecycleConfiguration), applied by the lifecycle worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifecycle: Vec<LifecycleRule>,
+    /// The bucket policy document as PutBucketPolicy stored it (validated JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// PutPublicAccessBlock's settings; `None` when never set or deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_access_block: Option<PublicAccessBlock>,
+    /// CORS rules (PutBucketCors), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cors: Vec<CorsRule>,
+}
+
+/// One CORS rule of a bucket, as PutBucketCors validated it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorsRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Origins, each with at most one `*`.
+    pub allowed_origins: Vec<String>,
+    /// Of GET, PUT, HEAD, POST, DELETE.
+    pub allowed_methods: Vec<String>,
+    /// Request headers a preflight may ask for, each with at most one `*`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_headers: Vec<String>,
+    /// Response headers scripts may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expose_headers: Vec<String>,
+    /// How long a browser may cache the preflight's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_secs: Option<i32>,
+}
+
+/// The bucket-level public access block (S3's four switches).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicAccessBlock {
+    /// PUTs of public ACLs are refused.
+    #[serde(default)]
+    pub block_public_acls: bool,
+    /// Public ACLs are ignored when access is decided.
+    #[serde(default)]
+    pub ignore_public_acls: bool,
+    /// PutBucketPolicy of a public policy is refused.
+    #[serde(default)]
+    pub block_public_policy: bool,
+    /// While the policy is public, it grants nothing to anonymous callers or other domains.
+    #[serde(default)]
+    pub restrict_public_buckets: bool,
 }
 
 /// One lifecycle rule of a bucket, validated as S3 validates it. Days count in lifecycle days

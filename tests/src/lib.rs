@@ -66,6 +66,21 @@ pub mod raw {
             self.w.write_all(head.as_bytes()).unwrap();
         }
 
+        /// Sends an unsigned request (anonymous, as `curl` of an object URL) and reads the answer.
+        pub fn unsigned(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+            let mut head = format!("{method} {path} HTTP/1.1\r\nContent-Length: {}\r\n", body.len());
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+                head.push_str(&format!("Host: {}\r\n", self.host));
+            }
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            self.w.write_all(head.as_bytes()).unwrap();
+            self.w.write_all(body).unwrap();
+            self.answer(method == "HEAD")
+        }
+
         /// Writes raw bytes.
         pub fn send(&mut self, bytes: &[u8]) {
             self.w.write_all(bytes).unwrap();
@@ -109,6 +124,16 @@ pub const ACCESS_KEY: &str = "PENSTOCKTESTKEY";
 pub const SECRET_KEY: &str = "penstock-test-secret-key-0123456789abcdef";
 /// Bearer token of the admin API.
 pub const ADMIN_TOKEN: &str = "penstock-test-admin-token";
+
+/// A user made through the admin CLI, with an S3 client of their keypair.
+pub struct Tenant {
+    /// The user id.
+    pub id: String,
+    /// The keypair's access key.
+    pub ak: String,
+    /// An S3 client signing with the keypair.
+    pub s3: aws_sdk_s3::Client,
+}
 
 /// A running gateway.
 pub struct Gateway {
@@ -278,6 +303,18 @@ impl Gateway {
         let status = out[9..12].parse().unwrap();
         let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
         (status, body)
+    }
+
+    /// A new user of `domain` with role `role` (`user`, `domain-admin`, ...) and a keypair.
+    pub fn tenant(&self, domain: &str, name: &str, role: &str) -> Tenant {
+        let u = self.admin(&["user", "create", "--domain", domain, "--role", role, name]);
+        let field =
+            |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_else(|| panic!("{k} missing in {v}")).to_owned();
+        let id = field(&u, "id");
+        let kp = self.admin(&["keypair", "create", &id]);
+        let ak = field(&kp, "access_key");
+        let s3 = self.client_with(&ak, &field(&kp, "secret_key"));
+        Tenant { id, ak, s3 }
     }
 
     /// The gateway's log so far.

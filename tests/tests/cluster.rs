@@ -606,3 +606,47 @@ async fn lifecycle_rules_apply_once_across_gateways() {
     assert_eq!((v.versions().len(), v.delete_markers().len()), (1, 1), "{v:?}");
     assert_eq!(get(&g[2], "lshared", "keep").await, b"stays");
 }
+
+/// A bucket policy put through one gateway opens the bucket to anonymous reads on every gateway,
+/// and its deletion through another closes it everywhere within the documented bound; CORS rules
+/// put through one gateway answer preflights on all.
+#[tokio::test]
+async fn bucket_policies_and_cors_reach_every_gateway() {
+    use penstock_tests::raw::Conn;
+    let c = Cluster::start(3);
+    let g: Vec<Client> = (0..3).map(|i| c.gw(i).client()).collect();
+    let cl = &c;
+    g[0].create_bucket().bucket("published").send().await.unwrap();
+    put(&g[1], "published", "model.bin", b"weights").await;
+    let policy = r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::published/*"}]}"#;
+    g[2].put_bucket_policy().bucket("published").policy(policy).send().await.unwrap();
+    for (i, gi) in g.iter().enumerate() {
+        within_bound("anonymous GET allowed", || async move {
+            let a = Conn::open(cl.gw(i)).unsigned("GET", "/published/model.bin", &[], b"");
+            a.status == 200 && a.body == b"weights"
+        })
+        .await;
+        let doc = gi.get_bucket_policy().bucket("published").send().await.unwrap();
+        assert_eq!(doc.policy(), Some(policy));
+    }
+    use aws_sdk_s3::types::{CorsConfiguration, CorsRule};
+    let rule = CorsRule::builder().allowed_origins("https://notebook.lab").allowed_methods("GET").build().unwrap();
+    let cors = CorsConfiguration::builder().cors_rules(rule).build().unwrap();
+    g[0].put_bucket_cors().bucket("published").cors_configuration(cors).send().await.unwrap();
+    for i in 0..3 {
+        within_bound("CORS preflight answered", || async move {
+            let h = [("Origin", "https://notebook.lab"), ("Access-Control-Request-Method", "GET")];
+            let a = Conn::open(cl.gw(i)).unsigned("OPTIONS", "/published/model.bin", &h, b"");
+            a.status == 200 && a.header("access-control-allow-origin") == Some("https://notebook.lab")
+        })
+        .await;
+    }
+    g[1].delete_bucket_policy().bucket("published").send().await.unwrap();
+    for i in 0..3 {
+        within_bound("anonymous GET refused", || async move {
+            Conn::open(cl.gw(i)).unsigned("GET", "/published/model.bin", &[], b"").status == 403
+        })
+        .await;
+    }
+}

@@ -4,26 +4,15 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
-use penstock_tests::{keys, Gateway};
+use penstock_tests::{keys, Gateway, Tenant};
 use serde_json::Value;
-
-struct Tenant {
-    id: String,
-    ak: String,
-    s3: Client,
-}
 
 fn s(v: &Value, k: &str) -> String {
     v[k].as_str().unwrap_or_else(|| panic!("{k} missing in {v}")).to_owned()
 }
 
 fn user(gw: &Gateway, domain: &str, name: &str, role: &str) -> Tenant {
-    let u = gw.admin(&["user", "create", "--domain", domain, "--role", role, name]);
-    let id = s(&u, "id");
-    let kp = gw.admin(&["keypair", "create", &id]);
-    let ak = s(&kp, "access_key");
-    let s3 = gw.client_with(&ak, &s(&kp, "secret_key"));
-    Tenant { id, ak, s3 }
+    gw.tenant(domain, name, role)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

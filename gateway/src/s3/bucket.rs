@@ -78,6 +78,9 @@ impl Gateway {
             grants: Default::default(),
             versioning: None,
             lifecycle: Vec::new(),
+            policy: None,
+            public_access_block: None,
+            cors: Vec::new(),
         };
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.

@@ -8,7 +8,7 @@ use s3s::{S3Error, S3ErrorCode};
 use penstock_backends::{BackendError, KeyError, QuotaScope};
 use penstock_metadata::MetaError;
 
-fn custom(code: &'static str, status: StatusCode, msg: impl Into<String>) -> S3Error {
+pub(crate) fn custom(code: &'static str, status: StatusCode, msg: impl Into<String>) -> S3Error {
     let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), msg.into());
     e.set_status_code(status);
     e

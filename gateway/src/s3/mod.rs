@@ -9,6 +9,7 @@ pub(crate) mod body_digest;
 pub(crate) mod bucket;
 mod checksum;
 mod copy;
+mod cors;
 mod delete;
 mod error;
 mod get;
@@ -20,10 +21,12 @@ mod locks;
 mod multipart;
 mod object;
 pub(crate) mod ops;
+mod policy;
 mod put;
 mod quota;
 mod range;
 mod rdma;
+mod sharing;
 mod tagging;
 mod version_list;
 mod versioning;
@@ -54,6 +57,7 @@ pub(crate) use object::{parse_http_date, parse_key, validate_tags, Conditions};
 pub(crate) use range::ignored as range_ignored;
 pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
+pub(crate) use sharing::RequestFacts;
 
 pub(crate) use error::{internal, meta_err, presigned_too_long};
 
@@ -73,6 +77,10 @@ pub struct Gateway {
     pub(crate) default_volume: String,
     durable: bool,
     region: String,
+    /// The domain whose buckets unsigned requests address.
+    pub(crate) anonymous_domain: String,
+    /// Whether the S3 listener speaks TLS (`aws:SecureTransport`).
+    secure: bool,
     locks: locks::KeyLocks,
     quota_locks: Arc<locks::KeyLocks>,
     /// Orders CompleteMultipartUpload and AbortMultipartUpload of one upload, so exactly one of
@@ -144,6 +152,8 @@ impl Gateway {
             default_volume: cfg.default_volume.clone(),
             durable: cfg.fsync,
             region: cfg.region.clone(),
+            anonymous_domain: cfg.anonymous_domain.clone(),
+            secure: cfg.tls_cert.is_some() && cfg.tls_key.is_some(),
             locks: locks::KeyLocks::new(),
             quota_locks: Arc::new(locks::KeyLocks::new()),
             upload_locks: locks::KeyLocks::new(),
@@ -259,7 +269,12 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     // The route re-dispatches through the service it is part of.
     let _ = itself.set(service.clone());
     let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
-    Observed::new(service, metrics, auth)
+    let domains = cfg
+        .virtual_host_domains
+        .iter()
+        .map(|d| d.to_ascii_lowercase())
+        .collect();
+    Observed::new(service, metrics, auth).with_cors(gateway, domains)
 }
 
 /// Virtual-hosted-style addressing: `<bucket>.<domain>` for a configured domain; any other Host

@@ -75,6 +75,17 @@ operations! {
     PutBucketAcl => put_bucket_acl(PutBucketAclInput) -> PutBucketAclOutput, wd;
     GetBucketOwnershipControls => get_bucket_ownership_controls(GetBucketOwnershipControlsInput)
         -> GetBucketOwnershipControlsOutput, ro;
+    GetBucketPolicy => get_bucket_policy(GetBucketPolicyInput) -> GetBucketPolicyOutput, ro;
+    PutBucketPolicy => put_bucket_policy(PutBucketPolicyInput) -> PutBucketPolicyOutput, wd;
+    DeleteBucketPolicy => delete_bucket_policy(DeleteBucketPolicyInput) -> DeleteBucketPolicyOutput, wd;
+    GetBucketPolicyStatus => get_bucket_policy_status(GetBucketPolicyStatusInput) -> GetBucketPolicyStatusOutput, ro;
+    GetPublicAccessBlock => get_public_access_block(GetPublicAccessBlockInput) -> GetPublicAccessBlockOutput, ro;
+    PutPublicAccessBlock => put_public_access_block(PutPublicAccessBlockInput) -> PutPublicAccessBlockOutput, wd;
+    DeletePublicAccessBlock => delete_public_access_block(DeletePublicAccessBlockInput)
+        -> DeletePublicAccessBlockOutput, wd;
+    GetBucketCors => get_bucket_cors(GetBucketCorsInput) -> GetBucketCorsOutput, ro;
+    PutBucketCors => put_bucket_cors(PutBucketCorsInput) -> PutBucketCorsOutput, wd;
+    DeleteBucketCors => delete_bucket_cors(DeleteBucketCorsInput) -> DeleteBucketCorsOutput, wd;
     GetObjectAcl => get_object_acl(GetObjectAclInput) -> GetObjectAclOutput, ro;
     PutObjectAcl => put_object_acl(PutObjectAclInput) -> PutObjectAclOutput, rw;
     PutObject => put_object(PutObjectInput) -> PutObjectOutput, rw;
@@ -112,7 +123,9 @@ mod tests {
         assert_eq!(required("DeleteObjects"), Need::Folder(Perm::Wd));
         assert_eq!(required("PutBucketAcl"), Need::Folder(Perm::Wd));
         assert_eq!(required("ListBuckets"), Need::Authenticated);
-        assert_eq!(required("PutBucketPolicy"), Need::Unsupported);
+        assert_eq!(required("PutBucketPolicy"), Need::Folder(Perm::Wd));
+        assert_eq!(required("PutBucketCors"), Need::Folder(Perm::Wd));
+        assert_eq!(required("PutObjectLockConfiguration"), Need::Unsupported);
         assert!(ALL.iter().all(|(op, _)| required(op) != Need::Unsupported));
     }
 

@@ -109,6 +109,9 @@ fn bucket_names_are_unique_and_delete_clears_folder() {
         grants: Default::default(),
         versioning: None,
         lifecycle: Vec::new(),
+        policy: None,
+        public_access_block: None,
+        cors: Vec::new(),
     };
     assert!(s.create_bucket(&b).unwrap());
     assert!(!s.create_bucket(&b).unwrap());

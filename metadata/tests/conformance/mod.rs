@@ -57,6 +57,9 @@ fn bucket(domain: &str, name: &str) -> BucketRecord {
         grants: Default::default(),
         versioning: None,
         lifecycle: Vec::new(),
+        policy: None,
+        public_access_block: None,
+        cors: Vec::new(),
     }
 }
 

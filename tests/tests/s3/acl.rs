@@ -119,7 +119,7 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     let rules = oc.ownership_controls().expect("controls").rules();
     assert_eq!(rules[0].object_ownership(), &ObjectOwnership::BucketOwnerEnforced);
 
-    let e = c.get_bucket_policy().bucket("acl").send().await.unwrap_err();
+    let e = c.get_object_lock_configuration().bucket("acl").send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
     let e = c.get_bucket_acl().bucket("nosuchbucket").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");

@@ -1,0 +1,331 @@
+use super::*;
+
+fn keys(pairs: &[(&str, &str)]) -> HashMap<String, Vec<String>> {
+    pairs
+        .iter()
+        .map(|(k, v)| (key_name(k), vec![(*v).to_owned()]))
+        .collect()
+}
+
+fn decide(p: &Policy, who: &[String], action: &str, resource: &str, k: &HashMap<String, Vec<String>>) -> Decision {
+    p.evaluate(&Ctx {
+        principal: who,
+        action,
+        resource,
+        keys: k,
+    })
+}
+
+fn alice() -> Vec<String> {
+    principal_names("lab", "alice", &uuid::Uuid::from_u128(0xa11ce))
+}
+
+const PUBLIC_READ: &str = r#"{
+  "Version": "2012-10-17",
+  "Statement": [{"Sid": "PublicRead", "Effect": "Allow", "Principal": "*",
+                 "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::data/*"}]
+}"#;
+
+#[test]
+fn public_read_allows_objects_to_anyone_and_nothing_else() {
+    let p = Policy::parse(PUBLIC_READ, "data").unwrap();
+    let none = HashMap::new();
+    assert_eq!(
+        decide(&p, &[], "s3:GetObject", "arn:aws:s3:::data/a/b.bin", &none),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, &alice(), "s3:GetObject", "arn:aws:s3:::data/x", &none),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, &[], "s3:PutObject", "arn:aws:s3:::data/x", &none),
+        Decision::Silent
+    );
+    assert_eq!(
+        decide(&p, &[], "s3:ListBucket", "arn:aws:s3:::data", &none),
+        Decision::Silent
+    );
+    assert!(p.is_public());
+}
+
+#[test]
+fn deny_wins_and_principals_match_by_arn_account_or_id() {
+    let p = Policy::parse(
+        r#"{"Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::lab:root"}, "Action": "s3:*", "Resource": ["arn:aws:s3:::data", "arn:aws:s3:::data/*"]},
+            {"Effect": "Deny", "Principal": {"AWS": ["arn:aws:iam::lab:user/alice"]}, "Action": "s3:Delete*", "Resource": "arn:aws:s3:::data/*"}
+        ]}"#,
+        "data",
+    )
+    .unwrap();
+    let none = HashMap::new();
+    let bob = principal_names("lab", "bob", &uuid::Uuid::from_u128(0xb0b));
+    let eve = principal_names("other", "eve", &uuid::Uuid::from_u128(0xe7e));
+    assert_eq!(
+        decide(&p, &alice(), "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, &alice(), "s3:DeleteObject", "arn:aws:s3:::data/k", &none),
+        Decision::Deny
+    );
+    assert_eq!(
+        decide(&p, &bob, "s3:DeleteObject", "arn:aws:s3:::data/k", &none),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, &eve, "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+    assert_eq!(
+        decide(&p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+    assert!(!p.is_public());
+    let by_id = format!(
+        r#"{{"Statement": {{"Effect": "Allow", "Principal": {{"CanonicalUser": "{}"}}, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*"}}}}"#,
+        uuid::Uuid::from_u128(0xb0b).simple()
+    );
+    let p = Policy::parse(&by_id, "data").unwrap();
+    assert_eq!(
+        decide(&p, &bob, "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, &alice(), "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+}
+
+#[test]
+fn not_action_not_resource_and_not_principal_invert_their_match() {
+    let p = Policy::parse(
+        r#"{"Statement": [{"Effect": "Deny", "NotPrincipal": {"AWS": "arn:aws:iam::lab:user/alice"},
+            "NotAction": ["s3:GetObject", "s3:ListBucket"], "NotResource": "arn:aws:s3:::data/public/*"}]}"#,
+        "data",
+    )
+    .unwrap();
+    let none = HashMap::new();
+    assert_eq!(
+        decide(&p, &[], "s3:PutObject", "arn:aws:s3:::data/k", &none),
+        Decision::Deny
+    );
+    assert_eq!(
+        decide(&p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+    assert_eq!(
+        decide(&p, &[], "s3:PutObject", "arn:aws:s3:::data/public/k", &none),
+        Decision::Silent
+    );
+    assert_eq!(
+        decide(&p, &alice(), "s3:PutObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+    assert!(!p.is_public(), "a Deny publishes nothing");
+}
+
+fn with_condition(cond: &str) -> Policy {
+    let text = format!(
+        r#"{{"Statement": [{{"Effect": "Allow", "Principal": "*", "Action": ["s3:GetObject", "s3:ListBucket"],
+            "Resource": ["arn:aws:s3:::data", "arn:aws:s3:::data/*"], "Condition": {cond}}}]}}"#
+    );
+    Policy::parse(&text, "data").unwrap_or_else(|e| panic!("{cond}: {e}"))
+}
+
+fn allowed(p: &Policy, k: &[(&str, &str)]) -> bool {
+    decide(p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &keys(k)) == Decision::Allow
+}
+
+#[test]
+fn source_ip_conditions_and_their_public_status() {
+    let p = with_condition(r#"{"IpAddress": {"aws:SourceIp": ["10.1.0.0/16", "2001:db8::/32"]}}"#);
+    assert!(allowed(&p, &[("aws:SourceIp", "10.1.2.3")]));
+    assert!(allowed(&p, &[("aws:SourceIp", "2001:db8::1")]));
+    assert!(
+        allowed(&p, &[("aws:SourceIp", "::ffff:10.1.9.9")]),
+        "v4-mapped v6 peers"
+    );
+    assert!(!allowed(&p, &[("aws:SourceIp", "10.2.0.1")]));
+    assert!(!allowed(&p, &[]), "an absent key fails a positive operator");
+    assert!(!p.is_public(), "a fixed source network is not public");
+    let p = with_condition(r#"{"NotIpAddress": {"aws:SourceIp": "192.168.0.0/24"}}"#);
+    assert!(allowed(&p, &[("aws:SourceIp", "10.0.0.1")]));
+    assert!(!allowed(&p, &[("aws:SourceIp", "192.168.0.7")]));
+    assert!(p.is_public());
+    let p = with_condition(r#"{"IpAddress": {"aws:SourceIp": "0.0.0.0/0"}}"#);
+    assert!(p.is_public(), "all of IPv4 is everyone");
+}
+
+#[test]
+fn string_numeric_date_bool_null_and_if_exists() {
+    let p = with_condition(r#"{"StringLike": {"s3:prefix": ["home/${x}", "pub/*"]}}"#);
+    assert!(allowed(&p, &[("s3:prefix", "pub/data")]));
+    assert!(!allowed(&p, &[("s3:prefix", "priv/data")]));
+    let p = with_condition(r#"{"StringNotEquals": {"s3:delimiter": "/"}}"#);
+    assert!(allowed(&p, &[]), "a negated operator passes on an absent key");
+    assert!(!allowed(&p, &[("s3:delimiter", "/")]));
+    let p = with_condition(r#"{"StringEqualsIgnoreCase": {"aws:UserAgent": "Curl/8.0"}}"#);
+    assert!(allowed(&p, &[("aws:UserAgent", "curl/8.0")]));
+    let p = with_condition(r#"{"NumericLessThanEquals": {"s3:max-keys": 100}}"#);
+    assert!(allowed(&p, &[("s3:max-keys", "100")]));
+    assert!(!allowed(&p, &[("s3:max-keys", "1000")]));
+    assert!(!allowed(&p, &[("s3:max-keys", "lots")]));
+    let p = with_condition(
+        r#"{"DateLessThan": {"aws:CurrentTime": "2030-01-01T00:00:00Z"}, "DateGreaterThan": {"aws:CurrentTime": "2020-01-01"}}"#,
+    );
+    assert!(allowed(&p, &[("aws:CurrentTime", "2026-11-24T10:00:00Z")]));
+    assert!(!allowed(&p, &[("aws:CurrentTime", "2031-01-01T00:00:00.5Z")]));
+    assert!(!allowed(&p, &[("aws:CurrentTime", "2019-12-31T23:59:59+00:00")]));
+    let p = with_condition(r#"{"Bool": {"aws:SecureTransport": "true"}}"#);
+    assert!(allowed(&p, &[("aws:SecureTransport", "true")]));
+    assert!(!allowed(&p, &[("aws:SecureTransport", "false")]));
+    let p = with_condition(r#"{"Null": {"s3:x-amz-acl": "true"}}"#);
+    assert!(allowed(&p, &[]));
+    assert!(!allowed(&p, &[("s3:x-amz-acl", "public-read")]));
+    let p = with_condition(r#"{"StringEqualsIfExists": {"s3:x-amz-acl": "private"}}"#);
+    assert!(allowed(&p, &[]));
+    assert!(allowed(&p, &[("s3:x-amz-acl", "private")]));
+    assert!(!allowed(&p, &[("s3:x-amz-acl", "public-read")]));
+    let p = with_condition(r#"{"StringEquals": {"s3:ExistingObjectTag/Share": "yes"}}"#);
+    assert!(p.reads_object_tags());
+    assert!(allowed(&p, &[("s3:ExistingObjectTag/Share", "yes")]));
+    assert!(
+        !allowed(&p, &[("s3:ExistingObjectTag/share", "yes")]),
+        "tag keys keep their case"
+    );
+    let p = with_condition(r#"{"ForAllValues:StringEquals": {"aws:TagKeys": ["a", "b"]}}"#);
+    let mut k = keys(&[]);
+    k.insert("aws:tagkeys".into(), vec!["a".into(), "b".into()]);
+    assert_eq!(
+        decide(&p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &k),
+        Decision::Allow
+    );
+    k.insert("aws:tagkeys".into(), vec!["a".into(), "c".into()]);
+    assert_eq!(
+        decide(&p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &k),
+        Decision::Silent
+    );
+}
+
+#[test]
+fn malformed_policies_say_why() {
+    let bad = |text: &str, why: &str| {
+        let e = Policy::parse(text, "data").expect_err(text);
+        assert!(e.contains(why), "{text}: {e}");
+    };
+    let stmt = |extra: &str| {
+        format!(
+            r#"{{"Version": "2012-10-17", "Statement": [{{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*"{extra}}}]}}"#
+        )
+    };
+    bad("not json", "invalid Json");
+    bad("[]", "invalid Json");
+    bad(r#"{"Version": "2012-10-17"}"#, "Missing required field Statement");
+    bad(r#"{"Version": "2013-01-01", "Statement": []}"#, "valid version");
+    bad(
+        r#"{"Statement": [{"Principal": "*", "Action": "s3:GetObject", "Resource": "*"}]}"#,
+        "Effect",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Permit", "Principal": "*", "Action": "s3:GetObject", "Resource": "*"}]}"#,
+        "Invalid effect",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}"#,
+        "Principal",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Resource": "*"}]}"#,
+        "Action",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject"}]}"#,
+        "Resource",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:FlyAway", "Resource": "*"}]}"#,
+        "invalid action",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "ec2:RunInstances", "Resource": "*"}]}"#,
+        "invalid action",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::other/*"}]}"#,
+        "invalid resource",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data"}]}"#,
+        "Action does not apply",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::data/*"}]}"#,
+        "Action does not apply",
+    );
+    bad(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": {"Service": "x"}, "Action": "s3:GetObject", "Resource": "*"}]}"#,
+        "Invalid principal",
+    );
+    bad(
+        &stmt(r#", "Condition": {"StringSmells": {"s3:prefix": "x"}}"#),
+        "Invalid Condition type",
+    );
+    bad(
+        &stmt(r#", "Condition": {"NullIfExists": {"s3:prefix": "true"}}"#),
+        "Invalid Condition type",
+    );
+    bad(
+        &stmt(r#", "Condition": {"StringEquals": {"s3:colour": "x"}}"#),
+        "invalid condition key",
+    );
+    bad(
+        &stmt(r#", "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/33"}}"#),
+        "Invalid Condition value",
+    );
+    bad(
+        &stmt(r#", "Condition": {"NumericEquals": {"s3:max-keys": "ten"}}"#),
+        "Invalid Condition value",
+    );
+    bad(
+        &stmt(r#", "Condition": {"DateLessThan": {"aws:CurrentTime": "tomorrow"}}"#),
+        "Invalid Condition value",
+    );
+    bad(&stmt(r#", "Colour": "blue""#), "Unknown field Colour");
+    bad(
+        &format!(r#"{{"Statement": [], "Id": "{}"}}"#, "x".repeat(MAX_POLICY_BYTES)),
+        "no more than",
+    );
+    assert!(Policy::parse(&stmt(""), "data").is_ok());
+    assert!(Policy::parse(&stmt(r#", "Sid": "s1", "Condition": {}"#), "data").is_ok());
+}
+
+#[test]
+fn globs_and_actions() {
+    assert!(glob("*", ""));
+    assert!(glob("a*c", "abbbc"));
+    assert!(glob("a?c", "abc"));
+    assert!(!glob("a?c", "ac"));
+    assert!(glob("data/*/x*", "data/1/2/xyz"));
+    assert!(!glob("data/*", "datax/1"));
+    assert_eq!(action_of("HeadObject", false), "s3:GetObject");
+    assert_eq!(action_of("GetObject", true), "s3:GetObjectVersion");
+    assert_eq!(action_of("ListObjectsV2", false), "s3:ListBucket");
+    assert_eq!(action_of("UploadPart", false), "s3:PutObject");
+    assert_eq!(action_of("DeleteBucketPolicy", false), "s3:DeleteBucketPolicy");
+    let p = Policy::parse(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:Get*", "Resource": "arn:aws:s3:::data*"}]}"#,
+        "data",
+    )
+    .unwrap();
+    let none = HashMap::new();
+    assert_eq!(
+        decide(&p, &[], "s3:GetObjectVersion", "arn:aws:s3:::data/k", &none),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, &[], "s3:GetBucketPolicy", "arn:aws:s3:::data", &none),
+        Decision::Allow
+    );
+}

@@ -1,0 +1,327 @@
+//! Sharing a bucket beyond its tenancy: bucket policies (Put/Get/DeleteBucketPolicy,
+//! GetBucketPolicyStatus), the public access block (Put/Get/DeletePublicAccessBlock) and the
+//! access decision that combines them with the folder permissions (`docs/sharing.md`).
+
+use std::collections::HashMap;
+
+use http::{HeaderMap, StatusCode, Uri};
+use s3s::dto::*;
+use s3s::{s3_error, S3Request, S3Response, S3Result};
+
+use penstock_metadata::{BucketRecord, PublicAccessBlock as Block, Role};
+
+use super::error::custom;
+use super::policy::{action_of, principal_names, Ctx, Decision, Policy};
+use super::{caller, meta_err, Gateway};
+use crate::auth::Caller;
+
+/// What the access check knows of a request, for policy conditions.
+pub(crate) struct RequestFacts<'a> {
+    pub op: &'a str,
+    pub key: Option<&'a str>,
+    pub uri: &'a Uri,
+    pub headers: &'a HeaderMap,
+    pub peer: Option<std::net::IpAddr>,
+}
+
+fn query_pairs(uri: &Uri) -> impl Iterator<Item = (String, String)> + '_ {
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        percent_encoding::percent_decode_str(&s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    uri.query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(move |p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+}
+
+/// Header-borne condition keys of S3, by header name.
+const HEADER_KEYS: &[&str] = &[
+    "x-amz-acl",
+    "x-amz-copy-source",
+    "x-amz-metadata-directive",
+    "x-amz-storage-class",
+    "x-amz-content-sha256",
+    "x-amz-grant-full-control",
+    "x-amz-grant-read",
+    "x-amz-grant-read-acp",
+    "x-amz-grant-write",
+    "x-amz-grant-write-acp",
+];
+
+impl Gateway {
+    /// The condition keys of a request, lower-cased.
+    async fn condition_keys(
+        &self,
+        who: &Caller,
+        rec: &BucketRecord,
+        facts: &RequestFacts<'_>,
+        tags: bool,
+    ) -> S3Result<HashMap<String, Vec<String>>> {
+        let mut k: HashMap<String, Vec<String>> = HashMap::new();
+        let mut put = |key: &str, v: String| k.entry(key.to_owned()).or_default().push(v);
+        let now = time::OffsetDateTime::now_utc();
+        put(
+            "aws:currenttime",
+            now.format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+        );
+        put("aws:epochtime", now.unix_timestamp().to_string());
+        put("aws:securetransport", self.secure.to_string());
+        if let Some(ip) = facts.peer {
+            put("aws:sourceip", ip.to_string());
+        }
+        for (key, h) in [("aws:useragent", "user-agent"), ("aws:referer", "referer")] {
+            if let Some(v) = facts.headers.get(h).and_then(|v| v.to_str().ok()) {
+                put(key, v.to_owned());
+            }
+        }
+        if who.is_anonymous() {
+            put("aws:principaltype", "Anonymous".to_owned());
+        } else {
+            put("aws:principaltype", "User".to_owned());
+            put("aws:username", who.user.name.clone());
+            put("aws:userid", who.user.id.simple().to_string());
+        }
+        for (name, v) in query_pairs(facts.uri) {
+            match name.as_str() {
+                "prefix" | "delimiter" | "max-keys" => put(&format!("s3:{name}"), v),
+                "versionId" => put("s3:versionid", v),
+                _ => {}
+            }
+        }
+        for h in HEADER_KEYS {
+            if let Some(v) = facts.headers.get(*h).and_then(|v| v.to_str().ok()) {
+                put(&format!("s3:{h}"), v.to_owned());
+            }
+        }
+        let presigned = facts
+            .uri
+            .query()
+            .is_some_and(|q| q.contains("X-Amz-Signature=") || q.contains("Signature="));
+        let v4 = facts.uri.query().is_some_and(|q| q.contains("X-Amz-Algorithm="))
+            || facts
+                .headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.starts_with("AWS4-"));
+        if !who.is_anonymous() {
+            put(
+                "s3:signatureversion",
+                if v4 { "AWS4-HMAC-SHA256" } else { "AWS" }.to_owned(),
+            );
+            let auth = if facts.op == "PostObject" {
+                "POST"
+            } else if presigned {
+                "REST-QUERY-STRING"
+            } else {
+                "REST-HEADER"
+            };
+            put("s3:authtype", auth.to_owned());
+        }
+        if let Some(t) = facts.headers.get("x-amz-tagging").and_then(|v| v.to_str().ok()) {
+            let uri: Uri = format!("/?{t}").parse().unwrap_or_default();
+            for (tk, tv) in query_pairs(&uri) {
+                put(&format!("s3:requestobjecttag/{tk}"), tv);
+            }
+        }
+        if tags {
+            if let Some(key) = facts.key {
+                let found = self.meta.object(rec.folder_id, key).await.map_err(meta_err)?;
+                for (tk, tv) in found.map(|r| r.tags).unwrap_or_default() {
+                    put(&format!("s3:existingobjecttag/{tk}"), tv);
+                }
+            }
+        }
+        Ok(k)
+    }
+
+    /// Whether `who` may run the request on bucket `rec`, `tenancy` being what the folder
+    /// permissions say: a policy's explicit Deny refuses (except to administrators, and except a
+    /// holder of `wd` managing the policy itself, so no owner locks themself out); its Allow
+    /// admits callers tenancy would not, unless the public access block restricts a public
+    /// policy to the bucket's own domain.
+    pub(crate) async fn permits(
+        &self,
+        who: &Caller,
+        rec: &BucketRecord,
+        tenancy: bool,
+        facts: &RequestFacts<'_>,
+    ) -> S3Result<bool> {
+        let admin =
+            who.user.role == Role::Superadmin || (who.user.role == Role::DomainAdmin && who.user.domain == rec.domain);
+        let Some(text) = rec.policy.as_deref().filter(|_| !admin) else {
+            return Ok(tenancy);
+        };
+        let policy = match Policy::parse(text, &rec.name) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(bucket = %rec.name, error = %e, "stored bucket policy does not parse; ignored");
+                return Ok(tenancy);
+            }
+        };
+        let keys = self.condition_keys(who, rec, facts, policy.reads_object_tags()).await?;
+        let principal = if who.is_anonymous() {
+            Vec::new()
+        } else {
+            principal_names(&who.user.domain, &who.user.name, &who.user.id)
+        };
+        let versioned = query_pairs(facts.uri).any(|(k, _)| k == "versionId");
+        let resource = match facts.key {
+            Some(k) => format!("arn:aws:s3:::{}/{k}", rec.name),
+            None => format!("arn:aws:s3:::{}", rec.name),
+        };
+        let decision = policy.evaluate(&Ctx {
+            principal: &principal,
+            action: &action_of(facts.op, versioned),
+            resource: &resource,
+            keys: &keys,
+        });
+        Ok(match decision {
+            Decision::Deny => {
+                tenancy
+                    && matches!(facts.op, "GetBucketPolicy" | "PutBucketPolicy" | "DeleteBucketPolicy")
+                    && who.may(rec, penstock_metadata::Perm::Wd)
+            }
+            Decision::Allow => {
+                let restricted =
+                    rec.public_access_block.is_some_and(|b| b.restrict_public_buckets) && policy.is_public();
+                tenancy || !restricted || (!who.is_anonymous() && who.user.domain == rec.domain)
+            }
+            Decision::Silent => tenancy,
+        })
+    }
+
+    /// PutBucketPolicy: validated as S3 validates it, refused when the public access block
+    /// blocks public policies and this one is public.
+    pub(crate) async fn put_bucket_policy(
+        &self,
+        req: S3Request<PutBucketPolicyInput>,
+    ) -> S3Result<S3Response<PutBucketPolicyOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        let policy = Policy::parse(&i.policy, &b.rec.name).map_err(|why| s3_error!(MalformedPolicy, "{why}"))?;
+        if b.rec.public_access_block.is_some_and(|p| p.block_public_policy) && policy.is_public() {
+            return Err(s3_error!(
+                AccessDenied,
+                "Access Denied: the public access block of this bucket blocks public policies"
+            ));
+        }
+        let text = i.policy.clone();
+        self.update_bucket(&b.rec, move |r| r.policy = Some(text.clone()))
+            .await?;
+        Ok(S3Response::with_status(
+            PutBucketPolicyOutput::default(),
+            StatusCode::NO_CONTENT,
+        ))
+    }
+
+    /// GetBucketPolicy: the document as it was put.
+    pub(crate) async fn get_bucket_policy(
+        &self,
+        req: S3Request<GetBucketPolicyInput>,
+    ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let policy = b
+            .rec
+            .policy
+            .ok_or_else(|| s3_error!(NoSuchBucketPolicy, "The bucket policy does not exist"))?;
+        Ok(S3Response::new(GetBucketPolicyOutput { policy: Some(policy) }))
+    }
+
+    /// DeleteBucketPolicy: 204 whether or not there was one, as S3 answers.
+    pub(crate) async fn delete_bucket_policy(
+        &self,
+        req: S3Request<DeleteBucketPolicyInput>,
+    ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        if b.rec.policy.is_some() {
+            self.update_bucket(&b.rec, |r| r.policy = None).await?;
+        }
+        Ok(S3Response::with_status(
+            DeleteBucketPolicyOutput::default(),
+            StatusCode::NO_CONTENT,
+        ))
+    }
+
+    /// GetBucketPolicyStatus: whether the policy makes the bucket public.
+    pub(crate) async fn get_bucket_policy_status(
+        &self,
+        req: S3Request<GetBucketPolicyStatusInput>,
+    ) -> S3Result<S3Response<GetBucketPolicyStatusOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let text = b
+            .rec
+            .policy
+            .ok_or_else(|| s3_error!(NoSuchBucketPolicy, "The bucket policy does not exist"))?;
+        let public = Policy::parse(&text, &b.rec.name).is_ok_and(|p| p.is_public());
+        Ok(S3Response::new(GetBucketPolicyStatusOutput {
+            policy_status: Some(PolicyStatus {
+                is_public: Some(public),
+            }),
+        }))
+    }
+
+    /// PutPublicAccessBlock: the four switches (absent ones are off).
+    pub(crate) async fn put_public_access_block(
+        &self,
+        req: S3Request<PutPublicAccessBlockInput>,
+    ) -> S3Result<S3Response<PutPublicAccessBlockOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        let c = &i.public_access_block_configuration;
+        let block = Block {
+            block_public_acls: c.block_public_acls.unwrap_or(false),
+            ignore_public_acls: c.ignore_public_acls.unwrap_or(false),
+            block_public_policy: c.block_public_policy.unwrap_or(false),
+            restrict_public_buckets: c.restrict_public_buckets.unwrap_or(false),
+        };
+        self.update_bucket(&b.rec, move |r| r.public_access_block = Some(block))
+            .await?;
+        Ok(S3Response::new(PutPublicAccessBlockOutput::default()))
+    }
+
+    /// GetPublicAccessBlock.
+    pub(crate) async fn get_public_access_block(
+        &self,
+        req: S3Request<GetPublicAccessBlockInput>,
+    ) -> S3Result<S3Response<GetPublicAccessBlockOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let block = b.rec.public_access_block.ok_or_else(|| {
+            custom(
+                "NoSuchPublicAccessBlockConfiguration",
+                StatusCode::NOT_FOUND,
+                "The public access block configuration was not found",
+            )
+        })?;
+        Ok(S3Response::new(GetPublicAccessBlockOutput {
+            public_access_block_configuration: Some(PublicAccessBlockConfiguration {
+                block_public_acls: Some(block.block_public_acls),
+                ignore_public_acls: Some(block.ignore_public_acls),
+                block_public_policy: Some(block.block_public_policy),
+                restrict_public_buckets: Some(block.restrict_public_buckets),
+            }),
+        }))
+    }
+
+    /// DeletePublicAccessBlock: 204 whether or not there was one.
+    pub(crate) async fn delete_public_access_block(
+        &self,
+        req: S3Request<DeletePublicAccessBlockInput>,
+    ) -> S3Result<S3Response<DeletePublicAccessBlockOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        if b.rec.public_access_block.is_some() {
+            self.update_bucket(&b.rec, |r| r.public_access_block = None).await?;
+        }
+        Ok(S3Response::with_status(
+            DeletePublicAccessBlockOutput::default(),
+            StatusCode::NO_CONTENT,
+        ))
+    }
+}

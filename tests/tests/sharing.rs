@@ -1,0 +1,274 @@
+//! Sharing beyond tenancy: bucket policies (anonymous and cross-user access, explicit denies,
+//! conditions), policy status and the public access block, through aws-sdk-s3 and unsigned HTTP.
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::PublicAccessBlockConfiguration;
+use aws_sdk_s3::Client;
+use penstock_tests::raw::{Answer, Conn};
+use penstock_tests::s3::{code, mkbucket, status};
+use penstock_tests::{get, put, Gateway};
+
+fn anon(gw: &Gateway, method: &str, path: &str) -> Answer {
+    Conn::open(gw).unsigned(method, path, &[], b"")
+}
+
+fn anon_put(gw: &Gateway, path: &str, body: &[u8]) -> Answer {
+    Conn::open(gw).unsigned("PUT", path, &[], body)
+}
+
+/// The S3 error code in an XML error body.
+fn xml_code(a: &Answer) -> String {
+    let b = String::from_utf8_lossy(&a.body);
+    b.split("<Code>").nth(1).and_then(|r| r.split("</Code>").next()).unwrap_or_default().to_owned()
+}
+
+async fn set_policy(c: &Client, bucket: &str, policy: &str) {
+    c.put_bucket_policy().bucket(bucket).policy(policy).send().await.unwrap();
+}
+
+fn public_read(bucket: &str, prefix: &str) -> String {
+    format!(
+        r#"{{"Version": "2012-10-17", "Statement": [{{"Sid": "PublicRead", "Effect": "Allow", "Principal": "*",
+            "Action": "s3:GetObject", "Resource": "arn:aws:s3:::{bucket}/{prefix}*"}}]}}"#
+    )
+}
+
+#[tokio::test]
+async fn public_read_policy_serves_anonymous_gets_and_nothing_more() {
+    let (gw, c) = Gateway::with_bucket("pub").await;
+    put(&c, "pub", "models/m.bin", b"weights").await;
+    put(&c, "pub", "private/p", b"secret").await;
+    let a = anon(&gw, "GET", "/pub/models/m.bin");
+    assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "no policy, no anonymous access");
+    assert!(a.header("x-amz-request-id").is_some());
+    let e = c.get_bucket_policy().bucket("pub").send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("NoSuchBucketPolicy", 404));
+
+    let doc = public_read("pub", "models/");
+    set_policy(&c, "pub", &doc).await;
+    assert_eq!(c.get_bucket_policy().bucket("pub").send().await.unwrap().policy(), Some(doc.as_str()));
+    let st = c.get_bucket_policy_status().bucket("pub").send().await.unwrap();
+    assert_eq!(st.policy_status().and_then(|s| s.is_public()), Some(true));
+
+    let a = anon(&gw, "GET", "/pub/models/m.bin");
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"weights"[..]));
+    assert_eq!(anon(&gw, "HEAD", "/pub/models/m.bin").status, 200);
+    // Virtual-hosted, as `curl http://pub.localhost:PORT/models/m.bin` sends it.
+    let port = gw.endpoint.rsplit(':').next().unwrap().to_owned();
+    let host = format!("pub.localhost:{port}");
+    let a = Conn::open(&gw).unsigned("GET", "/models/m.bin", &[("Host", &host)], b"");
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    for (method, path) in
+        [("GET", "/pub/private/p"), ("GET", "/pub?list-type=2"), ("GET", "/"), ("DELETE", "/pub/models/m.bin")]
+    {
+        let a = anon(&gw, method, path);
+        assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "{method} {path}");
+    }
+    let a = anon_put(&gw, "/pub/models/evil", b"x");
+    assert_eq!(a.status, 403);
+    assert_eq!(get(&c, "pub", "models/m.bin").await, b"weights", "refused requests changed nothing");
+    assert!(c.head_object().bucket("pub").key("models/evil").send().await.is_err());
+
+    c.delete_bucket_policy().bucket("pub").send().await.unwrap();
+    assert_eq!(anon(&gw, "GET", "/pub/models/m.bin").status, 403, "deleting the policy ends public access");
+    c.delete_bucket_policy().bucket("pub").send().await.expect("deleting no policy succeeds, as on S3");
+}
+
+#[tokio::test]
+async fn malformed_policies_are_refused_and_change_nothing() {
+    let (_gw, c) = Gateway::with_bucket("mal").await;
+    let good = public_read("mal", "");
+    set_policy(&c, "mal", &good).await;
+    let cases = [
+        ("{not json", "invalid Json"),
+        (
+            r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::other/*"}]}"#,
+            "invalid resource",
+        ),
+        (
+            r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:Teleport", "Resource": "arn:aws:s3:::mal/*"}]}"#,
+            "invalid action",
+        ),
+        (
+            r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::mal"}]}"#,
+            "Action does not apply",
+        ),
+        (
+            r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::mal/*",
+            "Condition": {"IpAddress": {"aws:SourceIp": "300.1.1.1"}}}]}"#,
+            "Invalid Condition value",
+        ),
+    ];
+    for (doc, why) in cases {
+        let e = c.put_bucket_policy().bucket("mal").policy(doc).send().await.unwrap_err();
+        assert_eq!((code(&e).as_str(), status(&e)), ("MalformedPolicy", 400), "{doc}");
+        let msg = e.as_service_error().and_then(|s| s.meta().message()).unwrap_or_default().to_owned();
+        assert!(msg.contains(why), "{doc}: {msg}");
+    }
+    let kept = c.get_bucket_policy().bucket("mal").send().await.unwrap();
+    assert_eq!(kept.policy(), Some(good.as_str()), "a refused policy leaves the old one");
+}
+
+#[tokio::test]
+async fn an_explicit_deny_beats_folder_permissions_but_never_locks_out_the_policy() {
+    let (gw, c) = Gateway::with_bucket("keep").await;
+    let bob = gw.tenant("default", "bob", "user");
+    mkbucket(&bob.s3, "bobs").await;
+    put(&bob.s3, "bobs", "k", b"v").await;
+    let deny_all = r#"{"Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": ["arn:aws:s3:::bobs", "arn:aws:s3:::bobs/*"]}]}"#;
+    set_policy(&bob.s3, "bobs", deny_all).await;
+    let e = bob.s3.get_object().bucket("bobs").key("k").send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403), "the owner is denied too");
+    let e = bob.s3.delete_object().bucket("bobs").key("k").send().await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    // The superadmin is not bound by tenant policies, and the owner can still remove the policy.
+    assert_eq!(get(&c, "bobs", "k").await, b"v");
+    bob.s3.get_bucket_policy().bucket("bobs").send().await.expect("the owner reads a policy that denies everything");
+    bob.s3.delete_bucket_policy().bucket("bobs").send().await.unwrap();
+    assert_eq!(get(&bob.s3, "bobs", "k").await, b"v");
+}
+
+#[tokio::test]
+async fn a_policy_grants_a_user_of_the_domain_what_the_folder_does_not() {
+    let (gw, c) = Gateway::with_bucket("shared").await;
+    put(&c, "shared", "ds/a.csv", b"1,2,3").await;
+    let bob = gw.tenant("default", "bob", "user");
+    let carol = gw.tenant("default", "carol", "user");
+    gw.admin(&["domain", "create", "other"]);
+    let eve = gw.tenant("other", "eve", "user");
+    let e = bob.s3.get_object().bucket("shared").key("ds/a.csv").send().await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    let doc = r#"{"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::default:user/bob"]}, "Action": ["s3:GetObject", "s3:ListBucket"],
+         "Resource": ["arn:aws:s3:::shared", "arn:aws:s3:::shared/ds/*"]}]}"#;
+    set_policy(&c, "shared", doc).await;
+    let st = c.get_bucket_policy_status().bucket("shared").send().await.unwrap();
+    assert_eq!(st.policy_status().and_then(|s| s.is_public()), Some(false));
+    assert_eq!(get(&bob.s3, "shared", "ds/a.csv").await, b"1,2,3");
+    let listed = bob.s3.list_objects_v2().bucket("shared").send().await.unwrap();
+    assert_eq!(listed.key_count(), Some(1));
+    let e = bob
+        .s3
+        .put_object()
+        .bucket("shared")
+        .key("ds/b.csv")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 403, "the policy grants reads only");
+    let e = carol.s3.get_object().bucket("shared").key("ds/a.csv").send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "another user of the domain gets nothing");
+    let e = eve.s3.get_object().bucket("shared").key("ds/a.csv").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket", "bucket names are per domain: another domain never reaches it");
+}
+
+#[tokio::test]
+async fn conditions_on_source_address_and_list_prefix() {
+    let (gw, c) = Gateway::with_bucket("cond").await;
+    put(&c, "cond", "pub/x", b"x").await;
+    let doc = r#"{"Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::cond",
+         "Condition": {"StringEquals": {"s3:prefix": "pub/"}}},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::cond/*",
+         "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}]}"#;
+    set_policy(&c, "cond", doc).await;
+    let a = anon(&gw, "GET", "/cond?list-type=2&prefix=pub%2F");
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert!(String::from_utf8_lossy(&a.body).contains("<Key>pub/x</Key>"));
+    assert_eq!(anon(&gw, "GET", "/cond?list-type=2").status, 403, "no prefix, no listing");
+    assert_eq!(anon(&gw, "GET", "/cond?list-type=2&prefix=other").status, 403);
+    assert_eq!(anon(&gw, "GET", "/cond/pub/x").status, 403, "127.0.0.1 is not in 10.0.0.0/8");
+    set_policy(&c, "cond", &doc.replace("10.0.0.0/8", "127.0.0.0/8")).await;
+    assert_eq!(anon(&gw, "GET", "/cond/pub/x").status, 200);
+}
+
+#[tokio::test]
+async fn the_public_access_block_blocks_and_restricts_public_policies() {
+    let (gw, c) = Gateway::with_bucket("blk").await;
+    put(&c, "blk", "o", b"o").await;
+    let e = c.get_public_access_block().bucket("blk").send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("NoSuchPublicAccessBlockConfiguration", 404));
+    let cfg = |block_policy: bool, restrict: bool| {
+        PublicAccessBlockConfiguration::builder()
+            .block_public_acls(true)
+            .ignore_public_acls(true)
+            .block_public_policy(block_policy)
+            .restrict_public_buckets(restrict)
+            .build()
+    };
+    c.put_public_access_block().bucket("blk").public_access_block_configuration(cfg(true, false)).send().await.unwrap();
+    let got = c.get_public_access_block().bucket("blk").send().await.unwrap();
+    let got = got.public_access_block_configuration().unwrap();
+    assert_eq!(
+        (got.block_public_acls(), got.block_public_policy(), got.restrict_public_buckets()),
+        (Some(true), Some(true), Some(false))
+    );
+    let e = c.put_bucket_policy().bucket("blk").policy(public_read("blk", "")).send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "a public policy is blocked");
+    let narrow = r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::blk/*",
+        "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.1/32"}}}]}"#;
+    set_policy(&c, "blk", narrow).await;
+    assert_eq!(anon(&gw, "GET", "/blk/o").status, 200, "a policy narrowed to one address is not public");
+
+    c.put_public_access_block().bucket("blk").public_access_block_configuration(cfg(false, true)).send().await.unwrap();
+    set_policy(&c, "blk", &public_read("blk", "")).await;
+    assert_eq!(anon(&gw, "GET", "/blk/o").status, 403, "restricted: a public policy grants no anonymous access");
+    c.delete_public_access_block().bucket("blk").send().await.unwrap();
+    assert_eq!(anon(&gw, "GET", "/blk/o").status, 200);
+    assert!(c.get_public_access_block().bucket("blk").send().await.is_err());
+}
+
+#[tokio::test]
+async fn cors_rules_answer_preflights_and_mark_every_response() {
+    use aws_sdk_s3::types::{CorsConfiguration, CorsRule};
+    let (gw, c) = Gateway::with_bucket("web").await;
+    put(&c, "web", "page.txt", b"hi").await;
+    let pre = |origin: &'static str, method: &'static str| {
+        let h = [
+            ("Origin", origin),
+            ("Access-Control-Request-Method", method),
+            ("Access-Control-Request-Headers", "content-type, x-amz-date"),
+        ];
+        Conn::open(&gw).unsigned("OPTIONS", "/web/page.txt", &h, b"")
+    };
+    let a = pre("https://app.lab", "PUT");
+    assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessForbidden"), "no rules, no CORS");
+    let rule = CorsRule::builder()
+        .allowed_origins("https://*.lab")
+        .allowed_methods("GET")
+        .allowed_methods("PUT")
+        .allowed_headers("*")
+        .expose_headers("ETag")
+        .max_age_seconds(300)
+        .build()
+        .unwrap();
+    let conf = CorsConfiguration::builder().cors_rules(rule).build().unwrap();
+    c.put_bucket_cors().bucket("web").cors_configuration(conf).send().await.unwrap();
+    let a = pre("https://app.lab", "PUT");
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("access-control-allow-origin"), Some("https://app.lab"));
+    assert_eq!(a.header("access-control-allow-headers"), Some("content-type, x-amz-date"));
+    assert_eq!(a.header("access-control-max-age"), Some("300"));
+    assert_eq!(pre("https://app.other", "PUT").status, 403);
+    assert_eq!(pre("https://app.lab", "DELETE").status, 403);
+    let a = Conn::open(&gw).unsigned("OPTIONS", "/web/page.txt", &[("Origin", "https://app.lab")], b"");
+    assert_eq!((a.status, xml_code(&a).as_str()), (400, "BadRequest"), "a preflight names its method");
+
+    // Actual responses, errors included, carry the headers for an allowed origin only.
+    let get =
+        |origin: &'static str, path: &'static str| Conn::open(&gw).unsigned("GET", path, &[("Origin", origin)], b"");
+    let a = get("https://app.lab", "/web/page.txt");
+    assert_eq!(a.status, 403, "anonymous, no policy");
+    assert_eq!(a.header("access-control-allow-origin"), Some("https://app.lab"));
+    assert_eq!(a.header("access-control-expose-headers"), Some("ETag"));
+    assert!(a.header("vary").is_some_and(|v| v.contains("Origin")));
+    let a = get("https://evil.example", "/web/page.txt");
+    assert_eq!(a.header("access-control-allow-origin"), None);
+    let rules = c.get_bucket_cors().bucket("web").send().await.unwrap();
+    assert_eq!(rules.cors_rules()[0].allowed_origins(), ["https://*.lab"]);
+    c.delete_bucket_cors().bucket("web").send().await.unwrap();
+    let e = c.get_bucket_cors().bucket("web").send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("NoSuchCORSConfiguration", 404));
+    assert_eq!(pre("https://app.lab", "PUT").status, 403);
+}
