@@ -117,6 +117,22 @@ grep -q MalformedPolicy "$WORK/err" || fail "no MalformedPolicy: $(cat "$WORK/er
 aws_ s3api delete-bucket-policy --bucket "$B"
 [ "$(curl_status "$url")" = 403 ] || fail "anonymous GET served after delete-bucket-policy"
 
+step "ACLs: cp --acl public-read refused while ACLs are off, served once ownership controls allow them"
+if aws_ s3 cp "$WORK/tree/f2.txt" "s3://$B/public/f2.txt" --acl public-read --only-show-errors 2>"$WORK/err"; then
+  fail "public-read accepted on a bucket with ACLs disabled"
+fi
+grep -q AccessControlListNotSupported "$WORK/err" || fail "no AccessControlListNotSupported: $(cat "$WORK/err")"
+aws_ s3api put-bucket-ownership-controls --bucket "$B" \
+  --ownership-controls 'Rules=[{ObjectOwnership=BucketOwnerPreferred}]'
+aws_ s3 cp "$WORK/tree/f2.txt" "s3://$B/public/f2.txt" --acl public-read --only-show-errors
+[ "$(curl_status "$ENDPOINT/$B/public/f2.txt")" = 200 ] || fail "anonymous curl refused a public-read object"
+cmp -s "$WORK/anon" "$WORK/tree/f2.txt" || fail "anonymous curl got other bytes"
+grantee=$(aws_ s3api get-object-acl --bucket "$B" --key public/f2.txt --query 'Grants[?Grantee.Type==`Group`].Grantee.URI' --output text)
+[ "$grantee" = http://acs.amazonaws.com/groups/global/AllUsers ] || fail "get-object-acl shows '$grantee'"
+aws_ s3api put-object-acl --bucket "$B" --key public/f2.txt --acl private
+[ "$(curl_status "$ENDPOINT/$B/public/f2.txt")" = 403 ] || fail "anonymous GET served after put-object-acl private"
+aws_ s3api delete-bucket-ownership-controls --bucket "$B"
+
 step "rm, rb"
 aws_ s3 rm "s3://$B" --recursive --only-show-errors
 [ -z "$(aws_ s3 ls "s3://$B" --recursive)" ] || fail "objects left after rm --recursive"

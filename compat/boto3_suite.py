@@ -176,6 +176,20 @@ s3.delete_public_access_block(Bucket=B)
 s3.delete_bucket_policy(Bucket=B)
 check("policy deleted", error_code(lambda: s3.get_bucket_policy(Bucket=B))[0] == "NoSuchBucketPolicy")
 check("anonymous refused again", http("GET", anon_url)[0] == 403)
+# ACLs: off under BucketOwnerEnforced (checked above), on under BucketOwnerPreferred.
+s3.put_bucket_ownership_controls(Bucket=B, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerPreferred"}]})
+s3.put_object(Bucket=B, Key="pub/readme.txt", Body=b"open data", ACL="public-read")
+check("public-read object served anonymously", http("GET", anon_url) == (200, b"open data"))
+grants = s3.get_object_acl(Bucket=B, Key="pub/readme.txt")["Grants"]
+check("object ACL shows AllUsers READ", any(g["Grantee"].get("URI", "").endswith("/global/AllUsers") and g["Permission"] == "READ"
+                                             for g in grants), grants)
+s3.put_object_acl(Bucket=B, Key="pub/readme.txt", ACL="private")
+check("private again", http("GET", anon_url)[0] == 403)
+check("grant by e-mail refused", error_code(lambda: s3.put_bucket_acl(Bucket=B, GrantRead='emailAddress="x@example.com"'))[0]
+      == "UnresolvableGrantByEmailAddress")
+s3.delete_bucket_ownership_controls(Bucket=B)
+check("ACLs off again", error_code(lambda: s3.put_object_acl(Bucket=B, Key="pub/readme.txt", ACL="public-read"))
+      == ("AccessControlListNotSupported", 400))
 s3.delete_object(Bucket=B, Key="pub/readme.txt")
 
 attrs = s3.get_object_attributes(Bucket=B, Key="l/a0", ObjectAttributes=["ETag", "ObjectSize", "StorageClass"])

@@ -612,6 +612,8 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         policy: None,
         public_access_block: None,
         cors: Vec::new(),
+        ownership: None,
+        acl: Vec::new(),
     };
     let created = claim_bucket(gw, &rec).await;
     match created {

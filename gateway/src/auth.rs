@@ -281,6 +281,8 @@ mod tests {
             policy: None,
             public_access_block: None,
             cors: Vec::new(),
+            ownership: None,
+            acl: Vec::new(),
         }
     }
 

@@ -84,9 +84,24 @@ pub struct BucketRecord {
     /// PutPublicAccessBlock's settings; `None` when never set or deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_access_block: Option<PublicAccessBlock>,
+    /// Object Ownership (PutBucketOwnershipControls): `None` is `BucketOwnerEnforced`, S3's
+    /// default, under which ACLs are disabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ownership: Option<String>,
+    /// The bucket's ACL grants besides the owner's implicit full control.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acl: Vec<AclGrant>,
     /// CORS rules (PutBucketCors), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cors: Vec<CorsRule>,
+}
+
+/// One ACL grant: who (`id:<user id hex>`, `AllUsers`, `AuthenticatedUsers` or `LogDelivery`)
+/// holds which permission (`FULL_CONTROL`, `READ`, `WRITE`, `READ_ACP`, `WRITE_ACP`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AclGrant {
+    pub grantee: String,
+    pub permission: String,
 }
 
 /// One CORS rule of a bucket, as PutBucketCors validated it.
@@ -237,6 +252,9 @@ pub struct ObjectAttrs {
     pub expires: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_metadata: BTreeMap<String, String>,
+    /// ACL grants besides the bucket owner's implicit full control (buckets with ACLs enabled).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acl: Vec<AclGrant>,
 }
 
 /// Stored checksums, base64 as S3 returns them.

@@ -609,9 +609,9 @@ async fn lifecycle_rules_apply_once_across_gateways() {
 
 /// A bucket policy put through one gateway opens the bucket to anonymous reads on every gateway,
 /// and its deletion through another closes it everywhere within the documented bound; CORS rules
-/// put through one gateway answer preflights on all.
+/// and ACLs set through one gateway count on all.
 #[tokio::test]
-async fn bucket_policies_and_cors_reach_every_gateway() {
+async fn bucket_policies_acls_and_cors_reach_every_gateway() {
     use penstock_tests::raw::Conn;
     let c = Cluster::start(3);
     let g: Vec<Client> = (0..3).map(|i| c.gw(i).client()).collect();
@@ -646,6 +646,19 @@ async fn bucket_policies_and_cors_reach_every_gateway() {
     for i in 0..3 {
         within_bound("anonymous GET refused", || async move {
             Conn::open(cl.gw(i)).unsigned("GET", "/published/model.bin", &[], b"").status == 403
+        })
+        .await;
+    }
+    // ACLs: ownership controls set through one gateway, an object ACL through another.
+    use aws_sdk_s3::types::{ObjectCannedAcl, ObjectOwnership, OwnershipControls, OwnershipControlsRule};
+    let rule = OwnershipControlsRule::builder().object_ownership(ObjectOwnership::ObjectWriter).build().unwrap();
+    let controls = OwnershipControls::builder().rules(rule).build().unwrap();
+    g[0].put_bucket_ownership_controls().bucket("published").ownership_controls(controls).send().await.unwrap();
+    tokio::time::sleep(PROPAGATION).await;
+    g[1].put_object_acl().bucket("published").key("model.bin").acl(ObjectCannedAcl::PublicRead).send().await.unwrap();
+    for i in 0..3 {
+        within_bound("anonymous GET allowed by the object's ACL", || async move {
+            Conn::open(cl.gw(i)).unsigned("GET", "/published/model.bin", &[], b"").status == 200
         })
         .await;
     }

@@ -272,3 +272,99 @@ async fn cors_rules_answer_preflights_and_mark_every_response() {
     assert_eq!((code(&e).as_str(), status(&e)), ("NoSuchCORSConfiguration", 404));
     assert_eq!(pre("https://app.lab", "PUT").status, 403);
 }
+
+#[tokio::test]
+async fn acls_count_once_ownership_controls_enable_them() {
+    use aws_sdk_s3::types::{
+        BucketCannedAcl, ObjectCannedAcl, ObjectOwnership, OwnershipControls, OwnershipControlsRule, Permission, Type,
+    };
+    let (gw, c) = Gateway::with_bucket("acls").await;
+    let bob = gw.tenant("default", "bob", "user");
+    let carol = gw.tenant("default", "carol", "user");
+    let body = || ByteStream::from_static(b"data");
+    let e = c
+        .put_object()
+        .bucket("acls")
+        .key("pub.txt")
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(body())
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessControlListNotSupported", 400), "ACLs are off by default");
+
+    let controls = |o: ObjectOwnership| {
+        OwnershipControls::builder()
+            .rules(OwnershipControlsRule::builder().object_ownership(o).build().unwrap())
+            .build()
+            .unwrap()
+    };
+    c.put_bucket_ownership_controls()
+        .bucket("acls")
+        .ownership_controls(controls(ObjectOwnership::BucketOwnerPreferred))
+        .send()
+        .await
+        .unwrap();
+    let oc = c.get_bucket_ownership_controls().bucket("acls").send().await.unwrap();
+    assert_eq!(oc.ownership_controls().unwrap().rules()[0].object_ownership(), &ObjectOwnership::BucketOwnerPreferred);
+    c.put_object().bucket("acls").key("pub.txt").acl(ObjectCannedAcl::PublicRead).body(body()).send().await.unwrap();
+    put(&c, "acls", "priv.txt", b"secret").await;
+    assert_eq!(anon(&gw, "GET", "/acls/pub.txt").status, 200);
+    assert_eq!(anon(&gw, "GET", "/acls/priv.txt").status, 403);
+    assert_eq!(anon(&gw, "GET", "/acls?list-type=2").status, 403, "the bucket's ACL grants no listing");
+    let acl = c.get_object_acl().bucket("acls").key("pub.txt").send().await.unwrap();
+    let public = acl.grants().iter().any(|g| {
+        g.permission() == Some(&Permission::Read)
+            && g.grantee().is_some_and(|e| {
+                e.r#type() == &Type::Group && e.uri() == Some("http://acs.amazonaws.com/groups/global/AllUsers")
+            })
+    });
+    assert!(public, "{acl:?}");
+
+    // A grant to one user by canonical id (their id, as the admin CLI shows it).
+    c.put_object_acl().bucket("acls").key("priv.txt").grant_read(format!("id=\"{}\"", bob.id)).send().await.unwrap();
+    assert_eq!(get(&bob.s3, "acls", "priv.txt").await, b"secret");
+    let e = carol.s3.get_object().bucket("acls").key("priv.txt").send().await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    let e = c
+        .put_object_acl()
+        .bucket("acls")
+        .key("priv.txt")
+        .grant_read("id=\"00000000000000000000000000000bad\"")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument", "grants name existing users");
+
+    c.put_bucket_acl().bucket("acls").acl(BucketCannedAcl::PublicReadWrite).send().await.unwrap();
+    assert_eq!(anon(&gw, "GET", "/acls?list-type=2").status, 200);
+    assert_eq!(anon_put(&gw, "/acls/dropbox/in.txt", b"anon").status, 200, "public-read-write takes anonymous writes");
+    assert_eq!(get(&c, "acls", "dropbox/in.txt").await, b"anon");
+
+    let block = |acls: bool, ignore: bool| {
+        PublicAccessBlockConfiguration::builder().block_public_acls(acls).ignore_public_acls(ignore).build()
+    };
+    c.put_public_access_block()
+        .bucket("acls")
+        .public_access_block_configuration(block(false, true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon(&gw, "GET", "/acls/pub.txt").status, 403, "public ACLs ignored");
+    assert_eq!(get(&bob.s3, "acls", "priv.txt").await, b"secret", "grants to users still count");
+    c.put_public_access_block()
+        .bucket("acls")
+        .public_access_block_configuration(block(true, false))
+        .send()
+        .await
+        .unwrap();
+    let e =
+        c.put_object_acl().bucket("acls").key("priv.txt").acl(ObjectCannedAcl::PublicRead).send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "public ACLs blocked");
+    c.delete_public_access_block().bucket("acls").send().await.unwrap();
+
+    c.delete_bucket_ownership_controls().bucket("acls").send().await.unwrap();
+    assert_eq!(anon(&gw, "GET", "/acls/pub.txt").status, 403, "back to BucketOwnerEnforced: ACLs no longer count");
+    let e = bob.s3.get_object().bucket("acls").key("priv.txt").send().await.unwrap_err();
+    assert_eq!(status(&e), 403);
+}

@@ -1,14 +1,171 @@
-//! ACLs. Buckets behave as S3 buckets whose Object Ownership is "bucket owner enforced" (the
-//! S3 default for new buckets since 2023): who may do what is the folder's permissions (see
-//! `auth`), an ACL reads as the owner's full control, and setting one succeeds only when it asks
-//! for exactly that; any other ACL is refused with `AccessControlListNotSupported`, as S3 refuses
-//! it on such buckets.
+//! ACLs. A bucket's Object Ownership decides whether they mean anything: under
+//! `BucketOwnerEnforced` (S3's default for new buckets since 2023, and the default here) ACLs are
+//! disabled: an ACL reads as the owner's full control, and setting one succeeds only when it asks
+//! for exactly that; any other is refused with `AccessControlListNotSupported`, as S3 refuses it.
+//! Under `BucketOwnerPreferred` or `ObjectWriter` (PutBucketOwnershipControls), canned ACLs,
+//! `x-amz-grant-*` headers and AccessControlPolicy bodies are stored on the bucket or object and
+//! grant access beside the folder permissions and the bucket policy (`s3/sharing.rs`).
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
+use penstock_metadata::{AclGrant, BucketRecord};
+
 use super::object::parse_key;
-use super::{caller, owner_of, BucketCtx, Gateway};
+use super::{caller, meta_err, owner_of, BucketCtx, Gateway};
+
+const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
+const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
+const LOG_DELIVERY: &str = "http://acs.amazonaws.com/groups/s3/LogDelivery";
+/// Object Ownership values S3 knows.
+const OWNERSHIPS: &[&str] = &["BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"];
+
+/// Whether the bucket's Object Ownership enables ACLs.
+pub(crate) fn acls_enabled(rec: &BucketRecord) -> bool {
+    rec.ownership.as_deref().is_some_and(|o| o != "BucketOwnerEnforced")
+}
+
+/// Whether a grant is to everyone or every authenticated user (S3's "public").
+pub(crate) fn is_public(g: &AclGrant) -> bool {
+    g.grantee == "AllUsers" || g.grantee == "AuthenticatedUsers"
+}
+
+/// The stored grantee of a group URI.
+fn group(uri: &str) -> S3Result<&'static str> {
+    match uri {
+        ALL_USERS => Ok("AllUsers"),
+        AUTHENTICATED_USERS => Ok("AuthenticatedUsers"),
+        LOG_DELIVERY => Ok("LogDelivery"),
+        _ => Err(s3_error!(InvalidArgument, "Invalid group uri {uri}")),
+    }
+}
+
+fn grant(grantee: &str, permission: &str) -> AclGrant {
+    AclGrant {
+        grantee: grantee.to_owned(),
+        permission: permission.to_owned(),
+    }
+}
+
+/// The grants of a canned ACL (the owner's implicit full control aside). Objects' owner is the
+/// bucket owner, so `bucket-owner-*` add nothing.
+fn canned_grants(canned: &str) -> S3Result<Vec<AclGrant>> {
+    Ok(match canned {
+        "private" | "bucket-owner-read" | "bucket-owner-full-control" => Vec::new(),
+        "public-read" => vec![grant("AllUsers", "READ")],
+        "public-read-write" => vec![grant("AllUsers", "READ"), grant("AllUsers", "WRITE")],
+        "authenticated-read" => vec![grant("AuthenticatedUsers", "READ")],
+        "log-delivery-write" => vec![grant("LogDelivery", "WRITE"), grant("LogDelivery", "READ_ACP")],
+        "aws-exec-read" => Vec::new(),
+        other => return Err(s3_error!(InvalidArgument, "Invalid canned ACL {other}")),
+    })
+}
+
+/// The grants of one `x-amz-grant-*` header: `id="..."`, `uri="..."`, comma-separated.
+fn header_grants(value: &str, permission: &str) -> S3Result<Vec<AclGrant>> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(|g| {
+            let (kind, v) = g
+                .split_once('=')
+                .ok_or_else(|| s3_error!(InvalidArgument, "Invalid grant {g}"))?;
+            let v = v.trim().trim_matches('"');
+            match kind.trim().to_ascii_lowercase().as_str() {
+                "id" => Ok(grant(&format!("id:{v}"), permission)),
+                "uri" => Ok(grant(group(v)?, permission)),
+                "emailaddress" => Err(s3_error!(
+                    UnresolvableGrantByEmailAddress,
+                    "The e-mail address you provided does not match any account on record."
+                )),
+                _ => Err(s3_error!(InvalidArgument, "Invalid grant {g}")),
+            }
+        })
+        .collect()
+}
+
+/// The grants a request asks for, whichever of its three forms it used, without the owner's.
+fn requested_grants(asked: &Requested<'_>, owner_id: &str) -> S3Result<Vec<AclGrant>> {
+    let mut out = if let Some(c) = asked.canned {
+        canned_grants(c)?
+    } else if asked.grant_headers.iter().any(Option::is_some) {
+        let names = ["FULL_CONTROL", "READ", "READ_ACP", "WRITE", "WRITE_ACP"];
+        let mut v = Vec::new();
+        for (h, perm) in asked.grant_headers.iter().zip(names) {
+            if let Some(h) = h {
+                v.extend(header_grants(h, perm)?);
+            }
+        }
+        v
+    } else {
+        let mut v = Vec::new();
+        for g in asked.policy.and_then(|p| p.grants.as_deref()).unwrap_or_default() {
+            let perm = g.permission.as_ref().map(Permission::as_str).unwrap_or_default();
+            if !["FULL_CONTROL", "READ", "WRITE", "READ_ACP", "WRITE_ACP"].contains(&perm) {
+                return Err(s3_error!(
+                    MalformedACLError,
+                    "The XML you provided was not well-formed or did not validate against our published schema"
+                ));
+            }
+            let e = g
+                .grantee
+                .as_ref()
+                .ok_or_else(|| s3_error!(MalformedACLError, "A grant has no grantee"))?;
+            let who = match e.type_.as_str() {
+                Type::CANONICAL_USER => format!("id:{}", e.id.as_deref().unwrap_or_default()),
+                Type::GROUP => group(e.uri.as_deref().unwrap_or_default())?.to_owned(),
+                _ => {
+                    return Err(s3_error!(
+                        UnresolvableGrantByEmailAddress,
+                        "The e-mail address you provided does not match any account on record."
+                    ))
+                }
+            };
+            v.push(grant(&who, perm));
+        }
+        v
+    };
+    // The owner's full control is implicit.
+    out.retain(|g| !(g.grantee == format!("id:{owner_id}") && g.permission == "FULL_CONTROL"));
+    out.dedup();
+    Ok(out)
+}
+
+/// The grants as S3 shows them: the owner's full control first.
+fn shown(owner: &Owner, grants: &[AclGrant]) -> Grants {
+    let mut out = owner_acl(owner);
+    for g in grants {
+        let grantee = match g.grantee.strip_prefix("id:") {
+            Some(id) => Grantee {
+                display_name: None,
+                email_address: None,
+                id: Some(id.to_owned()),
+                type_: Type::from_static(Type::CANONICAL_USER),
+                uri: None,
+            },
+            None => Grantee {
+                display_name: None,
+                email_address: None,
+                id: None,
+                type_: Type::from_static(Type::GROUP),
+                uri: Some(
+                    match g.grantee.as_str() {
+                        "AllUsers" => ALL_USERS,
+                        "AuthenticatedUsers" => AUTHENTICATED_USERS,
+                        _ => LOG_DELIVERY,
+                    }
+                    .to_owned(),
+                ),
+            },
+        };
+        out.push(Grant {
+            grantee: Some(grantee),
+            permission: Some(Permission::from(g.permission.clone())),
+        });
+    }
+    out
+}
 
 /// The one ACL there is: the owner's full control.
 fn owner_acl(owner: &Owner) -> Grants {
@@ -82,30 +239,6 @@ impl Requested<'_> {
     }
 }
 
-/// Refuses anything but the owner's full control, as S3 does on buckets without ACLs.
-fn check_requested(asked: &Requested<'_>, owner: &Owner) -> S3Result<()> {
-    if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) && asked.policy.is_none() {
-        return Err(s3_error!(
-            MissingSecurityHeader,
-            "Your request was missing a required header: x-amz-acl, x-amz-grant-* or an AccessControlPolicy body"
-        ));
-    }
-    if asked.canned.is_some() && asked.grant_headers.iter().any(Option::is_some) {
-        return Err(s3_error!(
-            InvalidRequest,
-            "Specifying both Canned ACLs and Header Grants is not allowed"
-        ));
-    }
-    if asked.is_owner_only(owner) {
-        Ok(())
-    } else {
-        Err(s3_error!(
-            AccessControlListNotSupported,
-            "The bucket does not allow ACLs"
-        ))
-    }
-}
-
 /// The `x-amz-grant-*` headers of an object write (PutObject, CopyObject,
 /// CreateMultipartUpload): full control, read, read ACP, write ACP.
 macro_rules! write_grants {
@@ -120,35 +253,88 @@ macro_rules! write_grants {
 }
 pub(crate) use write_grants;
 
-/// Checks the ACL an object write asks for: none, or the bucket owner's full control. Anything
-/// else is refused before a byte is written, as S3 refuses it on buckets without ACLs; accepting
-/// it silently would leave a client believing an object public that is not.
-pub(crate) fn check_write_acl(
-    b: &BucketCtx,
-    canned: Option<&ObjectCannedACL>,
-    grants: [Option<&str>; 4],
-) -> S3Result<()> {
-    let [full, read, read_acp, write_acp] = grants;
-    let asked = Requested {
-        canned: canned.map(ObjectCannedACL::as_str),
-        grant_headers: [full, read, read_acp, None, write_acp],
-        policy: None,
-    };
-    if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {
-        return Ok(());
+/// Checks the form of an ACL request: exactly one of canned, headers or body.
+fn check_form(asked: &Requested<'_>) -> S3Result<()> {
+    if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) && asked.policy.is_none() {
+        return Err(s3_error!(
+            MissingSecurityHeader,
+            "Your request was missing a required header: x-amz-acl, x-amz-grant-* or an AccessControlPolicy body"
+        ));
     }
-    check_requested(&asked, &owner_of(&b.rec))
-}
-
-fn check_version(v: Option<&str>) -> S3Result<()> {
-    match v {
-        None | Some("null") => Ok(()),
-        Some(_) => Err(s3_error!(NoSuchVersion, "The specified version does not exist.")),
+    if asked.canned.is_some() && asked.grant_headers.iter().any(Option::is_some) {
+        return Err(s3_error!(
+            InvalidRequest,
+            "Specifying both Canned ACLs and Header Grants is not allowed"
+        ));
     }
+    Ok(())
 }
 
 impl Gateway {
-    /// GetBucketAcl: the owner's full control.
+    /// The grants to store for what a request asks of bucket `b`: refused as S3 refuses them
+    /// where ACLs are disabled (anything but the owner's full control) or where the public
+    /// access block blocks public ACLs; every user named must exist.
+    async fn grants_for(&self, b: &BucketRecord, asked: &Requested<'_>) -> S3Result<Vec<AclGrant>> {
+        let owner = owner_of(b);
+        if !acls_enabled(b) {
+            return if asked.is_owner_only(&owner) {
+                Ok(Vec::new())
+            } else {
+                Err(s3_error!(
+                    AccessControlListNotSupported,
+                    "The bucket does not allow ACLs"
+                ))
+            };
+        }
+        let grants = requested_grants(asked, owner.id.as_deref().unwrap_or_default())?;
+        if b.public_access_block.is_some_and(|p| p.block_public_acls) && grants.iter().any(is_public) {
+            return Err(s3_error!(
+                AccessDenied,
+                "Access Denied: the public access block of this bucket blocks public ACLs"
+            ));
+        }
+        let mut grants = grants;
+        for g in &mut grants {
+            if let Some(id) = g.grantee.strip_prefix("id:") {
+                let user = match uuid::Uuid::try_parse(id) {
+                    Ok(u) => self.meta.user(u).await.map_err(meta_err)?,
+                    Err(_) => None,
+                };
+                let Some(user) = user else {
+                    return Err(s3_error!(InvalidArgument, "Invalid id {id}"));
+                };
+                // Stored as ACLs show ids: the user id in plain hex.
+                g.grantee = format!("id:{}", user.id.simple());
+            }
+        }
+        grants.dedup();
+        Ok(grants)
+    }
+
+    /// The ACL an object write asks for (`x-amz-acl` or `x-amz-grant-*` on PutObject, POST
+    /// uploads, CopyObject, CreateMultipartUpload): none is private. Checked before a byte is
+    /// written; accepting a public ACL silently where ACLs are disabled would leave a client
+    /// believing an object public that is not.
+    pub(crate) async fn write_acl(
+        &self,
+        b: &BucketCtx,
+        canned: Option<&ObjectCannedACL>,
+        grants: [Option<&str>; 4],
+    ) -> S3Result<Vec<AclGrant>> {
+        let [full, read, read_acp, write_acp] = grants;
+        let asked = Requested {
+            canned: canned.map(ObjectCannedACL::as_str),
+            grant_headers: [full, read, read_acp, None, write_acp],
+            policy: None,
+        };
+        if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {
+            return Ok(Vec::new());
+        }
+        check_form(&asked)?;
+        self.grants_for(&b.rec, &asked).await
+    }
+
+    /// GetBucketAcl: the owner's full control, then the bucket's grants.
     pub(crate) async fn get_bucket_acl(
         &self,
         req: S3Request<GetBucketAclInput>,
@@ -156,67 +342,113 @@ impl Gateway {
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let owner = owner_of(&b.rec);
         Ok(S3Response::new(GetBucketAclOutput {
-            grants: Some(owner_acl(&owner)),
+            grants: Some(shown(&owner, &b.rec.acl)),
             owner: Some(owner),
         }))
     }
 
-    /// PutBucketAcl: accepted when it sets what is already there, else refused.
+    /// PutBucketAcl: replaces the bucket's grants.
     pub(crate) async fn put_bucket_acl(
         &self,
         req: S3Request<PutBucketAclInput>,
     ) -> S3Result<S3Response<PutBucketAclOutput>> {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        check_requested(&acl_request!(i, BucketCannedACL), &owner_of(&b.rec))?;
+        let asked = acl_request!(i, BucketCannedACL);
+        check_form(&asked)?;
+        let grants = self.grants_for(&b.rec, &asked).await?;
+        if grants != b.rec.acl {
+            self.update_bucket(&b.rec, move |r| r.acl = grants).await?;
+        }
         Ok(S3Response::new(PutBucketAclOutput::default()))
     }
 
-    /// GetObjectAcl: the bucket owner's full control, for an object that exists.
+    /// GetObjectAcl: the owner's full control, then the object's grants.
     pub(crate) async fn get_object_acl(
         &self,
         req: S3Request<GetObjectAclInput>,
     ) -> S3Result<S3Response<GetObjectAclOutput>> {
         let i = &req.input;
         parse_key(&i.key)?;
-        check_version(i.version_id.as_deref())?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        self.open_object(&b, &i.key).await?;
+        let (rec, _, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
         let owner = owner_of(&b.rec);
         Ok(S3Response::new(GetObjectAclOutput {
-            grants: Some(owner_acl(&owner)),
+            grants: Some(shown(&owner, &rec.attrs.acl)),
             owner: Some(owner),
             ..Default::default()
         }))
     }
 
-    /// PutObjectAcl: accepted for an existing object when it sets what is already there.
+    /// PutObjectAcl: replaces the grants of an object (or of one of its versions).
     pub(crate) async fn put_object_acl(
         &self,
         req: S3Request<PutObjectAclInput>,
     ) -> S3Result<S3Response<PutObjectAclOutput>> {
         let i = &req.input;
         parse_key(&i.key)?;
-        check_version(i.version_id.as_deref())?;
-        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        self.open_object(&b, &i.key).await?;
-        check_requested(&acl_request!(i, ObjectCannedACL), &owner_of(&b.rec))?;
+        let who = caller(&req)?;
+        let b = self.bucket(&who, &i.bucket).await?;
+        let asked = acl_request!(i, ObjectCannedACL);
+        check_form(&asked)?;
+        // A missing object is NoSuchKey before any ACL question.
+        self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
+        let grants = self.grants_for(&b.rec, &asked).await?;
+        self.edit_record(&who, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
+            r.attrs.acl = grants
+        })
+        .await?;
         Ok(S3Response::new(PutObjectAclOutput::default()))
     }
 
-    /// GetBucketOwnershipControls: bucket owner enforced.
+    /// GetBucketOwnershipControls: `BucketOwnerEnforced` unless set otherwise.
     pub(crate) async fn get_bucket_ownership_controls(
         &self,
         req: S3Request<GetBucketOwnershipControlsInput>,
     ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let o = b.rec.ownership.unwrap_or_else(|| "BucketOwnerEnforced".to_owned());
         Ok(S3Response::new(GetBucketOwnershipControlsOutput {
             ownership_controls: Some(OwnershipControls {
                 rules: vec![OwnershipControlsRule {
-                    object_ownership: ObjectOwnership::from_static(ObjectOwnership::BUCKET_OWNER_ENFORCED),
+                    object_ownership: ObjectOwnership::from(o),
                 }],
             }),
         }))
+    }
+
+    /// PutBucketOwnershipControls: one rule naming one of S3's three settings.
+    pub(crate) async fn put_bucket_ownership_controls(
+        &self,
+        req: S3Request<PutBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<PutBucketOwnershipControlsOutput>> {
+        let i = &req.input;
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        let [rule] = i.ownership_controls.rules.as_slice() else {
+            return Err(s3_error!(MalformedXML, "Ownership controls hold exactly one rule"));
+        };
+        let o = rule.object_ownership.as_str().to_owned();
+        if !OWNERSHIPS.contains(&o.as_str()) {
+            return Err(s3_error!(MalformedXML, "Invalid ObjectOwnership {o}"));
+        }
+        let stored = (o != "BucketOwnerEnforced").then_some(o);
+        self.update_bucket(&b.rec, move |r| r.ownership = stored).await?;
+        Ok(S3Response::new(PutBucketOwnershipControlsOutput::default()))
+    }
+
+    /// DeleteBucketOwnershipControls: back to `BucketOwnerEnforced`.
+    pub(crate) async fn delete_bucket_ownership_controls(
+        &self,
+        req: S3Request<DeleteBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        if b.rec.ownership.is_some() {
+            self.update_bucket(&b.rec, |r| r.ownership = None).await?;
+        }
+        Ok(S3Response::with_status(
+            DeleteBucketOwnershipControlsOutput::default(),
+            http::StatusCode::NO_CONTENT,
+        ))
     }
 }
 
@@ -231,7 +463,7 @@ mod tests {
         }
     }
 
-    fn grant(id: &str, perm: &str) -> Grant {
+    fn grant_dto(id: &str, perm: &str) -> Grant {
         Grant {
             grantee: Some(Grantee {
                 display_name: None,
@@ -255,6 +487,54 @@ mod tests {
             policy,
         }
         .is_owner_only(&owner())
+    }
+
+    #[test]
+    fn canned_acls_headers_and_bodies_become_grants() {
+        let g = |who: &str, p: &str| grant(who, p);
+        assert_eq!(canned_grants("public-read").unwrap(), vec![g("AllUsers", "READ")]);
+        assert_eq!(
+            canned_grants("authenticated-read").unwrap(),
+            vec![g("AuthenticatedUsers", "READ")]
+        );
+        assert!(canned_grants("private").unwrap().is_empty());
+        assert!(canned_grants("world-writable").is_err());
+        let v = header_grants(&format!("uri=\"{ALL_USERS}\", id=\"abc\""), "READ").unwrap();
+        assert_eq!(v, vec![g("AllUsers", "READ"), g("id:abc", "READ")]);
+        assert!(header_grants("emailAddress=\"a@b.c\"", "READ").is_err());
+        assert!(header_grants("uri=\"http://example.com/group\"", "READ").is_err());
+        let asked = Requested {
+            canned: None,
+            grant_headers: [
+                Some("id=\"abc123\""),
+                Some(&format!("uri={ALL_USERS}")),
+                None,
+                None,
+                None,
+            ],
+            policy: None,
+        };
+        assert_eq!(
+            requested_grants(&asked, "abc123").unwrap(),
+            vec![g("AllUsers", "READ")],
+            "the owner's full control is implicit"
+        );
+        let body = AccessControlPolicy {
+            grants: Some(vec![grant_dto("other", "WRITE_ACP")]),
+            owner: Some(owner()),
+        };
+        let asked = Requested {
+            canned: None,
+            grant_headers: [None; 5],
+            policy: Some(&body),
+        };
+        assert_eq!(
+            requested_grants(&asked, "abc123").unwrap(),
+            vec![g("id:other", "WRITE_ACP")]
+        );
+        let shown = shown(&owner(), &[g("AllUsers", "READ")]);
+        assert_eq!(shown.len(), 2);
+        assert_eq!(shown[1].grantee.as_ref().unwrap().uri.as_deref(), Some(ALL_USERS));
     }
 
     #[test]
@@ -284,17 +564,17 @@ mod tests {
             None
         ));
         let mine = AccessControlPolicy {
-            grants: Some(vec![grant("abc123", "FULL_CONTROL")]),
+            grants: Some(vec![grant_dto("abc123", "FULL_CONTROL")]),
             owner: Some(owner()),
         };
         assert!(asked(None, [None; 5], Some(&mine)));
         let shared = AccessControlPolicy {
-            grants: Some(vec![grant("abc123", "FULL_CONTROL"), grant("other", "READ")]),
+            grants: Some(vec![grant_dto("abc123", "FULL_CONTROL"), grant_dto("other", "READ")]),
             owner: Some(owner()),
         };
         assert!(!asked(None, [None; 5], Some(&shared)));
         let weaker = AccessControlPolicy {
-            grants: Some(vec![grant("abc123", "READ")]),
+            grants: Some(vec![grant_dto("abc123", "READ")]),
             owner: Some(owner()),
         };
         assert!(!asked(None, [None; 5], Some(&weaker)));

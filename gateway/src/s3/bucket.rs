@@ -81,6 +81,8 @@ impl Gateway {
             policy: None,
             public_access_block: None,
             cors: Vec::new(),
+            ownership: None,
+            acl: Vec::new(),
         };
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.

@@ -6,7 +6,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use penstock_backends::{ReadHandle, StagingFile, Stat};
 use penstock_metadata::{ObjectRecord, Perm};
 
-use super::acl::{check_write_acl, write_grants};
+use super::acl::write_grants;
 use super::checksum::{input_algo, s3_type, with_checksums, Algo, BodyHasher};
 use super::error::{backend_err, meta_err};
 use super::object::{
@@ -81,7 +81,7 @@ impl Gateway {
         let path = parse_key(&req.input.key)?;
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let i = &req.input;
-        check_write_acl(&b, i.acl.as_ref(), write_grants!(i))?;
+        let acl = self.write_acl(&b, i.acl.as_ref(), write_grants!(i)).await?;
         let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let replace_meta = directive(i.metadata_directive.as_ref().map(|d| d.as_str()))?;
         let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;
@@ -99,11 +99,13 @@ impl Gateway {
         };
         let requested = input_algo(i.checksum_algorithm.as_ref())?;
         let input = &mut req.input;
-        let attrs = if replace_meta {
+        let mut attrs = if replace_meta {
             attr_input!(input).into_attrs()
         } else {
             src.rec.attrs.clone()
         };
+        // As on S3, a copy gets the ACL its request asks for (private by default), not the source's.
+        attrs.acl = acl;
 
         let mut updated = None;
         // In a versioned bucket even a metadata-only copy makes a new version.

@@ -6,7 +6,7 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use penstock_metadata::{Checksums, ObjectRecord, PartRecord, PartSummary, UploadId, UploadQuery, UploadRecord};
 
-use super::acl::{check_write_acl, write_grants};
+use super::acl::write_grants;
 use super::checksum::{
     combine_crcs, composite, input_algo, multipart_etag, s3_algo, s3_type, with_checksums, Algo, BodyHasher,
     ChecksumType, Claims,
@@ -47,7 +47,7 @@ impl Gateway {
         let input = &mut req.input;
         parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
-        check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
+        let acl = self.write_acl(&b, input.acl.as_ref(), write_grants!(input)).await?;
         let algo = input_algo(input.checksum_algorithm.as_ref())?;
         let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str()), algo) {
             (Some(t), Some(a)) => match t.parse::<ChecksumType>() {
@@ -71,7 +71,11 @@ impl Gateway {
             initiated_ms: now_ms(),
             initiator: who.access_key,
             tags: parse_tagging_header(input.tagging.as_deref())?,
-            attrs: attr_input!(input).into_attrs(),
+            attrs: {
+                let mut a = attr_input!(input).into_attrs();
+                a.acl = acl;
+                a
+            },
             checksum_algorithm: algo,
             checksum_type: ctype,
         };

@@ -149,6 +149,7 @@ impl AttrInput {
                 .metadata
                 .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
                 .unwrap_or_default(),
+            acl: Vec::new(),
         }
     }
 }

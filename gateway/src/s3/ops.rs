@@ -86,6 +86,10 @@ operations! {
     GetBucketCors => get_bucket_cors(GetBucketCorsInput) -> GetBucketCorsOutput, ro;
     PutBucketCors => put_bucket_cors(PutBucketCorsInput) -> PutBucketCorsOutput, wd;
     DeleteBucketCors => delete_bucket_cors(DeleteBucketCorsInput) -> DeleteBucketCorsOutput, wd;
+    PutBucketOwnershipControls => put_bucket_ownership_controls(PutBucketOwnershipControlsInput)
+        -> PutBucketOwnershipControlsOutput, wd;
+    DeleteBucketOwnershipControls => delete_bucket_ownership_controls(DeleteBucketOwnershipControlsInput)
+        -> DeleteBucketOwnershipControlsOutput, wd;
     GetObjectAcl => get_object_acl(GetObjectAclInput) -> GetObjectAclOutput, ro;
     PutObjectAcl => put_object_acl(PutObjectAclInput) -> PutObjectAclOutput, rw;
     PutObject => put_object(PutObjectInput) -> PutObjectOutput, rw;

@@ -9,7 +9,7 @@ use penstock_backends::layout::instance as layout_instance;
 use penstock_backends::{ObjectPath, StagingFile};
 use penstock_metadata::{ObjectAttrs, ObjectRecord, Versioning};
 
-use super::acl::{check_write_acl, write_grants};
+use super::acl::write_grants;
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
 use super::error::{backend_err, meta_err};
 use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
@@ -34,8 +34,9 @@ impl Gateway {
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
-        check_write_acl(&b, input.acl.as_ref(), write_grants!(input))?;
-        let attrs = attr_input!(input).into_attrs();
+        let acl = self.write_acl(&b, input.acl.as_ref(), write_grants!(input)).await?;
+        let mut attrs = attr_input!(input).into_attrs();
+        attrs.acl = acl;
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
             if_match: input.if_match.take(),

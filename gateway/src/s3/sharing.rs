@@ -8,8 +8,9 @@ use http::{HeaderMap, StatusCode, Uri};
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use penstock_metadata::{BucketRecord, PublicAccessBlock as Block, Role};
+use penstock_metadata::{AclGrant, BucketRecord, PublicAccessBlock as Block, Role};
 
+use super::acl::acls_enabled;
 use super::error::custom;
 use super::policy::{action_of, principal_names, Ctx, Decision, Policy};
 use super::{caller, meta_err, Gateway};
@@ -39,6 +40,32 @@ fn query_pairs(uri: &Uri) -> impl Iterator<Item = (String, String)> + '_ {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
             (decode(k), decode(v))
         })
+}
+
+/// The ACL permission an operation needs, and whether of the object (else of the bucket).
+fn acl_need(op: &str) -> Option<(bool, &'static str)> {
+    Some(match op {
+        "ListObjects" | "ListObjectsV2" | "ListObjectVersions" | "ListMultipartUploads" | "HeadBucket" => {
+            (false, "READ")
+        }
+        "PutObject"
+        | "PostObject"
+        | "CreateMultipartUpload"
+        | "UploadPart"
+        | "UploadPartCopy"
+        | "CompleteMultipartUpload"
+        | "AbortMultipartUpload"
+        | "ListParts"
+        | "DeleteObject"
+        | "DeleteObjects"
+        | "CopyObject" => (false, "WRITE"),
+        "GetBucketAcl" => (false, "READ_ACP"),
+        "PutBucketAcl" => (false, "WRITE_ACP"),
+        "GetObject" | "HeadObject" => (true, "READ"),
+        "GetObjectAcl" => (true, "READ_ACP"),
+        "PutObjectAcl" => (true, "WRITE_ACP"),
+        _ => return None,
+    })
 }
 
 /// Header-borne condition keys of S3, by header name.
@@ -156,15 +183,19 @@ impl Gateway {
     ) -> S3Result<bool> {
         let admin =
             who.user.role == Role::Superadmin || (who.user.role == Role::DomainAdmin && who.user.domain == rec.domain);
-        let Some(text) = rec.policy.as_deref().filter(|_| !admin) else {
+        if admin {
             return Ok(tenancy);
-        };
-        let policy = match Policy::parse(text, &rec.name) {
-            Ok(p) => p,
-            Err(e) => {
+        }
+        let policy = match rec.policy.as_deref().map(|text| Policy::parse(text, &rec.name)) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err(e)) => {
                 tracing::warn!(bucket = %rec.name, error = %e, "stored bucket policy does not parse; ignored");
-                return Ok(tenancy);
+                None
             }
+        };
+        let Some(policy) = policy else {
+            return Ok(tenancy || self.acl_allows(who, rec, facts).await?);
         };
         let keys = self.condition_keys(who, rec, facts, policy.reads_object_tags()).await?;
         let principal = if who.is_anonymous() {
@@ -194,8 +225,38 @@ impl Gateway {
                     rec.public_access_block.is_some_and(|b| b.restrict_public_buckets) && policy.is_public();
                 tenancy || !restricted || (!who.is_anonymous() && who.user.domain == rec.domain)
             }
-            Decision::Silent => tenancy,
+            Decision::Silent => tenancy || self.acl_allows(who, rec, facts).await?,
         })
+    }
+
+    /// Whether the bucket's or the object's ACL grants the request (buckets with ACLs enabled);
+    /// public grants count unless the public access block ignores them. An object's grants are
+    /// those of its current version.
+    async fn acl_allows(&self, who: &Caller, rec: &BucketRecord, facts: &RequestFacts<'_>) -> S3Result<bool> {
+        if !acls_enabled(rec) {
+            return Ok(false);
+        }
+        let Some((on_object, perm)) = acl_need(facts.op) else {
+            return Ok(false);
+        };
+        let ignore_public = rec.public_access_block.is_some_and(|b| b.ignore_public_acls);
+        let me = format!("id:{}", who.user.id.simple());
+        let holds = |grants: &[AclGrant]| {
+            grants.iter().any(|g| {
+                let who_matches = match g.grantee.as_str() {
+                    "AllUsers" => !ignore_public,
+                    "AuthenticatedUsers" => !ignore_public && !who.is_anonymous(),
+                    id => !who.is_anonymous() && id == me,
+                };
+                who_matches && (g.permission == perm || g.permission == "FULL_CONTROL")
+            })
+        };
+        if !on_object {
+            return Ok(holds(&rec.acl));
+        }
+        let Some(key) = facts.key else { return Ok(false) };
+        let found = self.meta.object(rec.folder_id, key).await.map_err(meta_err)?;
+        Ok(found.is_some_and(|r| holds(&r.attrs.acl)))
     }
 
     /// PutBucketPolicy: validated as S3 validates it, refused when the public access block

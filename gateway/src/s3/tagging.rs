@@ -7,6 +7,7 @@ use super::object::{parse_key, validate_tags};
 use super::versioning::{no_such_version, Found};
 use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
+use penstock_metadata::ObjectRecord;
 
 impl Gateway {
     /// GetObjectTagging.
@@ -47,7 +48,9 @@ impl Gateway {
         }
         validate_tags(&tags)?;
         let version_id = self
-            .set_tags(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), tags)
+            .edit_record(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
+                r.tags = tags
+            })
             .await?;
         Ok(S3Response::new(PutObjectTaggingOutput { version_id }))
     }
@@ -59,22 +62,24 @@ impl Gateway {
     ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
         let i = &req.input;
         let version_id = self
-            .set_tags(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), Vec::new())
+            .edit_record(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), |r| {
+                r.tags.clear()
+            })
             .await?;
         let mut resp = S3Response::new(DeleteObjectTaggingOutput { version_id });
         resp.status = Some(http::StatusCode::NO_CONTENT);
         Ok(resp)
     }
 
-    /// Replaces the tags of a version of `key` (the current one when `version_id` is `None`);
-    /// answers the version's id in a versioned bucket.
-    async fn set_tags(
+    /// Edits the record of a version of `key` (the current one when `version_id` is `None`):
+    /// its tags or its ACL; answers the version's id in a versioned bucket.
+    pub(crate) async fn edit_record(
         &self,
         who: &Caller,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
-        tags: Vec<(String, String)>,
+        edit: impl FnOnce(&mut ObjectRecord),
     ) -> S3Result<Option<String>> {
         parse_key(key)?;
         let b = self.bucket(who, bucket).await?;
@@ -94,12 +99,12 @@ impl Gateway {
             let Some(obj) = row.object.as_mut() else {
                 return Err(Gateway::marker_read(&row));
             };
-            obj.tags = tags;
+            edit(obj);
             self.key_versions(&b).update_row(key, &row).await?;
             return Ok(Some(v.to_owned()));
         }
         let (mut rec, _, _) = self.open_object(&b, key).await?;
-        rec.tags = tags;
+        edit(&mut rec);
         let k = key.to_owned();
         self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)?;
         Ok(b.rec.versioning.map(|_| rec.version().to_owned()))

@@ -112,6 +112,8 @@ fn bucket_names_are_unique_and_delete_clears_folder() {
         policy: None,
         public_access_block: None,
         cors: Vec::new(),
+        ownership: None,
+        acl: Vec::new(),
     };
     assert!(s.create_bucket(&b).unwrap());
     assert!(!s.create_bucket(&b).unwrap());

@@ -60,6 +60,8 @@ fn bucket(domain: &str, name: &str) -> BucketRecord {
         policy: None,
         public_access_block: None,
         cors: Vec::new(),
+        ownership: None,
+        acl: Vec::new(),
     }
 }
 
