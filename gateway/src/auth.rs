@@ -30,6 +30,10 @@ pub struct Caller {
     /// The bucket the request addresses, as the access check found it: handlers take it from
     /// here instead of looking it up a second time.
     pub(crate) checked: Option<Arc<BucketRecord>>,
+    /// Reads of missing keys answer 403 instead of 404: the caller was let in by a policy or an
+    /// ACL that does not let them list the bucket, and S3 does not tell such callers which keys
+    /// exist.
+    pub(crate) hide_missing: bool,
 }
 
 impl Caller {
@@ -47,6 +51,7 @@ impl Caller {
                 created_ms: 0,
             },
             checked: None,
+            hide_missing: false,
         }
     }
 
@@ -172,6 +177,7 @@ impl S3Access for GatewayAccess {
                     access_key: kp.access_key,
                     user,
                     checked: None,
+                    hide_missing: false,
                 }
             }
             None => Caller::anonymous(&self.gateway.anonymous_domain),
@@ -233,6 +239,14 @@ impl S3Access for GatewayAccess {
                 {
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }
+                if matches!(facts.op, "GetObject" | "HeadObject") && !caller.may(&rec, Perm::Ro) {
+                    let listing = RequestFacts {
+                        op: "ListObjectsV2",
+                        key: None,
+                        ..facts
+                    };
+                    caller.hide_missing = !self.gateway.permits(&caller, &rec, false, &listing).await?;
+                }
                 caller.checked = Some(Arc::new(rec));
             }
         }
@@ -262,6 +276,7 @@ mod tests {
                 created_ms: 0,
             },
             checked: None,
+            hide_missing: false,
         }
     }
 

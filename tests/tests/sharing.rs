@@ -53,6 +53,15 @@ async fn public_read_policy_serves_anonymous_gets_and_nothing_more() {
     let a = anon(&gw, "GET", "/pub/models/m.bin");
     assert_eq!((a.status, a.body.as_slice()), (200, &b"weights"[..]));
     assert_eq!(anon(&gw, "HEAD", "/pub/models/m.bin").status, 200);
+    let a = anon(&gw, "GET", "/pub/models/none.bin");
+    assert_eq!(
+        (a.status, xml_code(&a).as_str()),
+        (403, "AccessDenied"),
+        "no listing right: a missing key is not revealed"
+    );
+    assert_eq!(anon(&gw, "HEAD", "/pub/models/none.bin").status, 403);
+    let e = c.get_object().bucket("pub").key("models/none.bin").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey", "the owner sees it missing");
     // Virtual-hosted, as `curl http://pub.localhost:PORT/models/m.bin` sends it.
     let port = gw.endpoint.rsplit(':').next().unwrap().to_owned();
     let host = format!("pub.localhost:{port}");
@@ -147,6 +156,8 @@ async fn a_policy_grants_a_user_of_the_domain_what_the_folder_does_not() {
     assert_eq!(get(&bob.s3, "shared", "ds/a.csv").await, b"1,2,3");
     let listed = bob.s3.list_objects_v2().bucket("shared").send().await.unwrap();
     assert_eq!(listed.key_count(), Some(1));
+    let e = bob.s3.get_object().bucket("shared").key("ds/none.csv").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey", "a caller who may list is told the key is missing");
     let e = bob
         .s3
         .put_object()

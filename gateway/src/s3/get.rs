@@ -231,13 +231,25 @@ struct ReadPlan {
     checksum_part: Option<usize>,
 }
 
+/// A missing key as a caller who may not list the bucket sees it: 403, as on S3.
+fn hidden(who: &crate::auth::Caller, e: s3s::S3Error) -> s3s::S3Error {
+    if who.hide_missing && *e.code() == s3s::S3ErrorCode::NoSuchKey {
+        s3s::s3_error!(AccessDenied, "Access Denied")
+    } else {
+        e
+    }
+}
+
 impl Gateway {
     /// GetObject.
     pub(crate) async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let i = &req.input;
         let who = caller(&req)?;
         let admission = self.rdma.admit(&req.headers, peer(&req), &self.metrics, false)?;
-        let plan = self.plan_read(read_request!(i, &who)).await?;
+        let plan = self
+            .plan_read(read_request!(i, &who))
+            .await
+            .map_err(|e| hidden(&who, e))?;
         let mut out = GetObjectOutput::default();
         object_headers!(out, i, plan);
         out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
@@ -295,7 +307,10 @@ impl Gateway {
     pub(crate) async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let i = &req.input;
         let who = caller(&req)?;
-        let plan = self.plan_read(read_request!(i, &who)).await?;
+        let plan = self
+            .plan_read(read_request!(i, &who))
+            .await
+            .map_err(|e| hidden(&who, e))?;
         let mut out = HeadObjectOutput::default();
         object_headers!(out, i, plan);
         let mut resp = S3Response::new(out);
