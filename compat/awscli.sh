@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# aws cli round trip: mb, cp 100 MiB (multipart), ls, sync, cp back, rm, rb.
+# aws cli round trip: mb, cp 100 MiB (multipart), ls, sync, cp back, versioning, lifecycle, bucket
+# policy, ACLs, CORS, rm, rb.
 # Usage: compat/awscli.sh v1|v2   (v1: the PyPI `aws` on PATH; v2: Debian's /usr/bin/aws)
 source "$(dirname "$0")/lib.sh"
 case "${1:-v1}" in
@@ -132,6 +133,24 @@ grantee=$(aws_ s3api get-object-acl --bucket "$B" --key public/f2.txt --query 'G
 aws_ s3api put-object-acl --bucket "$B" --key public/f2.txt --acl private
 [ "$(curl_status "$ENDPOINT/$B/public/f2.txt")" = 403 ] || fail "anonymous GET served after put-object-acl private"
 aws_ s3api delete-bucket-ownership-controls --bucket "$B"
+
+step "CORS: put-bucket-cors, get-bucket-cors, a preflight answered, delete-bucket-cors"
+cat >"$WORK/cors.json" <<'JSON'
+{"CORSRules": [{"AllowedOrigins": ["https://notebook.example"], "AllowedMethods": ["GET", "PUT"],
+                "AllowedHeaders": ["*"], "ExposeHeaders": ["ETag"], "MaxAgeSeconds": 300}]}
+JSON
+aws_ s3api put-bucket-cors --bucket "$B" --cors-configuration "file://$WORK/cors.json"
+origins=$(aws_ s3api get-bucket-cors --bucket "$B" --query 'CORSRules[0].AllowedOrigins[0]' --output text)
+[ "$origins" = https://notebook.example ] || fail "get-bucket-cors shows '$origins'"
+preflight() {
+  curl -s -o /dev/null -D "$WORK/pre" -w '%{http_code}' ${CA_FILE:+--cacert "$CA_FILE"} -X OPTIONS \
+    -H "Origin: $1" -H 'Access-Control-Request-Method: PUT' "$ENDPOINT/$B/public/f1.txt"
+}
+[ "$(preflight https://notebook.example)" = 200 ] || fail "preflight from the allowed origin refused"
+grep -qi '^access-control-allow-origin: https://notebook.example' "$WORK/pre" || fail "no Access-Control-Allow-Origin"
+[ "$(preflight https://elsewhere.example)" = 403 ] || fail "preflight from another origin allowed"
+aws_ s3api delete-bucket-cors --bucket "$B"
+[ "$(preflight https://notebook.example)" = 403 ] || fail "preflight allowed after delete-bucket-cors"
 
 step "rm, rb"
 aws_ s3 rm "s3://$B" --recursive --only-show-errors
