@@ -34,6 +34,9 @@ pub struct Caller {
     /// ACL that does not let them list the bucket, and S3 does not tell such callers which keys
     /// exist.
     pub(crate) hide_missing: bool,
+    /// The bucket the request addresses, whether or not the access check found it: a handler
+    /// must not find it later (created meanwhile) and act on it unchecked.
+    pub(crate) addressed: Option<String>,
 }
 
 impl Caller {
@@ -52,6 +55,7 @@ impl Caller {
             },
             checked: None,
             hide_missing: false,
+            addressed: None,
         }
     }
 
@@ -178,6 +182,7 @@ impl S3Access for GatewayAccess {
                     user,
                     checked: None,
                     hide_missing: false,
+                    addressed: None,
                 }
             }
             None => Caller::anonymous(&self.gateway.anonymous_domain),
@@ -215,6 +220,7 @@ impl S3Access for GatewayAccess {
             Need::Authenticated => None,
             Need::Folder(p) => Some(p),
         };
+        caller.addressed.clone_from(&bucket);
         if let (Some(need), Some(name)) = (need, bucket) {
             // A missing bucket is left to the handler, which answers NoSuchBucket.
             let found = self
@@ -277,6 +283,7 @@ mod tests {
             },
             checked: None,
             hide_missing: false,
+            addressed: None,
         }
     }
 

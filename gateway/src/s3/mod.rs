@@ -177,10 +177,15 @@ impl Gateway {
     }
 
     /// The bucket `name` in the caller's domain, with its folder opened: the record the access
-    /// check found when the request addresses `name`, else a fresh lookup (a copy's source).
+    /// check found when the request addresses `name` (none if it found none), else a fresh
+    /// lookup (a copy's source, whose handler checks the caller's permission on it).
     pub(crate) async fn bucket(&self, who: &Caller, name: &str) -> S3Result<BucketCtx> {
         let rec = match &who.checked {
             Some(rec) if rec.name == name => BucketRecord::clone(rec),
+            // Missing when the access check looked: a bucket created since was never checked.
+            _ if who.addressed.as_deref() == Some(name) => {
+                return Err(s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))
+            }
             _ => self
                 .meta
                 .bucket(&who.user.domain, name)
