@@ -1,8 +1,8 @@
 //! The embedded engine: [`Metadata`] over the RocksDB [`Store`], for one gateway process.
 //!
 //! Writes and scans run on tokio's blocking pool, as a write may wait for a WAL fsync. Point
-//! reads of tenancy records (keypairs, users, buckets, domains, projects) run on the calling
-//! task: those column families are small and hot, RocksDB answers them from memory in
+//! reads of tenancy records (keypairs, users, buckets, domains, projects) and of one object's
+//! record run on the calling task: RocksDB answers them from its memtables and block cache in
 //! microseconds, and every request makes several of them, so the trip to the pool would cost more
 //! than the read.
 
@@ -215,8 +215,9 @@ impl Metadata for RocksMetadata {
     }
 
     async fn object(&self, folder: Uuid, key: &str) -> MetaResult<Option<ObjectRecord>> {
-        let key = key.to_owned();
-        self.blocking(move |s| s.object(folder, &key)).await
+        // A point read, on the calling task like the tenancy reads: every GET makes one, and
+        // the trip to the blocking pool cost more than the read (docs/benchmarks.md, "Small GET").
+        self.store.object(folder, key)
     }
     async fn objects(&self, folder: Uuid, keys: &[&str]) -> MetaResult<Vec<Option<ObjectRecord>>> {
         let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
