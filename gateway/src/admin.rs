@@ -598,22 +598,9 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
         volume.create_folder(&loc).await?;
     }
     let rec = BucketRecord {
-        name: b.name,
-        domain: b.domain,
-        folder_id: loc.id,
-        volume: volume_name,
-        quota_scope: scope,
-        created_ms: now_ms(),
         usage_mode: b.usage_mode,
         permission: b.permission,
-        grants: Default::default(),
-        versioning: None,
-        lifecycle: Vec::new(),
-        policy: None,
-        public_access_block: None,
-        cors: Vec::new(),
-        ownership: None,
-        acl: Vec::new(),
+        ..BucketRecord::new(b.name, b.domain, loc.id, volume_name, scope, now_ms())
     };
     let created = claim_bucket(gw, &rec).await;
     match created {

@@ -267,7 +267,6 @@ impl S3Access for GatewayAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use penstock_metadata::UsageMode;
     use uuid::Uuid;
 
     fn user(domain: &str, role: Role, projects: &[Uuid]) -> Caller {
@@ -289,22 +288,8 @@ mod tests {
 
     fn bucket(domain: &str, scope: QuotaScope, perm: Perm) -> BucketRecord {
         BucketRecord {
-            name: "b".into(),
-            domain: domain.into(),
-            folder_id: Uuid::new_v4(),
-            volume: "v".into(),
-            quota_scope: scope,
-            created_ms: 0,
-            usage_mode: UsageMode::General,
             permission: perm,
-            grants: Default::default(),
-            versioning: None,
-            lifecycle: Vec::new(),
-            policy: None,
-            public_access_block: None,
-            cors: Vec::new(),
-            ownership: None,
-            acl: Vec::new(),
+            ..BucketRecord::new("b".into(), domain.into(), Uuid::new_v4(), "v".into(), scope, 0)
         }
     }
 

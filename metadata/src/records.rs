@@ -124,6 +124,39 @@ pub struct CorsRule {
     pub max_age_secs: Option<i32>,
 }
 
+impl BucketRecord {
+    /// A new bucket's record: a general-purpose folder whose project members (if a project owns
+    /// it) hold `wd`, with no grants and none of the S3 bucket settings (versioning, lifecycle,
+    /// policy, public access block, ownership, ACL, CORS) set.
+    pub fn new(
+        name: String,
+        domain: String,
+        folder_id: Uuid,
+        volume: String,
+        quota_scope: QuotaScope,
+        created_ms: i64,
+    ) -> Self {
+        Self {
+            name,
+            domain,
+            folder_id,
+            volume,
+            quota_scope,
+            created_ms,
+            usage_mode: UsageMode::General,
+            permission: Perm::Wd,
+            grants: BTreeMap::new(),
+            versioning: None,
+            lifecycle: Vec::new(),
+            policy: None,
+            public_access_block: None,
+            ownership: None,
+            acl: Vec::new(),
+            cors: Vec::new(),
+        }
+    }
+}
+
 /// The bucket-level public access block (S3's four switches).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PublicAccessBlock {

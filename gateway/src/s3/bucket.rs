@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use uuid::Uuid;
 
 use penstock_backends::{FolderLocation, QuotaScope};
-use penstock_metadata::{BucketRecord, Perm, UploadQuery, UsageMode, VersionQuery};
+use penstock_metadata::{BucketRecord, Perm, UploadQuery, VersionQuery};
 
 use super::error::backend_err;
 use super::object::{now_ms, ts_ms};
@@ -66,24 +66,14 @@ impl Gateway {
             id: Uuid::new_v4(),
         };
         let volume = self.volume(&self.default_volume)?.clone();
-        let rec = BucketRecord {
-            name: name.clone(),
-            domain: who.user.domain.clone(),
-            folder_id: loc.id,
-            volume: volume.name().to_owned(),
-            quota_scope: loc.scope,
-            created_ms: now_ms(),
-            usage_mode: UsageMode::General,
-            permission: Perm::Wd,
-            grants: Default::default(),
-            versioning: None,
-            lifecycle: Vec::new(),
-            policy: None,
-            public_access_block: None,
-            cors: Vec::new(),
-            ownership: None,
-            acl: Vec::new(),
-        };
+        let rec = BucketRecord::new(
+            name.clone(),
+            who.user.domain.clone(),
+            loc.id,
+            volume.name().to_owned(),
+            loc.scope,
+            now_ms(),
+        );
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.
         let meta = self.meta.clone();

@@ -1,6 +1,6 @@
 //! Unit tests of the RocksDB store.
 use super::*;
-use crate::{Checksums, Fingerprint, ObjectAttrs, UsageMode};
+use crate::{Checksums, Fingerprint, ObjectAttrs};
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -98,22 +98,15 @@ fn newer_schema_is_refused() {
 fn bucket_names_are_unique_and_delete_clears_folder() {
     let (_d, s) = store();
     let b = BucketRecord {
-        name: "b1".into(),
-        domain: "d1".into(),
-        folder_id: Uuid::new_v4(),
-        volume: "local".into(),
-        quota_scope: QuotaScope::user(Uuid::nil()),
-        created_ms: 0,
-        usage_mode: UsageMode::General,
         permission: crate::Perm::Rw,
-        grants: Default::default(),
-        versioning: None,
-        lifecycle: Vec::new(),
-        policy: None,
-        public_access_block: None,
-        cors: Vec::new(),
-        ownership: None,
-        acl: Vec::new(),
+        ..BucketRecord::new(
+            "b1".into(),
+            "d1".into(),
+            Uuid::new_v4(),
+            "local".into(),
+            QuotaScope::user(Uuid::nil()),
+            0,
+        )
     };
     assert!(s.create_bucket(&b).unwrap());
     assert!(!s.create_bucket(&b).unwrap());

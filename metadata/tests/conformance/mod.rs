@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use penstock_metadata::{
     BucketRecord, Charge, Checksums, Domain, Fingerprint, KeyEdit, Keypair, Metadata, ObjectAttrs, ObjectRecord,
-    PartRecord, Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, UsageMode, User, VersionQuery,
+    PartRecord, Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, User, VersionQuery,
     VersionRecord, Versioning,
 };
 use uuid::Uuid;
@@ -45,23 +45,10 @@ async fn gateways(m: &dyn Metadata) {
 }
 
 fn bucket(domain: &str, name: &str) -> BucketRecord {
+    let (id, owner) = (Uuid::new_v4(), QuotaScope::user(Uuid::new_v4()));
     BucketRecord {
-        name: name.to_owned(),
-        domain: domain.to_owned(),
-        folder_id: Uuid::new_v4(),
-        volume: "local".to_owned(),
-        quota_scope: QuotaScope::user(Uuid::new_v4()),
-        created_ms: 1_700_000_000_000,
-        usage_mode: UsageMode::General,
         permission: Perm::Rw,
-        grants: Default::default(),
-        versioning: None,
-        lifecycle: Vec::new(),
-        policy: None,
-        public_access_block: None,
-        cors: Vec::new(),
-        ownership: None,
-        acl: Vec::new(),
+        ..BucketRecord::new(name.to_owned(), domain.to_owned(), id, "local".to_owned(), owner, 1_700_000_000_000)
     }
 }
 
