@@ -253,7 +253,13 @@ impl S3Access for GatewayAccess {
                     };
                     caller.hide_missing = !self.gateway.permits(&caller, &rec, false, &listing).await?;
                 }
-                caller.checked = Some(Arc::new(rec));
+                let rec = Arc::new(rec);
+                if let Some(slot) = cx.extensions_mut().get::<InfoSlot>() {
+                    if let Ok(mut info) = slot.0.lock() {
+                        info.bucket_record = Some(rec.clone());
+                    }
+                }
+                caller.checked = Some(rec);
             }
         }
         // Documents whose digests do not hold are refused before any handler sees them.

@@ -30,6 +30,8 @@ pub struct RequestInfo {
     pub key: Option<String>,
     /// `domain/user (access key)`.
     pub tenant: Option<String>,
+    /// The bucket record the access check found (CORS headers are read from it).
+    pub bucket_record: Option<Arc<penstock_metadata::BucketRecord>>,
 }
 
 /// The slot shared between this layer and the access check.
@@ -236,7 +238,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     .get("origin")
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned);
-                let named = cors.as_ref().and_then(|c| c.bucket_of(&req));
+                // Only browsers' requests (an Origin, or a preflight) need the bucket's CORS rules.
+                let named = cors
+                    .as_ref()
+                    .filter(|_| origin.is_some() || method == http::Method::OPTIONS)
+                    .and_then(|c| c.bucket_of(&req));
                 let result = match &cors {
                     Some(c) if method == http::Method::OPTIONS => {
                         if let Ok(mut info) = slot.0.lock() {
@@ -284,7 +290,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 }
                 if let (Some(c), Some(origin), Some(bucket)) = (&cors, &origin, &named) {
                     if method != http::Method::OPTIONS {
-                        c.gateway.decorate(bucket, origin, &method, resp.headers_mut()).await;
+                        let found = slot.0.lock().ok().and_then(|i| i.bucket_record.clone());
+                        c.gateway
+                            .decorate(found, bucket, origin, &method, resp.headers_mut())
+                            .await;
                     }
                 }
 

@@ -4,6 +4,8 @@
 //! Preflights carry no credentials, so the bucket is found by name: first in the anonymous
 //! domain, then in the others (bucket names are unique per domain only; see docs/sharing.md).
 
+use std::sync::Arc;
+
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
@@ -189,10 +191,22 @@ impl Gateway {
     }
 
     /// Adds the `Access-Control-*` headers to the response of a request from `origin` to bucket
-    /// `name` with `method`, whatever its status.
-    pub(crate) async fn decorate(&self, name: &str, origin: &str, method: &Method, out: &mut HeaderMap) {
-        let Ok(Some(rec)) = self.cors_bucket(name).await else {
-            return;
+    /// `name` with `method`, whatever its status: from `found`, the record the access check
+    /// looked up, or else (a request refused before that) a lookup by name.
+    pub(crate) async fn decorate(
+        &self,
+        found: Option<Arc<BucketRecord>>,
+        name: &str,
+        origin: &str,
+        method: &Method,
+        out: &mut HeaderMap,
+    ) {
+        let rec = match found.filter(|r| r.name == name) {
+            Some(r) => r,
+            None => match self.cors_bucket(name).await {
+                Ok(Some(r)) => Arc::new(r),
+                _ => return,
+            },
         };
         if rec.cors.is_empty() {
             return;
