@@ -59,12 +59,14 @@ struct Statement {
     principal: (bool, Option<Vec<String>>),
     actions: (bool, Vec<String>),
     resources: (bool, Vec<String>),
-    conditions: Vec<Negatable>,
+    conditions: Vec<Condition>,
 }
 
 #[derive(Debug, Clone)]
 struct Condition {
     op: Op,
+    /// The operator's negated form (`StringNotEquals`, `NotIpAddress`, ...).
+    negated: bool,
     /// `...IfExists`: true when the key is absent.
     if_exists: bool,
     /// `ForAllValues:`: every value of the key must match (and an absent key matches).
@@ -120,13 +122,6 @@ fn parse_op(name: &str) -> Option<(Op, bool)> {
         "Null" => (Op::Null, false),
         _ => return None,
     })
-}
-
-/// A condition with its negation folded in.
-#[derive(Debug, Clone)]
-struct Negatable {
-    cond: Condition,
-    negated: bool,
 }
 
 /// Actions S3 knows, lower-cased: a policy naming another (without wildcards) is malformed.
@@ -341,14 +336,12 @@ impl Condition {
             Op::Null => unreachable!("Null tests presence, not values"),
         }
     }
-}
 
-impl Negatable {
     /// IAM's rules: an absent key fails a condition, except that negated operators and
     /// `...IfExists` pass, and `Null` tests exactly presence; several policy values are ORed
     /// (NORed when negated); several request values must all match under `ForAllValues:`.
     fn holds(&self, keys: &HashMap<String, Vec<String>>) -> bool {
-        let c = &self.cond;
+        let c = self;
         let have = keys.get(&c.key).filter(|v| !v.is_empty());
         if c.op == Op::Null {
             let want_absent = c.values.iter().any(|v| v.eq_ignore_ascii_case("true"));
@@ -435,14 +428,13 @@ impl Policy {
             s.allow
                 && to_everyone
                 && !s.conditions.iter().any(|c| {
-                    let narrowing = NARROWING_KEYS.contains(&c.cond.key.as_str())
+                    let narrowing = NARROWING_KEYS.contains(&c.key.as_str())
                         && !c.negated
-                        && !c.cond.if_exists
-                        && c.cond
-                            .values
+                        && !c.if_exists
+                        && c.values
                             .iter()
                             .all(|v| !v.contains('*') && v != "0.0.0.0/0" && v != "::/0");
-                    narrowing && matches!(c.cond.op, Op::StringEquals | Op::StringLike | Op::IpAddress)
+                    narrowing && matches!(c.op, Op::StringEquals | Op::StringLike | Op::IpAddress)
                 })
         })
     }
@@ -452,7 +444,7 @@ impl Policy {
         self.statements
             .iter()
             .flat_map(|s| &s.conditions)
-            .any(|c| c.cond.key.starts_with("s3:existingobjecttag/"))
+            .any(|c| c.key.starts_with("s3:existingobjecttag/"))
     }
 }
 
@@ -511,10 +503,7 @@ impl Statement {
             principal,
             actions,
             resources,
-            conditions: conditions
-                .into_iter()
-                .map(|(cond, negated)| Negatable { cond, negated })
-                .collect(),
+            conditions,
         })
     }
 
@@ -619,7 +608,7 @@ fn check_actions_meet_resources(actions: &[String], resources: &[String]) -> Res
     Ok(())
 }
 
-fn parse_conditions(c: &Map<String, Value>) -> Result<Vec<(Condition, bool)>, Malformed> {
+fn parse_conditions(c: &Map<String, Value>) -> Result<Vec<Condition>, Malformed> {
     let mut out = Vec::new();
     for (op_name, block) in c {
         let (set, rest) = match op_name.split_once(':') {
@@ -649,16 +638,14 @@ fn parse_conditions(c: &Map<String, Value>) -> Result<Vec<(Condition, bool)>, Ma
             check_key(&key)?;
             let values = strings(v, "Condition value")?;
             check_values(op, &values)?;
-            out.push((
-                Condition {
-                    op,
-                    if_exists,
-                    for_all: set == Some(true),
-                    key,
-                    values,
-                },
+            out.push(Condition {
+                op,
                 negated,
-            ));
+                if_exists,
+                for_all: set == Some(true),
+                key,
+                values,
+            });
         }
     }
     Ok(out)
