@@ -78,6 +78,37 @@ pub(super) fn open_beneath(root: &OwnedFd, rel: &str, flags: OFlags) -> std::res
     )
 }
 
+/// [`open_beneath`] only when the whole path is in the dentry cache: `EAGAIN` otherwise,
+/// before anything could wait for the disk or the network (`RESOLVE_CACHED`, Linux 5.12;
+/// older kernels refuse the flag with `EINVAL`, which callers treat as "not cached").
+pub(super) fn open_beneath_cached(root: &OwnedFd, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
+    rustix::fs::openat2(
+        root,
+        rel,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | ResolveFlags::CACHED,
+    )
+}
+
+/// Whether `path` is on a local disk file system, where opening and `fstat`ing an entry the
+/// dentry cache holds does no I/O. Network and FUSE file systems may revalidate on open (NFS's
+/// close-to-open check) or answer `fstat` from the server, so they are not listed; neither is
+/// anything unknown.
+pub(super) fn is_local_fs(path: &Path) -> bool {
+    const LOCAL: &[u64] = &[
+        0xEF53,      // ext2/3/4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0x0102_1994, // tmpfs
+        0xF2F5_2010, // f2fs
+        0x2FC1_2FC1, // zfs
+        0xCA45_1A4E, // bcachefs
+        0x794C_7630, // overlayfs
+    ];
+    rustix::fs::statfs(path).is_ok_and(|st| LOCAL.contains(&(st.f_type as u64)))
+}
+
 /// Maps "nothing there" errors to `None`; escape attempts to `Escapes`.
 pub(super) fn absent_is_none<T>(e: Errno) -> Result<Option<T>> {
     match e {

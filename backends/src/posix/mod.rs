@@ -23,8 +23,8 @@ use crate::volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, Staging
 use crate::{BackendError, FolderLocation, ObjectPath, Result, SweepRule};
 
 use fs::{
-    absent_is_none, ensure_dir, join_or_dot, kind_of, make_marker_dir, open_beneath, open_dir_path, read_dir_sorted,
-    stat_fd, to_stat, DirSyncs, PosixDirs,
+    absent_is_none, ensure_dir, is_local_fs, join_or_dot, kind_of, make_marker_dir, open_beneath, open_beneath_cached,
+    open_dir_path, read_dir_sorted, stat_fd, to_stat, DirSyncs, PosixDirs,
 };
 use read::PosixReader;
 use recycle::{dir_key, Recycled};
@@ -87,9 +87,38 @@ struct Io {
     observer: Option<Arc<dyn IoObserver>>,
     dir_syncs: DirSyncs,
     recycled: Recycled,
+    /// Whether opens and stats may first be tried on the calling task (see [`Io::inline`]).
+    inline_lookups: bool,
 }
 
 impl Io {
+    fn new(volume: &str, observer: Option<Arc<dyn IoObserver>>, recycled: Recycled, inline_lookups: bool) -> Self {
+        Self {
+            volume: volume.to_owned(),
+            observer,
+            dir_syncs: DirSyncs::default(),
+            recycled,
+            inline_lookups,
+        }
+    }
+
+    /// Runs a lookup on the calling task when it cannot block: `f` resolves its path with
+    /// `RESOLVE_CACHED` and gets `EAGAIN` unless every component is in the dentry cache, and the
+    /// volume is a local file system, where an open or `fstat` of a cached entry does no I/O.
+    /// `None`: not tried or not cached; the caller then goes through the blocking pool. A small
+    /// GET made two pool trips (open, record) for microseconds of work, and the handoffs were a
+    /// third of the gateway's CPU samples (docs/benchmarks.md).
+    fn inline<T>(&self, op: &'static str, f: impl FnOnce() -> Result<Option<T>>) -> Result<Option<T>> {
+        if !self.inline_lookups {
+            return Ok(None);
+        }
+        let start = std::time::Instant::now();
+        let r = f();
+        if let (Ok(Some(_)), Some(o)) = (&r, &self.observer) {
+            o.observe(&self.volume, op, start.elapsed());
+        }
+        r
+    }
     /// Runs a write that is safe to repeat; when the file system (or the user's disk quota) is
     /// full and kept files held space, frees them and runs it once more.
     fn with_space<T>(&self, mut write: impl FnMut() -> Result<T>) -> Result<T> {
@@ -127,12 +156,7 @@ impl PosixVolume {
         Ok(Self {
             name: name.to_owned(),
             root: root.canonicalize()?,
-            io: Arc::new(Io {
-                volume: name.to_owned(),
-                observer: None,
-                dir_syncs: DirSyncs::default(),
-                recycled: Recycled::for_volume(root),
-            }),
+            io: Arc::new(Io::new(name, None, Recycled::for_volume(root), is_local_fs(root))),
             direct_from: Some(DEFAULT_DIRECT_WRITES_FROM),
             handles: FolderHandles::default(),
         })
@@ -149,12 +173,12 @@ impl PosixVolume {
 
     /// Reports the duration of every storage operation to `observer`.
     pub fn with_observer(mut self, observer: Arc<dyn IoObserver>) -> Self {
-        self.io = Arc::new(Io {
-            volume: self.name.clone(),
-            observer: Some(observer),
-            dir_syncs: DirSyncs::default(),
-            recycled: Recycled::new(self.io.recycled.budget),
-        });
+        self.io = Arc::new(Io::new(
+            &self.name,
+            Some(observer),
+            Recycled::new(self.io.recycled.budget),
+            self.io.inline_lookups,
+        ));
         self
     }
 }
@@ -275,18 +299,30 @@ impl PosixFolder {
     /// Opens the regular file at `rel` (beneath the folder) for reading; `None` when absent or
     /// not a regular file.
     async fn open_file(&self, op: &'static str, rel: String) -> Result<Option<Box<dyn ReadHandle>>> {
-        let root = self.root.clone();
-        let opened = self
+        fn opened(fd: OwnedFd) -> Result<Option<(Arc<File>, Stat)>> {
+            let stat = stat_fd(&fd)?;
+            Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
+        }
+        let cached = self
             .io
-            .run(op, move || {
-                let fd = match open_beneath(&root, &rel, OFlags::RDONLY) {
-                    Ok(fd) => fd,
-                    Err(e) => return absent_is_none(e),
-                };
-                let stat = stat_fd(&fd)?;
-                Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
-            })
-            .await?;
+            .inline(op, || match open_beneath_cached(&self.root, &rel, OFlags::RDONLY) {
+                Ok(fd) => opened(fd).map(Some),
+                Err(Errno::AGAIN | Errno::INVAL) => Ok(None),
+                // Absence is known from a cached negative entry as surely as from the disk.
+                Err(e) => absent_is_none::<()>(e).map(|_| Some(None)),
+            })?;
+        let opened = match cached {
+            Some(o) => o,
+            None => {
+                let root = self.root.clone();
+                self.io
+                    .run(op, move || match open_beneath(&root, &rel, OFlags::RDONLY) {
+                        Ok(fd) => opened(fd),
+                        Err(e) => absent_is_none(e),
+                    })
+                    .await?
+            }
+        };
         Ok(opened.map(|(file, stat)| {
             Box::new(PosixReader {
                 file,
@@ -300,8 +336,19 @@ impl PosixFolder {
 #[async_trait]
 impl Folder for PosixFolder {
     async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>> {
-        let root = self.root.clone();
         let rel = path.rel();
+        let cached = self
+            .io
+            .inline("stat", || match open_beneath_cached(&self.root, &rel, OFlags::PATH) {
+                Ok(fd) => Ok(Some(Some(stat_fd(&fd)?))),
+                Err(Errno::AGAIN | Errno::INVAL) => Ok(None),
+                // Absence is known from a cached negative entry as surely as from the disk.
+                Err(e) => absent_is_none::<()>(e).map(|_| Some(None)),
+            })?;
+        if let Some(found) = cached {
+            return Ok(found);
+        }
+        let root = self.root.clone();
         self.io
             .run("stat", move || match open_beneath(&root, &rel, OFlags::PATH) {
                 Ok(fd) => Ok(Some(stat_fd(&fd)?)),

@@ -1,5 +1,6 @@
 //! Tests of what is particular to the POSIX backend; the conformance suite covers the contract.
 
+use super::fs::{is_local_fs, open_beneath_cached};
 use super::read::read_cached;
 use super::recycle::{RECYCLED_FILE_SHARE, RECYCLED_PER_DIR};
 use super::staging::DIRECT_BLOCK;
@@ -26,12 +27,7 @@ async fn folder(root: &Path) -> (Arc<dyn Folder>, PathBuf) {
 async fn folder_with_budget(root: &Path, budget: Option<u64>) -> (Arc<dyn Folder>, PathBuf) {
     let mut v = PosixVolume::open("v", root).unwrap();
     if let Some(b) = budget {
-        v.io = Arc::new(Io {
-            volume: "v".into(),
-            observer: None,
-            dir_syncs: DirSyncs::default(),
-            recycled: Recycled::new(b),
-        });
+        v.io = Arc::new(Io::new("v", None, Recycled::new(b), v.io.inline_lookups));
     }
     let loc = crate::FolderLocation {
         scope: crate::QuotaScope::user(uuid::Uuid::new_v4()),
@@ -196,12 +192,7 @@ async fn large_overwrites_reuse_files_in_place() {
 fn a_full_file_system_releases_kept_files() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = Arc::new(open_dir_path(dir.path()).unwrap());
-    let io = Io {
-        volume: "v".into(),
-        observer: None,
-        dir_syncs: DirSyncs::default(),
-        recycled: Recycled::new(64 << 20),
-    };
+    let io = Io::new("v", None, Recycled::new(64 << 20), false);
     std::fs::write(dir.path().join("kept"), vec![1u8; 4096]).unwrap();
     io.recycled.keep_or_remove(&tmp, "kept");
     assert_eq!(io.recycled.bytes.load(Ordering::Relaxed), 4096);
@@ -292,12 +283,7 @@ async fn direct_staging_stays_direct() {
         Mode::from_raw_mode(0o600),
     );
     let root = Arc::new(open_dir_path(dir.path()).unwrap());
-    let io = Arc::new(Io {
-        volume: "v".into(),
-        observer: None,
-        dir_syncs: DirSyncs::default(),
-        recycled: Recycled::new(0),
-    });
+    let io = Arc::new(Io::new("v", None, Recycled::new(0), false));
     let mut s = PosixStaging::create(root, io, true, None).unwrap();
     let direct = |s: &PosixStaging| rustix::fs::fcntl_getfl(&*s.file()).unwrap().contains(OFlags::DIRECT);
     assert_eq!(
@@ -315,4 +301,57 @@ async fn direct_staging_stays_direct() {
     assert_eq!(st.size, body.len() as u64);
     let got = std::fs::read(dir.path().join(layout::rel(&TMP_DIR)).join(&s.name)).unwrap();
     assert!(got == body);
+}
+
+/// Opens and stats tried on the calling task (entries in the dentry cache, local file system)
+/// find exactly what the blocking pool finds: files, directories, absent keys, symlinks that
+/// stay inside, and the refusal of ones that lead out.
+#[tokio::test]
+async fn lookups_on_the_task_agree_with_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, path) = folder(dir.path()).await;
+    put(&f, "a/b", b"bytes").await;
+    std::os::unix::fs::symlink("a/b", path.join("inside")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", path.join("absolute")).unwrap();
+    std::os::unix::fs::symlink("../../../../../x", path.join("up")).unwrap();
+    let root = Arc::new(open_dir_path(&path).unwrap());
+    let on = |inline| PosixFolder {
+        root: root.clone(),
+        io: Arc::new(Io::new("v", None, Recycled::new(0), inline)),
+        direct_from: None,
+    };
+    let (task, pool) = (on(true), on(false));
+    // Just written or looked up: in the dentry cache, so the fast path answers.
+    assert!(open_beneath_cached(&root, "a/b", OFlags::RDONLY).is_ok());
+    for key in ["a/b", "a", "a/c", "nope/b", "inside", "absolute", "up", "a/b/c"] {
+        let p = ObjectPath::parse(key).unwrap();
+        for _ in 0..2 {
+            let (st, sp) = (task.stat(&p).await, pool.stat(&p).await);
+            assert_eq!(format!("{st:?}"), format!("{sp:?}"), "stat {key}");
+            let read = |r: Result<Option<Box<dyn ReadHandle>>>| match r {
+                Ok(Some(h)) => format!("file of {}", h.stat().size),
+                Ok(None) => "none".to_owned(),
+                Err(e) => format!("{e}"),
+            };
+            let (rt, rp) = (read(task.open_read(&p).await), read(pool.open_read(&p).await));
+            assert_eq!(rt, rp, "open {key}");
+        }
+    }
+    let r = task
+        .open_read(&ObjectPath::parse("inside").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&r.read_at(0, 5).await.unwrap()[..], b"bytes");
+    assert!(matches!(
+        task.open_read(&ObjectPath::parse("absolute").unwrap()).await,
+        Err(BackendError::Escapes)
+    ));
+}
+
+/// Lookups run on the calling task only on local disk file systems.
+#[test]
+fn only_local_file_systems_take_lookups_on_the_task() {
+    assert!(is_local_fs(Path::new("/dev/shm")), "tmpfs is local");
+    assert!(!is_local_fs(Path::new("/proc")), "procfs is not a disk file system");
 }
