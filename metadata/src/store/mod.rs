@@ -15,6 +15,7 @@ use crate::schema::*;
 use crate::{
     BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId, UploadRecord, User,
 };
+use cache::Tenancy;
 
 /// Errors of the metadata store.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,11 @@ pub struct Store {
     sync: bool,
     /// Serializes check-then-insert of bucket names.
     bucket_lock: Mutex<()>,
+    domains: Tenancy<Domain>,
+    projects: Tenancy<Project>,
+    users: Tenancy<User>,
+    keypairs: Tenancy<Keypair>,
+    buckets: Tenancy<BucketRecord>,
 }
 
 impl Store {
@@ -95,6 +101,11 @@ impl Store {
             db,
             sync: opts.sync,
             bucket_lock: Mutex::new(()),
+            domains: Tenancy::new(),
+            projects: Tenancy::new(),
+            users: Tenancy::new(),
+            keypairs: Tenancy::new(),
+            buckets: Tenancy::new(),
         };
         store.check_schema()?;
         Ok(store)
@@ -173,6 +184,29 @@ impl Store {
         Ok(())
     }
 
+    /// A tenancy record, through its cache.
+    fn get_cached<T: DeserializeOwned + Clone>(
+        &self,
+        cache: &Tenancy<T>,
+        cf: &'static str,
+        key: &[u8],
+    ) -> Result<Option<T>> {
+        cache.get(key, || self.get(cf, key))
+    }
+
+    /// Writes a tenancy record, then drops its cached copy.
+    fn put_cached<T: Serialize>(
+        &self,
+        cache: &Tenancy<impl Clone>,
+        cf: &'static str,
+        key: &[u8],
+        value: &T,
+    ) -> Result<()> {
+        let r = self.put(cf, key, value);
+        cache.forget(key);
+        r
+    }
+
     fn delete(&self, cf: &'static str, key: &[u8]) -> Result<()> {
         self.db.delete_cf_opt(self.cf(cf), key, &self.wopts())?;
         Ok(())
@@ -216,12 +250,12 @@ impl Store {
 
     /// Stores (or replaces) a domain.
     pub fn put_domain(&self, d: &Domain) -> Result<()> {
-        self.put(CF_DOMAINS, d.name.as_bytes(), d)
+        self.put_cached(&self.domains, CF_DOMAINS, d.name.as_bytes(), d)
     }
 
     /// Looks up a domain.
     pub fn domain(&self, name: &str) -> Result<Option<Domain>> {
-        self.get(CF_DOMAINS, name.as_bytes())
+        self.get_cached(&self.domains, CF_DOMAINS, name.as_bytes())
     }
 
     /// All domains by name.
@@ -231,12 +265,12 @@ impl Store {
 
     /// Stores (or replaces) a project.
     pub fn put_project(&self, p: &Project) -> Result<()> {
-        self.put(CF_PROJECTS, p.id.as_bytes(), p)
+        self.put_cached(&self.projects, CF_PROJECTS, p.id.as_bytes(), p)
     }
 
     /// Looks up a project.
     pub fn project(&self, id: Uuid) -> Result<Option<Project>> {
-        self.get(CF_PROJECTS, id.as_bytes())
+        self.get_cached(&self.projects, CF_PROJECTS, id.as_bytes())
     }
 
     /// All projects.
@@ -246,12 +280,12 @@ impl Store {
 
     /// Stores (or replaces) a user.
     pub fn put_user(&self, u: &User) -> Result<()> {
-        self.put(CF_USERS, u.id.as_bytes(), u)
+        self.put_cached(&self.users, CF_USERS, u.id.as_bytes(), u)
     }
 
     /// Looks up a user.
     pub fn user(&self, id: Uuid) -> Result<Option<User>> {
-        self.get(CF_USERS, id.as_bytes())
+        self.get_cached(&self.users, CF_USERS, id.as_bytes())
     }
 
     /// All users.
@@ -263,17 +297,19 @@ impl Store {
 
     /// Looks up a keypair by access key.
     pub fn keypair(&self, access_key: &str) -> Result<Option<Keypair>> {
-        self.get(CF_KEYPAIRS, access_key.as_bytes())
+        self.get_cached(&self.keypairs, CF_KEYPAIRS, access_key.as_bytes())
     }
 
     /// Stores (or replaces) a keypair.
     pub fn put_keypair(&self, kp: &Keypair) -> Result<()> {
-        self.put(CF_KEYPAIRS, kp.access_key.as_bytes(), kp)
+        self.put_cached(&self.keypairs, CF_KEYPAIRS, kp.access_key.as_bytes(), kp)
     }
 
     /// Removes a keypair.
     pub fn delete_keypair(&self, access_key: &str) -> Result<()> {
-        self.delete(CF_KEYPAIRS, access_key.as_bytes())
+        let r = self.delete(CF_KEYPAIRS, access_key.as_bytes());
+        self.keypairs.forget(access_key.as_bytes());
+        r
     }
 
     /// All keypairs, ordered by access key.
@@ -289,18 +325,18 @@ impl Store {
         if self.bucket(&b.domain, &b.name)?.is_some() {
             return Ok(false);
         }
-        self.put(CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)?;
+        self.put_cached(&self.buckets, CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)?;
         Ok(true)
     }
 
     /// Replaces an existing bucket record (grants, permission, status).
     pub fn put_bucket(&self, b: &BucketRecord) -> Result<()> {
-        self.put(CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)
+        self.put_cached(&self.buckets, CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)
     }
 
     /// Looks up a bucket by domain and name.
     pub fn bucket(&self, domain: &str, name: &str) -> Result<Option<BucketRecord>> {
-        self.get(CF_BUCKETS, &bucket_key(domain, name))
+        self.get_cached(&self.buckets, CF_BUCKETS, &bucket_key(domain, name))
     }
 
     /// All buckets, ordered by domain and name.
@@ -325,8 +361,11 @@ impl Store {
             let (plo, phi) = parts_range(&id);
             batch.delete_range_cf(self.cf(CF_PARTS), &plo, &phi);
         }
-        batch.delete_cf(self.cf(CF_BUCKETS), bucket_key(&b.domain, &b.name));
-        self.db.write_opt(batch, &self.wopts())?;
+        let key = bucket_key(&b.domain, &b.name);
+        batch.delete_cf(self.cf(CF_BUCKETS), &key);
+        let r = self.db.write_opt(batch, &self.wopts());
+        self.buckets.forget(&key);
+        r?;
         Ok(())
     }
 
@@ -618,6 +657,7 @@ fn decode<T: DeserializeOwned>(cf: &'static str, v: &[u8]) -> Result<T> {
     serde_json::from_slice(body).map_err(|err| MetaError::Corrupt { cf, err })
 }
 
+mod cache;
 #[cfg(test)]
 mod tests;
 

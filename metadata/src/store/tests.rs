@@ -195,3 +195,79 @@ fn uploads_and_parts() {
     assert!(s.upload(f, "a", &one).unwrap().is_none());
     assert!(s.object(f, "a").unwrap().is_some());
 }
+
+fn keypair(ak: &str, enabled: bool) -> Keypair {
+    Keypair {
+        access_key: ak.into(),
+        sealed_secret: "sealed".into(),
+        user_id: Uuid::from_u128(9),
+        enabled,
+        created_ms: 1,
+    }
+}
+
+/// Tenancy reads come from memory after the first, yet always see the latest write: replaced,
+/// removed and newly created records, and absent ones that appear later.
+#[test]
+fn cached_tenancy_reads_see_every_write() {
+    let (_dir, s) = store();
+    assert_eq!(s.keypair("AK").unwrap(), None);
+    s.put_keypair(&keypair("AK", true)).unwrap();
+    assert_eq!(s.keypair("AK").unwrap(), Some(keypair("AK", true)));
+    s.put_keypair(&keypair("AK", false)).unwrap();
+    assert_eq!(
+        s.keypair("AK").unwrap(),
+        Some(keypair("AK", false)),
+        "disabling applies at once"
+    );
+    s.delete_keypair("AK").unwrap();
+    assert_eq!(s.keypair("AK").unwrap(), None, "a removed key is gone at once");
+
+    let mut b = BucketRecord::new(
+        "b".into(),
+        "d".into(),
+        Uuid::from_u128(1),
+        "v".into(),
+        QuotaScope::user(Uuid::from_u128(2)),
+        0,
+    );
+    assert_eq!(s.bucket("d", "b").unwrap(), None);
+    assert!(s.create_bucket(&b).unwrap());
+    assert_eq!(s.bucket("d", "b").unwrap(), Some(b.clone()));
+    b.policy = Some("{}".into());
+    s.put_bucket(&b).unwrap();
+    assert_eq!(s.bucket("d", "b").unwrap().unwrap().policy.as_deref(), Some("{}"));
+    s.delete_bucket(&b).unwrap();
+    assert_eq!(s.bucket("d", "b").unwrap(), None);
+}
+
+/// Readers racing writers never leave an old record in the cache: once the writes stop, every
+/// read returns the last one written.
+#[test]
+fn cached_tenancy_reads_race_writes_without_keeping_an_old_record() {
+    let (_dir, s) = store();
+    let s = std::sync::Arc::new(s);
+    for round in 0..200 {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let (s, stop) = (s.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        s.keypair("AK").unwrap();
+                    }
+                })
+            })
+            .collect();
+        for i in 0..50 {
+            s.put_keypair(&keypair("AK", i % 2 == 0)).unwrap();
+        }
+        let last = round % 2 == 0;
+        s.put_keypair(&keypair("AK", last)).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(s.keypair("AK").unwrap().map(|k| k.enabled), Some(last), "round {round}");
+    }
+}
