@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Penstock against its peers on this machine, in one run: s3s-fs 0.14.1 (the s3s sample server)
-# and nginx serving the same files as static files (sendfile on: the ceiling for GET over HTTP).
+# and nginx serving the same files as static files (sendfile on: the ceiling for GET over HTTP);
+# PUT cases also against the disk itself (penstock-bench disk-put: the same payloads written as
+# files and fsynced at the same concurrency, no server).
 # Each server runs on loopback over a fresh directory; workloads alternate between servers for
 # several rounds; medians and Penstock/peer ratios are printed, with peak RSS of every server.
 #
@@ -97,6 +99,8 @@ run_on() { # server, then the case's bench arguments
     penstock) bench penstock "http://127.0.0.1:$P_PORT" "${@:2}" ;;
     s3s-fs) bench s3s-fs "http://127.0.0.1:$S_PORT" "${@:2}" ;;
     nginx) bench nginx "http://127.0.0.1:$N_PORT" --anonymous "${@:2}" ;;
+    # The disk's own limit for the same PUT payloads: files written and fsynced (no server).
+    disk) bench disk "http://127.0.0.1:9" --dir "$W/disk/$case" "${@:2}" ;;
   esac
 }
 for round in $(seq 1 "$rounds"); do
@@ -106,7 +110,7 @@ for round in $(seq 1 "$rounds"); do
     dur=(); [ "$mode" = full ] && [ "$case" != get-1g ] && [ "$case" != put-16m-new ] && dur=(--duration 8)
     # put-16m-new writes keys no round wrote before (one pass), so no upload replaces a file.
     fresh=(); [ "$case" = put-16m-new ] && fresh=(--prefix "round$round")
-    servers=(penstock s3s-fs); [ "$op" = GET ] && servers+=(nginx)
+    servers=(penstock s3s-fs); [ "$op" = GET ] && servers+=(nginx); [ "$op" = PUT ] && servers+=(disk)
     # Who goes first rotates per round, so no server always runs right after a PUT case.
     for i in "${!servers[@]}"; do
       s=${servers[$(( (i + round) % ${#servers[@]} ))]}
@@ -118,8 +122,11 @@ for round in $(seq 1 "$rounds"); do
         if [ "$s" = s3s-fs ]; then warm="$W/s3sfs/$case"; else warm=${folders[$case]}; fi
         find "$warm" -type f -exec cat {} + >/dev/null
       fi
-      run_on "$s" --bucket "$case" --workload "$w" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}" "${fresh[@]}"
-      if [ ${#fresh[@]} -gt 0 ]; then  # not measured: frees the disk space for the next rounds
+      wl=$w; [ "$s" = disk ] && wl=disk-put
+      run_on "$s" --bucket "$case" --workload "$wl" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}" "${fresh[@]}"
+      if [ ${#fresh[@]} -gt 0 ] && [ "$s" = disk ]; then
+        rm -f "$W/disk/$case/round$round"-*
+      elif [ ${#fresh[@]} -gt 0 ]; then  # not measured: frees the disk space for the next rounds
         ep=http://127.0.0.1:$P_PORT; [ "$s" = s3s-fs ] && ep=http://127.0.0.1:$S_PORT
         "$BENCH" --endpoint "$ep" --bucket "$case" --workload delete --count "$count" --concurrency 4 "${fresh[@]}" >/dev/null
       fi
@@ -143,5 +150,5 @@ if [ -z "$only" ] || [ "$only" = get-1g ]; then
 fi
 
 nginx_rss=0; for p in $(pgrep -f "nginx.*$W/nginx.conf" || true); do nginx_rss=$((nginx_rss + $(rss "$p"))); done
-python3 "$root/compat/bench/summary.py" "$results" "$mode" penstock,s3s-fs,nginx \
+python3 "$root/compat/bench/summary.py" "$results" "$mode" penstock,s3s-fs,nginx,disk \
   "peak RSS (KiB): penstock $whole_rss, s3s-fs $(rss $S_PID), nginx (all processes) $nginx_rss$x64_rss"

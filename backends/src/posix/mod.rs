@@ -6,7 +6,9 @@
 //! inside a folder works if it stays inside; one that leads out is refused by the kernel (`EXDEV`),
 //! not by a string check that could race with a rename.
 //!
-//! Blocking system calls run on tokio's blocking pool.
+//! Blocking system calls run on tokio's blocking pool, except those that cannot block: reads of
+//! what the page cache holds (`RWF_NOWAIT`) and, on local disk file systems, opens and stats
+//! whose whole path is in the dentry cache (`RESOLVE_CACHED`).
 
 use std::fs::File;
 use std::os::fd::OwnedFd;

@@ -30,6 +30,10 @@ enum Workload {
     /// PUT of the same bytes 15%, LIST 10%, PUT then DELETE of a scratch key 10%, and a two-part
     /// multipart upload of a scratch key read back, verified and deleted 10%.
     Soak,
+    /// No server: writes the PUT payloads as files under `--dir`, each made durable as a PUT
+    /// must be (the file fsynced, and a new file's directory too): what the disk itself gives
+    /// for the same bytes at the same concurrency, the reference for PUT throughput.
+    DiskPut,
 }
 
 #[derive(Parser, Debug)]
@@ -74,6 +78,9 @@ struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// The directory `disk-put` writes into (created if missing).
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
     /// GET and PUT through the x-amz-rdma-token protocol over the software transport: payloads
     /// move between the gateway and a registered client buffer (one window per worker).
     #[arg(long)]
@@ -251,6 +258,16 @@ impl Shared {
             }
         }
         match w {
+            Workload::DiskPut => {
+                let dir = a.dir.clone().ok_or("disk-put needs --dir")?;
+                let body = self.payloads[idx as usize % self.payloads.len()].clone();
+                tokio::task::spawn_blocking(move || {
+                    write_durably(&dir, &key, &body).map_err(|e| format!("{key}: {e}"))
+                })
+                .await
+                .map_err(|e| e.to_string())??;
+                Ok(self.size)
+            }
             Workload::Put => {
                 let body = self.payloads[idx as usize % self.payloads.len()].clone();
                 self.client.put_object(&a.bucket, &key, body).await.map_err(e)?;
@@ -356,6 +373,26 @@ async fn ensure_bucket(client: &Client, bucket: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Writes `body` to `dir/name` over what is there (in place, as an overwrite that reuses the
+/// file), then makes it durable: the file's bytes, and for a new file its directory entry.
+fn write_durably(dir: &std::path::Path, name: &str, body: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(name);
+    let created = !path.exists();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)?;
+    f.write_all(body)?;
+    f.set_len(body.len() as u64)?;
+    f.sync_all()?;
+    if created {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -382,6 +419,12 @@ async fn main() -> anyhow::Result<()> {
                 .put_object(&args.bucket, &key, payloads[(i % distinct) as usize].clone())
                 .await?;
         }
+    } else if args.workload == Workload::DiskPut {
+        let dir = args
+            .dir
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("disk-put needs --dir"))?;
+        std::fs::create_dir_all(dir)?;
     } else if args.workload == Workload::Put && !args.anonymous {
         ensure_bucket(&client, &args.bucket).await?;
     }
