@@ -89,7 +89,8 @@ struct Io {
     observer: Option<Arc<dyn IoObserver>>,
     dir_syncs: DirSyncs,
     recycled: Recycled,
-    /// Whether opens and stats may first be tried on the calling task (see [`Io::inline`]).
+    /// Whether opens and stats may first be tried on the calling task (see
+    /// [`PosixFolder::lookup`]).
     inline_lookups: bool,
 }
 
@@ -104,23 +105,6 @@ impl Io {
         }
     }
 
-    /// Runs a lookup on the calling task when it cannot block: `f` resolves its path with
-    /// `RESOLVE_CACHED` and gets `EAGAIN` unless every component is in the dentry cache, and the
-    /// volume is a local file system, where an open or `fstat` of a cached entry does no I/O.
-    /// `None`: not tried or not cached; the caller then goes through the blocking pool. A small
-    /// GET made two pool trips (open, record) for microseconds of work, and the handoffs were a
-    /// third of the gateway's CPU samples (docs/benchmarks.md).
-    fn inline<T>(&self, op: &'static str, f: impl FnOnce() -> Result<Option<T>>) -> Result<Option<T>> {
-        if !self.inline_lookups {
-            return Ok(None);
-        }
-        let start = std::time::Instant::now();
-        let r = f();
-        if let (Ok(Some(_)), Some(o)) = (&r, &self.observer) {
-            o.observe(&self.volume, op, start.elapsed());
-        }
-        r
-    }
     /// Runs a write that is safe to repeat; when the file system (or the user's disk quota) is
     /// full and kept files held space, frees them and runs it once more.
     fn with_space<T>(&self, mut write: impl FnMut() -> Result<T>) -> Result<T> {
@@ -298,33 +282,54 @@ impl PosixFolder {
         PosixDirs { top: self.root.clone() }
     }
 
+    /// Opens `rel` beneath the folder with `flags` and hands the descriptor to `found`; `None`
+    /// when nothing is there. On a local file system the open is first tried on the calling
+    /// task with `RESOLVE_CACHED`, which fails with `EAGAIN` unless every path component is in
+    /// the dentry cache, before anything could wait; there an open or `fstat` of a cached entry
+    /// does no I/O. Otherwise (not cached, a network or unknown file system, a kernel without
+    /// the flag: `EINVAL`) it runs on the blocking pool. A small GET made two pool trips (open,
+    /// record) for microseconds of work, and the handoffs were a third of the gateway's CPU
+    /// samples (docs/benchmarks.md).
+    async fn lookup<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        rel: String,
+        flags: OFlags,
+        found: fn(OwnedFd) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        if self.io.inline_lookups {
+            let start = std::time::Instant::now();
+            let answered = match open_beneath_cached(&self.root, &rel, flags) {
+                Ok(fd) => Some(found(fd)),
+                Err(Errno::AGAIN | Errno::INVAL) => None,
+                // Absence is known from a cached negative entry as surely as from the disk.
+                Err(e) => Some(absent_is_none(e)),
+            };
+            if let Some(r) = answered {
+                if let (Ok(_), Some(o)) = (&r, &self.io.observer) {
+                    o.observe(&self.io.volume, op, start.elapsed());
+                }
+                return r;
+            }
+        }
+        let root = self.root.clone();
+        self.io
+            .run(op, move || match open_beneath(&root, &rel, flags) {
+                Ok(fd) => found(fd),
+                Err(e) => absent_is_none(e),
+            })
+            .await
+    }
+
     /// Opens the regular file at `rel` (beneath the folder) for reading; `None` when absent or
     /// not a regular file.
     async fn open_file(&self, op: &'static str, rel: String) -> Result<Option<Box<dyn ReadHandle>>> {
-        fn opened(fd: OwnedFd) -> Result<Option<(Arc<File>, Stat)>> {
-            let stat = stat_fd(&fd)?;
-            Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
-        }
-        let cached = self
-            .io
-            .inline(op, || match open_beneath_cached(&self.root, &rel, OFlags::RDONLY) {
-                Ok(fd) => opened(fd).map(Some),
-                Err(Errno::AGAIN | Errno::INVAL) => Ok(None),
-                // Absence is known from a cached negative entry as surely as from the disk.
-                Err(e) => absent_is_none::<()>(e).map(|_| Some(None)),
-            })?;
-        let opened = match cached {
-            Some(o) => o,
-            None => {
-                let root = self.root.clone();
-                self.io
-                    .run(op, move || match open_beneath(&root, &rel, OFlags::RDONLY) {
-                        Ok(fd) => opened(fd),
-                        Err(e) => absent_is_none(e),
-                    })
-                    .await?
-            }
-        };
+        let opened = self
+            .lookup(op, rel, OFlags::RDONLY, |fd| {
+                let stat = stat_fd(&fd)?;
+                Ok((stat.kind == EntryKind::File).then(|| (Arc::new(File::from(fd)), stat)))
+            })
+            .await?;
         Ok(opened.map(|(file, stat)| {
             Box::new(PosixReader {
                 file,
@@ -338,24 +343,7 @@ impl PosixFolder {
 #[async_trait]
 impl Folder for PosixFolder {
     async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>> {
-        let rel = path.rel();
-        let cached = self
-            .io
-            .inline("stat", || match open_beneath_cached(&self.root, &rel, OFlags::PATH) {
-                Ok(fd) => Ok(Some(Some(stat_fd(&fd)?))),
-                Err(Errno::AGAIN | Errno::INVAL) => Ok(None),
-                // Absence is known from a cached negative entry as surely as from the disk.
-                Err(e) => absent_is_none::<()>(e).map(|_| Some(None)),
-            })?;
-        if let Some(found) = cached {
-            return Ok(found);
-        }
-        let root = self.root.clone();
-        self.io
-            .run("stat", move || match open_beneath(&root, &rel, OFlags::PATH) {
-                Ok(fd) => Ok(Some(stat_fd(&fd)?)),
-                Err(e) => absent_is_none(e),
-            })
+        self.lookup("stat", path.rel(), OFlags::PATH, |fd| stat_fd(&fd).map(Some))
             .await
     }
 
