@@ -15,11 +15,13 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 /// The key that seals secret keys.
 pub struct MasterKey {
     cipher: XChaCha20Poly1305,
-    /// Secrets opened recently, by (access key, sealed form): every signed request needs its
-    /// secret, and opening it (a key setup and an AEAD decryption) cost ~4 % of a small GET's
-    /// CPU. A sealed form names one secret for good (a new secret is sealed with a new nonce),
-    /// so entries never go stale; the secrets are in this process's memory either way.
-    opened: std::sync::Mutex<std::collections::HashMap<(String, String), String>>,
+    /// Secrets opened recently: sealed form → (access key it was opened for, secret). Every
+    /// signed request needs its secret, and opening it (a key setup and an AEAD decryption) cost
+    /// ~4 % of a small GET's CPU. A sealed form names one secret for good (a new secret is sealed
+    /// with a new nonce), so entries never go stale; the secrets are in this process's memory
+    /// either way. Keyed by the sealed form alone so a hit borrows the caller's `&str` instead
+    /// of building an owned key per request; the access key is compared, keeping the binding.
+    opened: std::sync::Mutex<std::collections::HashMap<String, (String, String)>>,
 }
 
 /// Opened secrets kept at most; when full, the map starts over.
@@ -32,6 +34,13 @@ impl std::fmt::Debug for MasterKey {
 }
 
 impl MasterKey {
+    fn with_key(key: [u8; 32]) -> Self {
+        Self {
+            cipher: XChaCha20Poly1305::new(&key.into()),
+            opened: Default::default(),
+        }
+    }
+
     /// Parses a base64-encoded 32-byte key.
     pub fn from_base64(s: &str) -> anyhow::Result<Self> {
         let raw = B64
@@ -40,10 +49,7 @@ impl MasterKey {
         let key: [u8; 32] = raw
             .try_into()
             .map_err(|_| anyhow::anyhow!("master key: must decode to exactly 32 bytes"))?;
-        Ok(Self {
-            cipher: XChaCha20Poly1305::new(&key.into()),
-            opened: Default::default(),
-        })
+        Ok(Self::with_key(key))
     }
 
     /// Loads the key from config, environment, or `<data_dir>/master.key` (created on first use).
@@ -61,10 +67,7 @@ impl MasterKey {
         let key: [u8; 32] = rand::random();
         write_private(&path, &B64.encode(key))?;
         tracing::warn!(path = %path.display(), "generated a master key for secrets at rest; set master_key or PENSTOCK_MASTER_KEY in production");
-        Ok(Self {
-            cipher: XChaCha20Poly1305::new(&key.into()),
-            opened: Default::default(),
-        })
+        Ok(Self::with_key(key))
     }
 
     /// Seals `secret` for the keypair `access_key`.
@@ -87,16 +90,17 @@ impl MasterKey {
 
     /// Opens a sealed secret; fails if it was sealed under another key or for another keypair.
     pub fn open(&self, access_key: &str, sealed: &str) -> anyhow::Result<String> {
-        let id = (access_key.to_owned(), sealed.to_owned());
-        if let Some(secret) = self.opened.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
-            return Ok(secret.clone());
+        if let Some((ak, secret)) = self.opened.lock().unwrap_or_else(|e| e.into_inner()).get(sealed) {
+            if ak == access_key {
+                return Ok(secret.clone());
+            }
         }
         let secret = self.open_sealed(access_key, sealed)?;
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
         if opened.len() >= OPENED_MAX {
             opened.clear();
         }
-        opened.insert(id, secret.clone());
+        opened.insert(sealed.to_owned(), (access_key.to_owned(), secret.clone()));
         Ok(secret)
     }
 
