@@ -154,6 +154,11 @@ pub trait StagingFile: Send {
     /// Flushes buffered data (and fsyncs when `durable`) and returns the file's attributes, which
     /// stay the same after `publish` (rename keeps the inode and mtime).
     async fn seal(&mut self, durable: bool) -> Result<Stat>;
+    /// Makes the bytes of a file sealed with `durable: false` durable (fsync, NFS COMMIT); the
+    /// attributes `seal` returned stay the same. `seal(false)` then `sync` is `seal(true)` in two
+    /// steps, so that the wait for the disk can run beside other work that must also be done
+    /// before `publish` (the metadata write that announces it).
+    async fn sync(&mut self) -> Result<()>;
     /// Atomically moves the sealed file to `path`, creating parent directories. For a marker key
     /// (`a/b/`) the directory is made (as by [`Folder::make_dir`]) and the file becomes the
     /// marker's payload, replacing an earlier one (read back with [`Folder::open_marker`]).

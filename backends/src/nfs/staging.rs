@@ -150,6 +150,24 @@ impl NfsStaging {
             ))),
         }
     }
+
+    /// COMMITs the unstable writes acknowledged so far (each checked against the server's write
+    /// verifier, so a server restart since is caught), after which they are durable.
+    async fn commit_acks(&mut self) -> Result<()> {
+        if self.acks.is_empty() {
+            return Ok(());
+        }
+        let (fh, acks) = (self.fh.clone(), std::mem::take(&mut self.acks));
+        self.shared
+            .pool
+            .call(true, |m| {
+                let fh = fh.clone();
+                let acks = &acks;
+                async move { m.commit_write_batch(fh, 0, 0, acks).await }
+            })
+            .await?;
+        Ok(())
+    }
 }
 
 /// Writes all of `data` at `off`, continuing after short writes.
@@ -188,20 +206,18 @@ impl StagingFile for NfsStaging {
         let s = self.shared.clone();
         s.timed("seal", async {
             self.drain().await?;
-            if durable && !self.acks.is_empty() {
-                let (fh, acks) = (self.fh.clone(), std::mem::take(&mut self.acks));
-                s.pool
-                    .call(true, |m| {
-                        let fh = fh.clone();
-                        let acks = &acks;
-                        async move { m.commit_write_batch(fh, 0, 0, acks).await }
-                    })
-                    .await?;
+            if durable {
+                self.commit_acks().await?;
             }
             let attr = s.getattr(&self.fh).await?;
             to_stat(&attr).ok_or_else(|| std::io::Error::other("staging file is not a regular file").into())
         })
         .await
+    }
+
+    async fn sync(&mut self) -> Result<()> {
+        let s = self.shared.clone();
+        s.timed("commit", self.commit_acks()).await
     }
 
     async fn publish(mut self: Box<Self>, path: &ObjectPath, _durable: bool) -> Result<()> {

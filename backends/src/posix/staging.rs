@@ -411,6 +411,16 @@ impl StagingFile for PosixStaging {
         Ok(st)
     }
 
+    async fn sync(&mut self) -> Result<()> {
+        let Some(o) = &self.opened else {
+            return Err(BackendError::Io(std::io::Error::other(
+                "sync of a staging file not sealed",
+            )));
+        };
+        let file = o.file.clone();
+        self.io.run("sync", move || Ok(file.sync_all()?)).await
+    }
+
     async fn publish(mut self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()> {
         if let Some(payload) = path.marker_name() {
             // A marker with a body: the directory at the key, the bytes in the hidden area.

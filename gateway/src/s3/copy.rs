@@ -144,7 +144,8 @@ impl Gateway {
                 drop(staging);
                 self.store_empty_marker(&b, &path, d, attrs, tags).await?
             } else {
-                let st = staging.seal(self.durable).await.map_err(backend_err)?;
+                // Synced by `commit`, beside the metadata write that announces the publish.
+                let st = staging.seal(false).await.map_err(backend_err)?;
                 let rec = new_record(d, &st, attrs, tags);
                 version_id = self.commit(&b, &path, staging, &rec, None, 0).await?;
                 rec

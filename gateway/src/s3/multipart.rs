@@ -330,7 +330,8 @@ impl Gateway {
                 ));
             }
         }
-        let st = staging.seal(self.durable).await.map_err(backend_err)?;
+        // Synced by `commit`, beside the metadata write that announces the publish.
+        let st = staging.seal(false).await.map_err(backend_err)?;
 
         // Object checksums: composite over part checksums, or the CRC of the whole object.
         let mut checksums = Checksums::default();

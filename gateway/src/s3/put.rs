@@ -74,7 +74,8 @@ impl Gateway {
             drop(staging);
             (self.store_empty_marker(&b, &path, digests, attrs, tags).await?, 0, None)
         } else {
-            let st = staging.seal(self.durable).await.map_err(backend_err)?;
+            // Synced by `commit`, beside the metadata write that announces the publish.
+            let st = staging.seal(false).await.map_err(backend_err)?;
             let rec = new_record(digests, &st, attrs, tags);
             let version_id = self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
             (rec, st.size, version_id)
@@ -185,11 +186,14 @@ impl Gateway {
         Ok(h.map_or(0, |h| h.stat().size))
     }
 
-    /// Makes a sealed staging file the object at `path`, with its record, charging the size
-    /// difference (minus `released` bytes of multipart parts it consumes) to the folder's scope.
+    /// Makes a staging file sealed without syncing (`seal(false)`) the object at `path`, with its
+    /// record, charging the size difference (minus `released` bytes of multipart parts it
+    /// consumes) to the folder's scope.
     ///
     /// Two metadata writes surround the rename. The first (synced) stores the new record with
-    /// the record of the file it replaces inside it and notes the key as publishing; the rename
+    /// the record of the file it replaces inside it and notes the key as publishing; the file's
+    /// own sync runs at the same time (both must be durable before the rename, neither needs the
+    /// other, so a durable PUT waits for one disk flush there instead of two); the rename
     /// then puts the file in place (rename keeps inode and mtime, so the new record's fingerprint
     /// matches the moment the file appears); the second keeps only the record of the file that
     /// ended up at the key. At every instant, a crash included, the file at the key has its
@@ -238,6 +242,7 @@ impl Gateway {
             let (meta, quota_locks, scope) = (meta.clone(), quota_locks.clone(), scope);
             move || super::quota::charge_scope(meta, quota_locks, scope, -delta, true)
         };
+        let mut staging = staging;
         tokio::spawn(async move {
             let _guard = guard;
             // Made durable by the record's synced write right below.
@@ -246,11 +251,24 @@ impl Gateway {
                 replaces: replaced.clone().map(Box::new),
                 ..rec.clone()
             };
-            if let Err(e) = meta.begin_publish(folder, &key, &pending, layout_instance()).await {
+            let (synced, begun) = tokio::join!(
+                async {
+                    match durable {
+                        true => staging.sync().await,
+                        false => Ok(()),
+                    }
+                },
+                meta.begin_publish(folder, &key, &pending, layout_instance())
+            );
+            if let Err(e) = begun {
                 let _ = refund().await;
                 return Err(meta_err(e));
             }
-            let outcome = staging.publish(&path, durable).await;
+            // A failed sync is settled like a failed rename: the key keeps what it had.
+            let outcome = match synced {
+                Ok(()) => staging.publish(&path, durable).await,
+                Err(e) => Err(e),
+            };
             // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
             let settled = if outcome.is_ok() { Some(rec) } else { replaced };
             if let Err(e) = meta.end_publish(folder, &key, settled.as_ref()).await {

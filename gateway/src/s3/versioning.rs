@@ -305,11 +305,12 @@ impl KeyVersions {
     /// Publishes `staging` as the new current version of `path` in a versioned bucket (its
     /// record `rec` already carries the new version id, `None` while suspended), keeping the
     /// version it replaces as a noncurrent one unless both are `null`. Charges the new bytes
-    /// (less `released` bytes of multipart parts it consumes). Runs under the key lock.
+    /// (less `released` bytes of multipart parts it consumes). `staging` was sealed without a
+    /// sync, which this makes. Runs under the key lock.
     pub(crate) async fn publish(
         &self,
         path: &ObjectPath,
-        staging: Box<dyn StagingFile>,
+        mut staging: Box<dyn StagingFile>,
         rec: &ObjectRecord,
         status: Versioning,
         released: u64,
@@ -352,12 +353,23 @@ impl KeyVersions {
             })),
             ..rec.clone()
         };
-        if let Err(e) = self.begin(&key, &pending, &added).await {
+        // The staged file's sync and the synced metadata write run together, as in `commit`.
+        let (synced, begun) = tokio::join!(
+            async {
+                match self.durable {
+                    true => staging.sync().await,
+                    false => Ok(()),
+                }
+            },
+            self.begin(&key, &pending, &added)
+        );
+        if let Err(e) = begun {
             let _ = self.charge(-delta, true).await;
             return Err(e);
         }
-        let mut outcome = Ok(());
-        if let Some(k) = added.first() {
+        // A failed sync leaves the key as it was: `settle` below then undoes the change.
+        let mut outcome = synced.map_err(backend_err);
+        if let Some(k) = added.first().filter(|_| outcome.is_ok()) {
             let name = k.storage.as_deref().expect("kept versions have files");
             match self.folder.keep_version(path, name, self.durable).await {
                 Ok(Some(_)) => {}
