@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 mod recent;
 mod sql;
+mod versions;
 
 use recent::Recent;
 pub use sql::PG_SCHEMA_VERSION;
@@ -205,24 +206,6 @@ impl PgMetadata {
     async fn all<T: DeserializeOwned>(&self, table: &'static str, sql: &str) -> MetaResult<Vec<T>> {
         let rows = self.query(sql, &[]).await?;
         rows.iter().map(|r| doc(table, r, 0)).collect()
-    }
-
-    /// [`Metadata::edit_key`] as one transaction, tried again after a serialization failure
-    /// like a statement ([`retried!`]).
-    async fn edit_in_tx(&self, folder: Uuid, key: &[u8], edit: &KeyEdit<'_>, instance: &str) -> MetaResult<()> {
-        let mut tries = 0u32;
-        loop {
-            let mut c = self.client().await?;
-            match edit_once(&mut c, folder, key, edit, instance).await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    drop(c);
-                    tries += 1;
-                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
-                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
-                }
-                done => return done.map_err(pg),
-            }
-        }
     }
 
     /// Upserts a scope's row, applying `set` (an SQL assignment list over `q` and `$2`).
@@ -557,33 +540,10 @@ impl Metadata for PgMetadata {
     }
 
     async fn versions(&self, folder: Uuid, key: &str) -> MetaResult<Vec<VersionRecord>> {
-        let sql = "SELECT doc FROM versions WHERE folder_id = $1 AND key = $2 ORDER BY seq DESC";
-        let rows = self.query(sql, &[&folder, &key.as_bytes()]).await?;
-        rows.iter().map(|r| doc("versions", r, 0)).collect()
+        self.key_versions(folder, key).await
     }
     async fn list_versions(&self, folder: Uuid, q: VersionQuery<'_>) -> MetaResult<KeyedVersions> {
-        let lo = q.prefix.as_bytes();
-        let hi = successor(lo);
-        let (ak, aseq) = match q.after {
-            Some((k, seq)) => (Some(k.as_bytes()), seq),
-            None => (None, None),
-        };
-        let limit = q.limit.min(i64::MAX as usize) as i64;
-        let rows = self
-            .query(
-                "SELECT key, doc FROM versions
-                 WHERE folder_id = $1 AND key >= $2 AND ($3::BYTEA IS NULL OR key < $3)
-                   AND ($4::BYTEA IS NULL OR key > $4 OR (key = $4 AND seq < $5::BIGINT))
-                 ORDER BY key, seq DESC LIMIT $6",
-                &[&folder, &lo, &hi.as_deref(), &ak, &aseq, &limit],
-            )
-            .await?;
-        rows.iter()
-            .filter_map(|r| {
-                let key = String::from_utf8(r.get(0)).ok()?;
-                Some(doc("versions", r, 1).map(|v| (key, v)))
-            })
-            .collect()
+        self.versions_page(folder, q).await
     }
     async fn edit_key(&self, folder: Uuid, key: &str, edit: &KeyEdit<'_>, instance: &str) -> MetaResult<()> {
         self.edit_in_tx(folder, key.as_bytes(), edit, instance).await
@@ -691,64 +651,6 @@ impl Metadata for PgMetadata {
             [&folder, &key.as_bytes(), &id.as_str().as_bytes(), &json(rec)];
         self.exec(&sql, &args).await.map(drop)
     }
-}
-
-/// One try of [`Metadata::edit_key`]: a transaction of a few statements (a row removed and one
-/// added at the same place cannot share one statement: the primary key sees both).
-async fn edit_once(
-    c: &mut Object,
-    folder: Uuid,
-    key: &[u8],
-    edit: &KeyEdit<'_>,
-    instance: &str,
-) -> Result<(), tokio_postgres::Error> {
-    let tx = c.transaction().await?;
-    let gone: Vec<i64> = edit
-        .remove
-        .iter()
-        .chain(edit.add.iter().map(|a| &a.seq))
-        .copied()
-        .collect();
-    if !gone.is_empty() {
-        let sql = "DELETE FROM versions WHERE folder_id = $1 AND key = $2 AND seq = ANY($3)";
-        tx.execute(&tx.prepare_cached(sql).await?, &[&folder, &key, &gone])
-            .await?;
-    }
-    if !edit.add.is_empty() {
-        let sql = "INSERT INTO versions (folder_id, key, seq, version_id, doc) VALUES ($1, $2, $3, $4, $5)";
-        let st = tx.prepare_cached(sql).await?;
-        for a in edit.add {
-            tx.execute(&st, &[&folder, &key, &a.seq, &a.version_id, &json(a)])
-                .await?;
-        }
-    }
-    match edit.object {
-        Some(Some(r)) => {
-            tx.execute(&tx.prepare_cached(UPSERT_OBJECT).await?, &[&folder, &key, &json(r)])
-                .await?;
-        }
-        Some(None) => {
-            let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
-            tx.execute(&tx.prepare_cached(sql).await?, &[&folder, &key]).await?;
-        }
-        None => {}
-    }
-    match edit.publishing {
-        Some(true) => {
-            let sql = format!(
-                "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $3)
-                 ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms, instance = $3"
-            );
-            tx.execute(&tx.prepare_cached(&sql).await?, &[&folder, &key, &instance])
-                .await?;
-        }
-        Some(false) => {
-            let sql = "DELETE FROM publishing WHERE folder_id = $1 AND key = $2";
-            tx.execute(&tx.prepare_cached(sql).await?, &[&folder, &key]).await?;
-        }
-        None => {}
-    }
-    tx.commit().await
 }
 
 async fn schema_version(c: &tokio_postgres::Client) -> MetaResult<Option<u32>> {
