@@ -7,10 +7,12 @@
 //! side by side, but Ganesha still registers with rpcbind at start-up, which must be running:
 //! the fixture starts `rpcbind -f` when nothing listens on port 111.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::free_port;
 
 /// A running NFS-Ganesha.
 pub struct Ganesha {
@@ -22,10 +24,6 @@ pub struct Ganesha {
     pub nfs_port: u16,
     /// MOUNT service port (NFSv3).
     pub mount_port: u16,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn find(bin: &str) -> Option<PathBuf> {

@@ -160,8 +160,24 @@ pub fn binary() -> PathBuf {
     bin
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// A loopback port that is free now and that no earlier call in this process returned. Free
+/// now is all a probe can tell: another process (or an outgoing connection) may still take it
+/// before its user binds it, which [`Gateway::wait_ready`] survives by moving.
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+}
+
+/// `127.0.0.1:port`.
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 impl Gateway {
@@ -178,36 +194,51 @@ impl Gateway {
     /// Starts a gateway on `dir/data`, which may hold a data directory written earlier (by
     /// another release, say), with extra TOML configuration.
     pub fn start_in(dir: tempfile::TempDir, toml: &str) -> Self {
-        let gw = Self::launch(dir, toml);
-        gw.wait_ready();
+        let mut gw = Self::launch(dir, toml);
+        gw.wait_ready(true);
         gw
     }
 
     /// Starts `n` gateways with the same configuration at once (racing through start-up, as a
     /// cluster restarted together does) and waits until all listen.
     pub fn start_many(n: usize, toml: &str) -> Vec<Self> {
-        let gws: Vec<Self> = (0..n).map(|_| Self::launch(tempfile::tempdir().unwrap(), toml)).collect();
-        for gw in &gws {
-            gw.wait_ready();
+        let mut gws: Vec<Self> = (0..n).map(|_| Self::launch(tempfile::tempdir().unwrap(), toml)).collect();
+        for gw in &mut gws {
+            gw.wait_ready(true);
         }
         gws
     }
 
     fn launch(dir: tempfile::TempDir, toml: &str) -> Self {
+        Self::launch_on(dir, toml, loopback(free_port()), loopback(free_port()))
+    }
+
+    fn launch_on(dir: tempfile::TempDir, toml: &str, addr: SocketAddr, admin_addr: SocketAddr) -> Self {
         let data_dir = dir.path().join("data");
         let cfg = dir.path().join("penstock.toml");
         std::fs::write(&cfg, toml).unwrap();
-        let port = free_port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let child = spawn(&cfg, &data_dir, addr, admin_addr, &dir.path().join("gateway.log"));
         Self { child, addr, admin_addr, config: cfg, endpoint: format!("http://{addr}"), data_dir, _dir: dir }
     }
 
-    fn wait_ready(&self) {
+    /// Waits until the gateway listens. With `may_move` (a first start, whose ports nobody
+    /// knows yet), a gateway that exited because one of its ports was taken between
+    /// [`free_port`] and its bind is started again on new ones.
+    fn wait_ready(&mut self, may_move: bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
+        let mut moves = 0;
         while TcpStream::connect(self.addr).is_err() {
-            assert!(Instant::now() < deadline, "gateway did not start; log:\n{}", self.log());
+            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+            if exited && may_move && moves < 5 && self.log().contains("Address already in use") {
+                moves += 1;
+                let log = self._dir.path().join("gateway.log");
+                std::fs::write(&log, "").unwrap();
+                (self.addr, self.admin_addr) = (loopback(free_port()), loopback(free_port()));
+                self.endpoint = format!("http://{}", self.addr);
+                self.child = spawn(&self.config, &self.data_dir, self.addr, self.admin_addr, &log);
+                continue;
+            }
+            assert!(!exited && Instant::now() < deadline, "gateway did not start; log:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -228,7 +259,7 @@ impl Gateway {
     pub fn restart(&mut self) {
         self.child =
             spawn(&self.config, &self.data_dir, self.addr, self.admin_addr, &self._dir.path().join("gateway2.log"));
-        self.wait_ready();
+        self.wait_ready(false);
     }
 
     /// Runs `penstock admin --json ARGS` against this gateway and returns the parsed answer;
@@ -423,4 +454,22 @@ pub fn unpack_fixture(name: &str) -> (tempfile::TempDir, serde_json::Value) {
     assert!(st.success(), "tar -xzf {} failed", tarball.display());
     let expect = std::fs::read(dir.path().join("data/expect.json")).unwrap();
     (dir, serde_json::from_slice(&expect).unwrap())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port taken by someone else between the probe and the gateway's bind moves the gateway
+    /// to new ports instead of failing the test that started it.
+    #[test]
+    fn a_gateway_whose_port_was_taken_starts_on_new_ones() {
+        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = squatter.local_addr().unwrap();
+        let mut gw = Gateway::launch_on(tempfile::tempdir().unwrap(), "", loopback(free_port()), taken);
+        gw.wait_ready(true);
+        assert_ne!(gw.admin_addr, taken);
+        assert!(TcpStream::connect(gw.addr).is_ok());
+        assert!(gw.endpoint.ends_with(&gw.addr.port().to_string()));
+    }
 }

@@ -4,7 +4,6 @@
 //! PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` user the
 //! Debian package creates, and every server command runs as that user.
 
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,7 +26,7 @@ impl Postgres {
         let bin = server_bin();
         let dir = tempfile::Builder::new().prefix("penstock-pg").tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = crate::free_port();
         let mut pg = Postgres { dir, bin, port, running: false };
         let data = pg.data_dir();
         let init = pg.run("initdb", &["-D", path(&data), "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync"]);

@@ -204,7 +204,7 @@ impl Gateway {
         &self,
         b: &BucketCtx,
         path: &ObjectPath,
-        staging: Box<dyn StagingFile>,
+        mut staging: Box<dyn StagingFile>,
         rec: &ObjectRecord,
         conds: Option<&WriteConditions>,
         released: u64,
@@ -242,7 +242,6 @@ impl Gateway {
             let (meta, quota_locks, scope) = (meta.clone(), quota_locks.clone(), scope);
             move || super::quota::charge_scope(meta, quota_locks, scope, -delta, true)
         };
-        let mut staging = staging;
         tokio::spawn(async move {
             let _guard = guard;
             // Made durable by the record's synced write right below.
