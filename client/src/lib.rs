@@ -7,16 +7,12 @@
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod rdma;
+mod sigv4;
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{bail, Context};
-use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
-    UriPathNormalizationMode,
-};
-use aws_sigv4::sign::v4;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -36,8 +32,7 @@ const KEY_SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
 #[derive(Clone)]
 pub struct Client {
     endpoint: String,
-    region: String,
-    credentials: Credentials,
+    signer: Arc<sigv4::Signer>,
     http: HyperClient<HttpConnector, Full<Bytes>>,
 }
 
@@ -68,8 +63,7 @@ impl Client {
             .build(conn);
         Self {
             endpoint: endpoint.trim_end_matches('/').to_owned(),
-            region: "us-east-1".to_owned(),
-            credentials: Credentials::new(access_key, secret_key, None, None, "penstock-client"),
+            signer: Arc::new(sigv4::Signer::new(access_key, secret_key, "us-east-1")),
             http,
         }
     }
@@ -173,34 +167,7 @@ impl Client {
     }
 
     fn sign(&self, req: &mut Request<Full<Bytes>>) -> anyhow::Result<()> {
-        let mut settings = SigningSettings::default();
-        settings.percent_encoding_mode = PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        let identity = self.credentials.clone().into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()?
-            .into();
-        let uri = req.uri().to_string();
-        let headers: Vec<(String, String)> = req
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-            .collect();
-        let signable = SignableRequest::new(
-            req.method().as_str(),
-            &uri,
-            headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            SignableBody::UnsignedPayload,
-        )?;
-        let (instructions, _) = sign(signable, &params)?.into_parts();
-        instructions.apply_to_request_http1x(req);
-        Ok(())
+        self.signer.sign(req, SystemTime::now())
     }
 
     /// CreateBucket; an existing bucket of the caller's is fine.
