@@ -159,6 +159,10 @@ pub struct ConnectionLimits {
     pub h2_keepalive_timeout_secs: f64,
     /// Streams one HTTP/2 connection may have open at once.
     pub h2_max_concurrent_streams: u32,
+    /// Threads that serve connections, each running its own single-threaded scheduler; every
+    /// connection stays on the thread it was given (see `conn_threads`). `0` (default): the
+    /// shared work-stealing scheduler serves them.
+    pub threads: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -171,6 +175,7 @@ impl Default for ConnectionLimits {
             h2_keepalive_interval_secs: 30.0,
             h2_keepalive_timeout_secs: 20.0,
             h2_max_concurrent_streams: 256,
+            threads: 0,
         }
     }
 }
@@ -368,6 +373,9 @@ impl Config {
                 anyhow::bail!("{name} must be at least 0.01 seconds, not {v}");
             }
         }
+        if self.connections.threads > 1024 {
+            anyhow::bail!("connections.threads is at most 1024, not {}", self.connections.threads);
+        }
         let vols = self.effective_volumes();
         let mut names = std::collections::HashSet::new();
         for v in &vols {
@@ -443,6 +451,15 @@ mod tests {
         let c = Config::default();
         c.validate().unwrap();
         assert_eq!(c.effective_volumes()[0].name(), "local");
+    }
+
+    #[test]
+    fn connection_threads_are_bounded() {
+        let c: Config = toml::from_str("[connections]\nthreads = 2\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.connections.threads, 2);
+        let c: Config = toml::from_str("[connections]\nthreads = 5000\n").unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("connections.threads"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod admin_cli;
 pub mod auth;
 pub mod bootstrap;
 pub mod config;
+pub mod conn_threads;
 pub mod fuzzing;
 pub mod interim;
 pub mod limits;

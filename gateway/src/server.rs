@@ -9,12 +9,13 @@ use std::net::SocketAddr;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
 
 use crate::bootstrap::{ensure_admin, Bootstrap};
 use crate::config::Config;
+use crate::conn_threads::ConnThreads;
 use crate::interim::ContinueIo;
 use crate::limits::{secs, ActiveIo, Activity};
 use crate::metrics::{CloseReason, Metrics};
@@ -64,11 +65,13 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     print_banner(&banner, &format!("{scheme}://{addr}"));
 
     let limits = cfg.connections.clone();
+    let threads = ConnThreads::start(limits.threads)?;
     let nofile = crate::limits::raise_nofile();
     let max_conns = crate::limits::max_connections(&limits, nofile);
     info!(
         max_connections = max_conns,
         open_file_limit = nofile,
+        threads = threads.len(),
         "connection limits"
     );
     let mut builder = ConnBuilder::new(TokioExecutor::new());
@@ -129,26 +132,39 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        // The stream leaves this runtime's reactor and joins its connection thread's.
+        let stream = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(%peer, error = %e, "could not hand the connection to a thread");
+                continue;
+            }
+        };
         let (builder, service, opts, closing) =
             (builder.clone(), service.clone(), conn_opts.clone(), closing.subscribe());
-        match &tls {
-            None => {
-                tokio::spawn(serve_connection(stream, peer, builder, service, opts, closing, permit));
-            }
-            Some(acceptor) => {
-                // The handshake runs in the connection's task so a slow client cannot stall the
-                // accept loop.
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
+        let tls = tls.clone();
+        threads.spawn(async move {
+            let stream = match TcpStream::from_std(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(%peer, error = %e, "could not register the connection");
+                    return;
+                }
+            };
+            match tls {
+                None => serve_connection(stream, peer, builder, service, opts, closing, permit).await,
+                Some(acceptor) => {
+                    // The handshake runs in the connection's task so a slow client cannot stall
+                    // the accept loop.
                     let hs = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
                     match hs {
                         Ok(Ok(s)) => serve_connection(s, peer, builder, service, opts, closing, permit).await,
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }
-                });
+                }
             }
-        }
+        });
     }
 
     drop(listener);

@@ -53,9 +53,27 @@ fn open_fds(gw: &Gateway) -> usize {
 /// throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_idle_and_stalled_connections_are_closed() {
-    let gw = Gateway::start_with_config(
-        "[connections]\nmax = 16\nheader_read_timeout_secs = 1\nidle_timeout_secs = 2\nbody_stall_timeout_secs = 1\n",
-    );
+    limits_hold("").await;
+}
+
+/// The same with connections on two connection threads of their own (`threads = 2`): every limit
+/// holds there too, and the threads are the ones serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_hold_on_connection_threads() {
+    let gw = limits_hold("threads = 2\n").await;
+    let names: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", gw.pid()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .filter(|n| n.starts_with("penstock-conn"))
+        .collect();
+    assert_eq!(names.len(), 2, "connection threads: {names:?}");
+}
+
+async fn limits_hold(extra: &str) -> Gateway {
+    let gw = Gateway::start_with_config(&format!(
+        "[connections]\nmax = 16\nheader_read_timeout_secs = 1\nidle_timeout_secs = 2\nbody_stall_timeout_secs = 1\n{extra}"
+    ));
     let c = gw.client();
     c.create_bucket().bucket("slow").send().await.unwrap();
     let host = gw.endpoint.trim_start_matches("http://").to_owned();
@@ -116,4 +134,5 @@ async fn slow_idle_and_stalled_connections_are_closed() {
     assert!(metric(&gw, "penstock_connections_closed_by_gateway_total{reason=\"body_stall\"}") >= 1.0);
     assert!(metric(&gw, "penstock_connections_deferred_total") >= 1.0);
     assert!(metric(&gw, "penstock_connections_open") >= 0.0);
+    gw
 }
