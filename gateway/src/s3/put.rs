@@ -242,10 +242,16 @@ impl Gateway {
             let (meta, quota_locks, scope) = (meta.clone(), quota_locks.clone(), scope);
             move || super::quota::charge_scope(meta, quota_locks, scope, -delta, true)
         };
+        // The answer leaves as soon as the file is published; the settling write after it runs
+        // on in the task, still under the key lock (see below).
+        let (answer, answered) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let _guard = guard;
             // Made durable by the record's synced write right below.
-            super::quota::charge_scope(meta.clone(), quota_locks, scope, delta, false).await?;
+            if let Err(e) = super::quota::charge_scope(meta.clone(), quota_locks, scope, delta, false).await {
+                let _ = answer.send(Err(e));
+                return;
+            }
             let pending = ObjectRecord {
                 replaces: replaced.clone().map(Box::new),
                 ..rec.clone()
@@ -261,28 +267,43 @@ impl Gateway {
             );
             if let Err(e) = begun {
                 let _ = refund().await;
-                return Err(meta_err(e));
+                let _ = answer.send(Err(meta_err(e)));
+                return;
             }
             // A failed sync is settled like a failed rename: the key keeps what it had.
             let outcome = match synced {
                 Ok(()) => staging.publish(&path, durable).await,
                 Err(e) => Err(e),
             };
+            let published = outcome.is_ok();
+            let failed = match outcome {
+                // Acknowledged before the pending record is settled: the new record was made
+                // durable with the publish noted (begin_publish), every reader picks, of it and
+                // the one it replaces, the record whose fingerprint matches the file now at the
+                // key, and a crash from here on is settled the same way by the janitor. The key
+                // lock stays held until the settling write is done, so the next write of this key
+                // starts from a settled record.
+                Ok(()) => {
+                    let _ = answer.send(Ok(None));
+                    None
+                }
+                Err(e) => Some((answer, e)),
+            };
             // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
-            let settled = if outcome.is_ok() { Some(rec) } else { replaced };
+            let settled = if published { Some(rec) } else { replaced };
             if let Err(e) = meta.end_publish(folder, &key, settled.as_ref()).await {
                 // The stored pair still resolves by fingerprint; once this gateway is gone, the
                 // janitor of another (or of its next run) settles it.
                 tracing::warn!(%key, error = %e, "could not settle a published record");
             }
-            if let Err(e) = outcome {
+            if let Some((answer, e)) = failed {
                 let _ = refund().await;
-                return Err(backend_err(e));
+                let _ = answer.send(Err(backend_err(e)));
             }
-            Ok(None)
-        })
-        .await
-        .map_err(super::internal)?
+        });
+        answered
+            .await
+            .map_err(|_| super::internal("the publish task ended without an answer"))?
     }
 
     /// What the key holds now: its size in bytes (a file's, or a directory marker's payload's)

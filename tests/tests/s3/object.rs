@@ -238,3 +238,34 @@ async fn foreign_files_and_containment() {
         assert_eq!(status(&e), 400, "{bad}");
     }
 }
+
+/// A write is answered before its pending record is settled (the settling write follows under
+/// the key lock): every read right after an acknowledged overwrite, through HEAD, GET and a
+/// listing, must already describe that write (its bytes, ETag, size, user metadata).
+#[tokio::test]
+async fn reads_right_after_an_overwrite_see_it() {
+    let (_gw, c) = Gateway::with_bucket("raw").await;
+    for i in 0..150usize {
+        let body = data(100 + i * 37, i as u8);
+        let note = format!("write-{i}");
+        let put = c
+            .put_object()
+            .bucket("raw")
+            .key("hot")
+            .metadata("note", &note)
+            .body(ByteStream::from(body.clone()))
+            .send()
+            .await
+            .unwrap();
+        let etag = put.e_tag().unwrap().to_owned();
+        assert_eq!(etag, format!("\"{}\"", md5_hex(&body)));
+        let head = c.head_object().bucket("raw").key("hot").send().await.unwrap();
+        assert_eq!(head.e_tag(), Some(etag.as_str()), "HEAD after write {i}");
+        assert_eq!(head.content_length(), Some(body.len() as i64));
+        assert_eq!(head.metadata().and_then(|m| m.get("note")), Some(&note), "metadata after write {i}");
+        assert_eq!(get(&c, "raw", "hot").await, body, "GET after write {i}");
+        let listed = c.list_objects_v2().bucket("raw").send().await.unwrap();
+        let o = &listed.contents()[0];
+        assert_eq!((o.e_tag(), o.size()), (Some(etag.as_str()), Some(body.len() as i64)), "listing after write {i}");
+    }
+}
