@@ -132,7 +132,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        // The stream leaves this runtime's reactor and joins its connection thread's.
+        // The stream leaves the accepting runtime's reactor and joins that of the task serving it
+        // (a connection thread's, or this runtime again when there are none).
         let stream = match stream.into_std() {
             Ok(s) => s,
             Err(e) => {

@@ -257,12 +257,7 @@ impl Gateway {
                 ..rec.clone()
             };
             let (synced, begun) = tokio::join!(
-                async {
-                    match durable {
-                        true => staging.sync().await,
-                        false => Ok(()),
-                    }
-                },
+                sync_if(staging.as_mut(), durable),
                 meta.begin_publish(folder, &key, &pending, layout_instance())
             );
             if let Err(e) = begun {
@@ -275,7 +270,6 @@ impl Gateway {
                 Ok(()) => staging.publish(&path, durable).await,
                 Err(e) => Err(e),
             };
-            let published = outcome.is_ok();
             let failed = match outcome {
                 // Acknowledged before the pending record is settled: the new record was made
                 // durable with the publish noted (begin_publish), every reader picks, of it and
@@ -290,7 +284,7 @@ impl Gateway {
                 Err(e) => Some((answer, e)),
             };
             // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
-            let settled = if published { Some(rec) } else { replaced };
+            let settled = if failed.is_none() { Some(rec) } else { replaced };
             if let Err(e) = meta.end_publish(folder, &key, settled.as_ref()).await {
                 // The stored pair still resolves by fingerprint; once this gateway is gone, the
                 // janitor of another (or of its next run) settles it.
@@ -361,6 +355,15 @@ impl Gateway {
             }
         }
         Ok(())
+    }
+}
+
+/// Syncs a staging file sealed with `seal(false)` when the gateway writes durably; `commit` and
+/// the versioned publish run it beside the synced metadata write that announces the publish.
+pub(crate) async fn sync_if(staging: &mut dyn StagingFile, durable: bool) -> penstock_backends::Result<()> {
+    match durable {
+        true => staging.sync().await,
+        false => Ok(()),
     }
 }
 

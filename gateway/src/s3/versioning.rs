@@ -355,12 +355,7 @@ impl KeyVersions {
         };
         // The staged file's sync and the synced metadata write run together, as in `commit`.
         let (synced, begun) = tokio::join!(
-            async {
-                match self.durable {
-                    true => staging.sync().await,
-                    false => Ok(()),
-                }
-            },
+            super::put::sync_if(staging.as_mut(), self.durable),
             self.begin(&key, &pending, &added)
         );
         if let Err(e) = begun {
