@@ -56,6 +56,10 @@ pub struct Config {
     /// Seconds in a lifecycle "day": rules' Days count in these. 86400 unless shortened to
     /// watch rules act in tests.
     pub lifecycle_day_secs: f64,
+    /// MiB of freed heap memory the allocator may keep: once a second, when it holds more than
+    /// this beyond what it held after its last release, its free pages go back to the system
+    /// (glibc only). `0` turns the check off.
+    pub heap_release_mib: u64,
 }
 
 /// The metadata engine.
@@ -254,6 +258,7 @@ impl Default for Config {
             metadata: MetadataConfig::default(),
             lifecycle_interval_secs: 3600.0,
             lifecycle_day_secs: 86400.0,
+            heap_release_mib: 16,
         }
     }
 }

@@ -39,6 +39,12 @@ pub const H2_STREAM_WINDOW: u32 = 4 * H2_CONNECTION_WINDOW;
 /// Opens the stores, binds the listener and serves until a shutdown signal.
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
+    if cfg.heap_release_mib > 0 {
+        // Bursts of large requests free their buffers at once; glibc keeps such memory (pinned
+        // by any live allocation above it) unless asked, and the next burst starts on top of it.
+        let slack = usize::try_from(cfg.heap_release_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        penstock_heap::start(slack, std::time::Duration::from_secs(1));
+    }
     let gateway = Arc::new(Gateway::open(&cfg).await?);
     crate::bootstrap::verify_master(gateway.meta.as_ref(), &gateway.master).await?;
     let banner = ensure_admin(gateway.meta.as_ref(), &gateway.master).await?;
