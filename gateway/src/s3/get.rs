@@ -42,11 +42,23 @@ static STREAMING: AtomicUsize = AtomicUsize::new(0);
 struct Streaming;
 
 impl Streaming {
-    /// Counts a new stream and returns its read block size.
-    fn start() -> (Self, usize) {
-        let n = STREAMING.fetch_add(1, Ordering::Relaxed) + 1;
-        let block = (READ_AHEAD_BUDGET / (2 * n)).clamp(MIN_READ_BLOCK, READ_BLOCK) & !0xffff;
-        (Self, block)
+    /// Counts a new stream.
+    fn start() -> Self {
+        STREAMING.fetch_add(1, Ordering::Relaxed);
+        Self
+    }
+
+    /// The size of the next read of a stream: its share of the budget for the streams there are
+    /// now. Asked again for every read, not once per stream: streams that started while few
+    /// others ran would otherwise keep 1 MiB blocks for their whole (long) life, and 64 GETs that
+    /// started one after another held about 76 MiB of read-ahead instead of 32.
+    fn block() -> usize {
+        Self::block_for(STREAMING.load(Ordering::Relaxed))
+    }
+
+    /// A stream's read block when `n` stream at once.
+    fn block_for(n: usize) -> usize {
+        (READ_AHEAD_BUDGET / (2 * n.max(1))).clamp(MIN_READ_BLOCK, READ_BLOCK) & !0xffff
     }
 }
 
@@ -265,8 +277,8 @@ impl Gateway {
             other => {
                 out.body = plan.handle.clone().map(|h| {
                     let m = self.metrics.clone();
-                    let (counted, block) = Streaming::start();
-                    let s = read_blocks(h, plan.start, plan.len, block).inspect(move |r| {
+                    let counted = Streaming::start();
+                    let s = read_blocks(h, plan.start, plan.len, Streaming::block).inspect(move |r| {
                         let _ = &counted;
                         if let Ok(b) = r {
                             m.payload(DataPath::Http, Direction::Out, b.len() as u64);
@@ -292,7 +304,7 @@ impl Gateway {
         let Some(h) = plan.handle.clone() else {
             return Ok(0);
         };
-        let source = read_blocks(h, plan.start, plan.len, penstock_rdma::transport::CHUNK);
+        let source = read_blocks(h, plan.start, plan.len, || penstock_rdma::transport::CHUNK);
         let moved = penstock_rdma::transport::push(a.transport.clone(), a.token.clone(), source)
             .await
             .map_err(|e| match e {
@@ -596,19 +608,125 @@ impl ObjectHeaders {
     }
 }
 
-/// `len` bytes from `start`, read in blocks of `block` bytes with one block of read-ahead.
+/// `len` bytes from `start`, read in blocks of `block()` bytes (asked as each read starts) with
+/// one block of read-ahead.
 fn read_blocks(
     h: Arc<dyn ReadHandle>,
     start: u64,
     len: u64,
-    block: usize,
+    block: impl Fn() -> usize + Send + 'static,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, BackendError>> + Send {
     let end = start + len;
-    futures::stream::iter((start..end).step_by(block))
-        .map(move |off| {
+    let mut next = start;
+    // Lazy: `buffered` pulls the next offset only when it starts that read.
+    let blocks = std::iter::from_fn(move || {
+        let off = next;
+        if off >= end {
+            return None;
+        }
+        let n = (end - off).min(block().max(1) as u64);
+        next += n;
+        Some((off, n as usize))
+    });
+    futures::stream::iter(blocks)
+        .map(move |(off, n)| {
             let h = h.clone();
-            let n = (end - off).min(block as u64) as usize;
             async move { h.read_at(off, n).await }
         })
         .buffered(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use async_trait::async_trait;
+    use futures::StreamExt;
+    use penstock_backends::{EntryKind, ReadHandle, Stat};
+
+    use super::{read_blocks, READ_AHEAD_BUDGET, READ_BLOCK};
+
+    /// A file in memory that records the reads made of it.
+    struct Recorded {
+        stat: Stat,
+        bytes: Vec<u8>,
+        reads: Mutex<Vec<(u64, usize)>>,
+    }
+
+    #[async_trait]
+    impl ReadHandle for Recorded {
+        fn stat(&self) -> &Stat {
+            &self.stat
+        }
+
+        async fn read_at(&self, offset: u64, len: usize) -> penstock_backends::Result<bytes::Bytes> {
+            self.reads.lock().unwrap().push((offset, len));
+            let at = offset as usize;
+            Ok(bytes::Bytes::copy_from_slice(
+                &self.bytes[at..(at + len).min(self.bytes.len())],
+            ))
+        }
+    }
+
+    #[tokio::test]
+    async fn each_read_takes_the_block_size_of_its_moment() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let h = Arc::new(Recorded {
+            stat: Stat {
+                kind: EntryKind::File,
+                size: bytes.len() as u64,
+                inode: 1,
+                mtime_ns: 0,
+            },
+            bytes: bytes.clone(),
+            reads: Mutex::new(Vec::new()),
+        });
+        // The share shrinks as other streams start: 1000, 900, 800, ... bytes per read.
+        let asked = Arc::new(AtomicUsize::new(0));
+        let a = asked.clone();
+        let block = move || 1000 - 100 * a.fetch_add(1, Ordering::Relaxed).min(9);
+        let (start, len) = (37u64, 9_000u64);
+        let got: Vec<bytes::Bytes> = read_blocks(h.clone(), start, len, block)
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        assert_eq!(got.concat(), bytes[start as usize..(start + len) as usize]);
+        let reads = h.reads.lock().unwrap().clone();
+        let sizes: Vec<usize> = reads.iter().map(|r| r.1).collect();
+        assert_eq!(sizes[..5], [1000, 900, 800, 700, 600]);
+        assert_eq!(sizes.iter().sum::<usize>() as u64, len);
+        assert!(reads.windows(2).all(|w| w[0].0 + w[0].1 as u64 == w[1].0), "{reads:?}");
+        assert_eq!(
+            asked.load(Ordering::Relaxed),
+            reads.len(),
+            "one size per read, asked lazily"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_empty_range_reads_nothing() {
+        let h = Arc::new(Recorded {
+            stat: Stat {
+                kind: EntryKind::File,
+                size: 0,
+                inode: 1,
+                mtime_ns: 0,
+            },
+            bytes: Vec::new(),
+            reads: Mutex::new(Vec::new()),
+        });
+        assert_eq!(read_blocks(h.clone(), 0, 0, || READ_BLOCK).count().await, 0);
+        assert!(h.reads.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_streams_blocks_stay_within_the_budget() {
+        for n in [1, 2, 8, 16, 17, 40, 64] {
+            let block = super::Streaming::block_for(n);
+            assert!(block <= READ_BLOCK && block.is_multiple_of(0x10000), "{n}: {block}");
+            assert!(2 * n * block <= READ_AHEAD_BUDGET, "{n} streams of {block}-byte blocks");
+        }
+        assert_eq!(super::Streaming::block_for(64), 256 << 10);
+    }
 }
