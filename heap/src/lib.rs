@@ -3,8 +3,8 @@
 //! glibc's allocator keeps what a program frees for its next allocations, and it only returns
 //! memory on its own from the top of a heap: one live allocation above a freed region pins the
 //! region. A gateway frees a lot in bursts (the hyper buffers that carried a large PUT's body, the
-//! blocks of a GET): measured here, the process held 88 MiB after a few seconds of 16 MiB and
-//! 4 KiB PUTs and kept holding it while idle; with [`start`] running it held 55 MiB. [`start`]
+//! blocks of a GET): measured here, the process held 70-86 MiB after a few seconds of 16 MiB and
+//! 4 KiB PUTs and kept holding it while idle; with [`start`] running it held 53-55 MiB. [`start`]
 //! runs a thread that checks once a period how much the allocator holds free and, past a slack,
 //! asks it to return the free pages (`malloc_trim`, which also releases pages in the middle of a
 //! heap). It lowers what an idle gateway holds after a burst, not the peak of the next burst:
