@@ -318,6 +318,15 @@ impl Gateway {
         self.child.id()
     }
 
+    /// The names of the gateway's threads (Linux: `/proc/PID/task/*/comm`).
+    pub fn thread_names(&self) -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{}/task", self.pid()))
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_owned())
+            .collect()
+    }
+
     /// The admin API's address.
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr

@@ -61,12 +61,7 @@ async fn slow_idle_and_stalled_connections_are_closed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_hold_on_connection_threads() {
     let gw = limits_hold("threads = 2\n").await;
-    let names: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", gw.pid()))
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .map(|n| n.trim().to_owned())
-        .filter(|n| n.starts_with("penstock-conn"))
-        .collect();
+    let names: Vec<String> = gw.thread_names().into_iter().filter(|n| n.starts_with("penstock-conn")).collect();
     assert_eq!(names.len(), 2, "connection threads: {names:?}");
 }
 

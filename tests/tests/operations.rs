@@ -99,6 +99,7 @@ fn bad_config_fails_start_up_with_a_precise_message() {
         ("[metadata]\nengine = \"postgres\"\n", "PENSTOCK_METADATA_URL"),
         ("[metadata]\nengine = \"mysql\"\n", "mysql"),
         ("[metadata]\nheartbeat_secs = 10.0\ngone_after_secs = 5.0\n", "gone_after_secs"),
+        ("heap_release_mib = -1\n", "heap_release_mib"),
     ];
     for (i, (toml, needle)) in cases.iter().enumerate() {
         let cfg = dir.path().join(format!("bad{i}.toml"));
@@ -120,6 +121,19 @@ fn bad_config_fails_start_up_with_a_precise_message() {
             assert!(!err.contains("backtrace"), "{err}");
         }
     }
+}
+
+/// The thread that hands freed heap back to the system runs by default (glibc) and not with
+/// `heap_release_mib = 0`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_heap_release_thread_follows_its_setting() {
+    let on = Gateway::start();
+    let names = on.thread_names();
+    assert_eq!(names.iter().filter(|n| *n == "heap-release").count(), 1, "{names:?}");
+    let off = Gateway::start_with_config("heap_release_mib = 0\n");
+    let names = off.thread_names();
+    assert!(!names.iter().any(|n| n == "heap-release"), "{names:?}");
 }
 
 /// Reads the server's opening HTTP/2 frames over h2c and checks that a sender's per-stream window

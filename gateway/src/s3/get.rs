@@ -56,7 +56,7 @@ impl Streaming {
         Self::block_for(STREAMING.load(Ordering::Relaxed))
     }
 
-    /// A stream's read block when `n` stream at once.
+    /// A stream's read block when `n` streams run at once.
     fn block_for(n: usize) -> usize {
         (READ_AHEAD_BUDGET / (2 * n.max(1))).clamp(MIN_READ_BLOCK, READ_BLOCK) & !0xffff
     }
