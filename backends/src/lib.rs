@@ -20,7 +20,7 @@ pub mod volume;
 pub use error::{BackendError, Result};
 pub use key::{KeyError, ObjectPath};
 pub use vfolder::{FolderLocation, QuotaScope, ScopeKind};
-pub use volume::{DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
+pub use volume::{Announce, Announced, DirEntry, EntryKind, Folder, IoObserver, ReadHandle, StagingFile, Stat, Volume};
 
 /// Name of the hidden per-folder directory; see [`layout`] for what it holds.
 pub use layout::{set_instance, SweepRule, HIDDEN_DIR};

@@ -140,6 +140,26 @@ pub trait ReadHandle: Send + Sync {
     async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
 }
 
+/// The steps a publish runs around its rename (see [`StagingFile::publish_announced`]). Both may
+/// block: they run on a thread that may (never on a runtime worker).
+pub struct Announce {
+    /// Runs once the file's bytes are durable (when the publish is) and before the rename: the
+    /// durable note that the file is about to replace what the key holds. `false` withdraws the
+    /// publish: the file is not renamed and goes with the staging file.
+    pub before: Box<dyn FnOnce() -> bool + Send>,
+    /// Runs right after a successful rename (and directory sync), before the call returns.
+    pub after: Box<dyn FnOnce() + Send>,
+}
+
+/// How [`StagingFile::publish_announced`] ended when nothing failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announced {
+    /// `before` agreed, the file is at its key and `after` has run.
+    Published,
+    /// `before` withdrew the publish; the key is untouched.
+    Withdrawn,
+}
+
 /// A file being written in the staging directory. Dropping it before `publish` removes it.
 #[async_trait]
 pub trait StagingFile: Send {
@@ -165,4 +185,37 @@ pub trait StagingFile: Send {
     async fn publish(self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()>;
     /// Atomically moves the sealed file to part `part` of upload `upload_id`.
     async fn publish_part(self: Box<Self>, upload_id: &UploadId, part: u32, durable: bool) -> Result<()>;
+    /// For a file sealed with `durable: false`: makes it durable when `durable` (as [`sync`]),
+    /// runs `a.before`, and if it agrees publishes the file at `path` (as [`publish`]) and runs
+    /// `a.after`. An error means the sync or the publish failed (the key keeps what it had); the
+    /// caller's steps say themselves whether they ran.
+    ///
+    /// This default does the steps one after another with a blocking-pool trip for each of the
+    /// caller's, the sync beside `before`. A backend whose file steps are blocking calls does
+    /// them all in one trip (the POSIX one), so a small PUT wakes fewer threads.
+    ///
+    /// [`sync`]: StagingFile::sync
+    /// [`publish`]: StagingFile::publish
+    async fn publish_announced(
+        mut self: Box<Self>,
+        path: &ObjectPath,
+        durable: bool,
+        a: Announce,
+    ) -> Result<Announced> {
+        let Announce { before, after } = a;
+        let announced = tokio::task::spawn_blocking(before);
+        let synced = if durable { self.sync().await } else { Ok(()) };
+        let go = announced
+            .await
+            .map_err(|e| crate::BackendError::Io(std::io::Error::other(e)))?;
+        if !go {
+            return Ok(Announced::Withdrawn);
+        }
+        synced?;
+        self.publish(path, durable).await?;
+        tokio::task::spawn_blocking(after)
+            .await
+            .map_err(|e| crate::BackendError::Io(std::io::Error::other(e)))?;
+        Ok(Announced::Published)
+    }
 }

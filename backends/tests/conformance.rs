@@ -11,7 +11,8 @@ use bytes::Bytes;
 use penstock_backends::nfs::{NfsOptions, NfsVolume};
 use penstock_backends::posix::PosixVolume;
 use penstock_backends::{
-    BackendError, EntryKind, Folder, FolderLocation, ObjectPath, QuotaScope, SweepRule, UploadId, Volume,
+    Announce, Announced, BackendError, EntryKind, Folder, FolderLocation, ObjectPath, QuotaScope, SweepRule, UploadId,
+    Volume,
 };
 use uuid::Uuid;
 
@@ -466,6 +467,89 @@ async fn versions(v: Arc<dyn Volume>) {
     assert!(f.is_empty().await.unwrap());
 }
 
+/// A publish with the caller's steps around its rename: `before` runs while the key still holds
+/// what it had, `after` once the new file is there; a `before` that says no leaves the key as it
+/// was and no file behind. Markers and nested keys take the same path.
+async fn announced_publishes(v: Arc<dyn Volume>, root: &Path) {
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let fdir = root.join(l.relative_path());
+    let staged = |data: &'static [u8]| {
+        let f = f.clone();
+        async move {
+            let mut s = f.create_staging(Some(data.len() as u64)).await.unwrap();
+            s.write(Bytes::from_static(data)).await.unwrap();
+            s.seal(false).await.unwrap();
+            s
+        }
+    };
+    write(&f, "a/k", b"old").await.unwrap();
+    for (key, on_disk) in [("a/k", "a/k"), ("new/deep/k", "new/deep/k")] {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (at_before, at_after) = (seen.clone(), seen.clone());
+        let (p1, p2) = (fdir.join(on_disk), fdir.join(on_disk));
+        let a = Announce {
+            before: Box::new(move || {
+                at_before.lock().unwrap().push(("before", std::fs::read(&p1).ok()));
+                true
+            }),
+            after: Box::new(move || at_after.lock().unwrap().push(("after", std::fs::read(&p2).ok()))),
+        };
+        let s = staged(b"announced").await;
+        assert_eq!(
+            s.publish_announced(&p(key), true, a).await.unwrap(),
+            Announced::Published
+        );
+        let old = (key == "a/k").then(|| b"old".to_vec());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [("before", old), ("after", Some(b"announced".to_vec()))],
+            "{key}"
+        );
+        assert_eq!(read(&f, key).await.unwrap(), b"announced");
+    }
+    // Withdrawn: nothing changes, `after` never runs, nothing is left in the staging area.
+    let ran_after = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran_after.clone();
+    let a = Announce {
+        before: Box::new(|| false),
+        after: Box::new(move || flag.store(true, std::sync::atomic::Ordering::SeqCst)),
+    };
+    let s = staged(b"withdrawn").await;
+    assert_eq!(
+        s.publish_announced(&p("a/k"), true, a).await.unwrap(),
+        Announced::Withdrawn
+    );
+    assert!(!ran_after.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(read(&f, "a/k").await.unwrap(), b"announced");
+    // Dropping the staging file removes it (NFS with an RPC of its own, so give it a moment).
+    let holds_withdrawn = || {
+        std::fs::read_dir(fdir.join(".penstock/tmp"))
+            .unwrap()
+            .any(|e| std::fs::read(e.unwrap().path()).ok().as_deref() == Some(&b"withdrawn"[..]))
+    };
+    for _ in 0..100 {
+        if !holds_withdrawn() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!holds_withdrawn(), "the withdrawn file is left in the staging area");
+    // A marker with a payload.
+    let a = Announce {
+        before: Box::new(|| true),
+        after: Box::new(|| ()),
+    };
+    let s = staged(b"payload").await;
+    assert_eq!(
+        s.publish_announced(&p("m/"), true, a).await.unwrap(),
+        Announced::Published
+    );
+    let h = f.open_marker(&p("m/")).await.unwrap().unwrap();
+    assert_eq!(h.read_at(0, 100).await.unwrap(), &b"payload"[..]);
+}
+
 /// A backend under test: fresh volumes whose root is also a local directory.
 trait Fixture {
     fn volume(&self) -> impl Future<Output = (Arc<dyn Volume>, PathBuf)>;
@@ -486,6 +570,8 @@ async fn run_all(fx: &impl Fixture) {
     foreign_files(v, &root).await;
     let (v, root) = fx.volume().await;
     symlink_containment(v, &root).await;
+    let (v, root) = fx.volume().await;
+    announced_publishes(v, &root).await;
 }
 
 /// A POSIX volume in a temp dir, staging with direct writes from `direct_from` bytes.

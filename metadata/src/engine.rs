@@ -91,6 +91,32 @@ pub struct PendingPublish {
     pub instance: String,
 }
 
+thread_local! {
+    static ON_BLOCKING_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread marked as one that may block: an engine whose calls end in a
+/// blocking step (the embedded engine's writes, which may wait for a WAL fsync) then does that
+/// step right here instead of handing it to another thread and waiting for it. For callers that
+/// are already on a blocking thread (tokio's `spawn_blocking`, never a runtime worker) and drive
+/// a metadata call there with `Handle::block_on`: the hand-off would cost two thread wake-ups for
+/// a step this thread can do itself.
+pub fn on_blocking_thread<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ON_BLOCKING_THREAD.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(ON_BLOCKING_THREAD.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether the calling thread is inside [`on_blocking_thread`].
+pub(crate) fn may_block_here() -> bool {
+    ON_BLOCKING_THREAD.with(|c| c.get())
+}
+
 /// One metadata engine: tenancy records, bucket ↔ vfolder map, object records, multipart state
 /// and quota accounting. Implementations: [`crate::RocksMetadata`] (embedded, one process).
 #[async_trait]

@@ -1,6 +1,7 @@
 //! The embedded engine: [`Metadata`] over the RocksDB [`Store`], for one gateway process.
 //!
-//! Writes and scans run on tokio's blocking pool, as a write may wait for a WAL fsync. Point
+//! Writes and scans run on tokio's blocking pool, as a write may wait for a WAL fsync (or right
+//! where they are called, inside [`crate::on_blocking_thread`]). Point
 //! reads of tenancy records (keypairs, users, buckets, domains, projects) and of one object's
 //! record run on the calling task: RocksDB answers them from its memtables and block cache in
 //! microseconds, and every request makes several of them, so the trip to the pool would cost more
@@ -48,6 +49,10 @@ impl RocksMetadata {
         &self,
         f: impl FnOnce(&Store) -> MetaResult<T> + Send + 'static,
     ) -> MetaResult<T> {
+        if crate::engine::may_block_here() {
+            // Already on a thread that may block (see `on_blocking_thread`).
+            return f(&self.store);
+        }
         let store = self.store.clone();
         let span = tracing::debug_span!("metadata");
         tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))

@@ -1,13 +1,15 @@
 //! PutObject, and the write path shared by every operation that creates an object: stream the
 //! body into a staging file while hashing, verify, then publish record and file together.
 
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use futures::StreamExt;
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use penstock_backends::layout::instance as layout_instance;
-use penstock_backends::{ObjectPath, StagingFile};
-use penstock_metadata::{ObjectAttrs, ObjectRecord, Versioning};
+use penstock_backends::{Announce, Announced, ObjectPath, StagingFile};
+use penstock_metadata::{on_blocking_thread, MetaResult, ObjectAttrs, ObjectRecord, Versioning};
 
 use super::acl::write_grants;
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
@@ -204,7 +206,7 @@ impl Gateway {
         &self,
         b: &BucketCtx,
         path: &ObjectPath,
-        mut staging: Box<dyn StagingFile>,
+        staging: Box<dyn StagingFile>,
         rec: &ObjectRecord,
         conds: Option<&WriteConditions>,
         released: u64,
@@ -243,11 +245,11 @@ impl Gateway {
             move || super::quota::charge_scope(meta, quota_locks, scope, -delta, true)
         };
         // The answer leaves as soon as the file is published; the settling write after it runs
-        // on in the task, still under the key lock (see below).
+        // on, still under the key lock (see below).
         let (answer, answered) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let _guard = guard;
-            // Made durable by the record's synced write right below.
+            // Made durable by the record's synced write below.
             if let Err(e) = super::quota::charge_scope(meta.clone(), quota_locks, scope, delta, false).await {
                 let _ = answer.send(Err(e));
                 return;
@@ -256,43 +258,67 @@ impl Gateway {
                 replaces: replaced.clone().map(Box::new),
                 ..rec.clone()
             };
-            let (synced, begun) = tokio::join!(
-                sync_if(staging.as_mut(), durable),
-                meta.begin_publish(folder, &key, &pending, layout_instance())
-            );
-            if let Err(e) = begun {
-                let _ = refund().await;
-                let _ = answer.send(Err(meta_err(e)));
-                return;
-            }
-            // A failed sync is settled like a failed rename: the key keeps what it had.
-            let outcome = match synced {
-                Ok(()) => staging.publish(&path, durable).await,
-                Err(e) => Err(e),
+            // The file's steps and both metadata writes run on the thread that syncs and renames
+            // the file (one blocking-pool trip for a small PUT instead of five). The steps report
+            // through these: whether the announcing write ran and how, and the answer, which the
+            // step after the rename sends.
+            let begun: Arc<Mutex<Option<MetaResult<()>>>> = Arc::default();
+            let answer = Arc::new(Mutex::new(Some(answer)));
+            let rt = tokio::runtime::Handle::current();
+            let before = {
+                let (meta, key, rt, begun) = (meta.clone(), key.clone(), rt.clone(), begun.clone());
+                Box::new(move || {
+                    let r = on_blocking_thread(|| {
+                        rt.block_on(meta.begin_publish(folder, &key, &pending, layout_instance()))
+                    });
+                    let ok = r.is_ok();
+                    *lock(&begun) = Some(r);
+                    ok
+                })
             };
-            let failed = match outcome {
-                // Acknowledged before the pending record is settled: the new record was made
-                // durable with the publish noted (begin_publish), every reader picks, of it and
-                // the one it replaces, the record whose fingerprint matches the file now at the
-                // key, and a crash from here on is settled the same way by the janitor. The key
-                // lock stays held until the settling write is done, so the next write of this key
-                // starts from a settled record.
-                Ok(()) => {
-                    let _ = answer.send(Ok(None));
-                    None
+            let after = {
+                let (meta, key, answer, rec) = (meta.clone(), key.clone(), answer.clone(), rec.clone());
+                Box::new(move || {
+                    // Acknowledged before the pending record is settled: the new record was made
+                    // durable with the publish noted (begin_publish), every reader picks, of it
+                    // and the one it replaces, the record whose fingerprint matches the file now
+                    // at the key, and a crash from here on is settled the same way by the janitor.
+                    // The key lock stays held until the settling write is done, so the next write
+                    // of this key starts from a settled record.
+                    if let Some(a) = lock(&answer).take() {
+                        let _ = a.send(Ok(None));
+                    }
+                    let settled = on_blocking_thread(|| rt.block_on(meta.end_publish(folder, &key, Some(&rec))));
+                    if let Err(e) = settled {
+                        // The stored pair still resolves by fingerprint; once this gateway is
+                        // gone, the janitor of another (or of its next run) settles it.
+                        tracing::warn!(%key, error = %e, "could not settle a published record");
+                    }
+                })
+            };
+            let outcome = staging
+                .publish_announced(&path, durable, Announce { before, after })
+                .await;
+            let begun = lock(&begun).take();
+            let failure = match (outcome, begun) {
+                (Ok(Announced::Published), _) => return,
+                (Ok(Announced::Withdrawn), Some(Err(e))) => meta_err(e),
+                (Ok(Announced::Withdrawn), _) => super::internal("a publish withdrawn without a failed note"),
+                // Announced, then the rename failed (or the sync, beside it on another backend):
+                // the key keeps what it had, so the replaced record is the settled one.
+                (Err(e), Some(Ok(()))) => {
+                    if let Err(e) = meta.end_publish(folder, &key, replaced.as_ref()).await {
+                        tracing::warn!(%key, error = %e, "could not settle a failed publish");
+                    }
+                    backend_err(e)
                 }
-                Err(e) => Some((answer, e)),
+                // The sync failed before anything was announced.
+                (Err(e), _) => backend_err(e),
             };
-            // Conflicts mean nothing was at this key as a file, so the replaced record stays right.
-            let settled = if failed.is_none() { Some(rec) } else { replaced };
-            if let Err(e) = meta.end_publish(folder, &key, settled.as_ref()).await {
-                // The stored pair still resolves by fingerprint; once this gateway is gone, the
-                // janitor of another (or of its next run) settles it.
-                tracing::warn!(%key, error = %e, "could not settle a published record");
-            }
-            if let Some((answer, e)) = failed {
-                let _ = refund().await;
-                let _ = answer.send(Err(backend_err(e)));
+            let _ = refund().await;
+            let taken = lock(&answer).take();
+            if let Some(a) = taken {
+                let _ = a.send(Err(failure));
             }
         });
         answered
@@ -358,8 +384,13 @@ impl Gateway {
     }
 }
 
-/// Syncs a staging file sealed with `seal(false)` when the gateway writes durably; `commit` and
-/// the versioned publish run it beside the synced metadata write that announces the publish.
+/// Locks a mutex whose holder cannot leave it half-changed (a slot taken or filled whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Syncs a staging file sealed with `seal(false)` when the gateway writes durably; the versioned
+/// publish runs it beside the synced metadata write that announces the publish.
 pub(crate) async fn sync_if(staging: &mut dyn StagingFile, durable: bool) -> penstock_backends::Result<()> {
     match durable {
         true => staging.sync().await,

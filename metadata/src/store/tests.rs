@@ -271,3 +271,37 @@ fn cached_tenancy_reads_race_writes_without_keeping_an_old_record() {
         assert_eq!(s.keypair("AK").unwrap().map(|k| k.enabled), Some(last), "round {round}");
     }
 }
+
+/// Inside `on_blocking_thread` the embedded engine's writes run on the calling thread: with a
+/// blocking pool of one thread, already taken by the caller, the hand-off it would otherwise make
+/// could never run and the write would hang.
+#[test]
+fn writes_inside_on_blocking_thread_need_no_other_thread() {
+    use crate::{on_blocking_thread, Metadata, RocksMetadata};
+    let dir = tempfile::tempdir().unwrap();
+    let meta = std::sync::Arc::new(RocksMetadata::new(
+        Store::open(dir.path(), StoreOptions::default()).unwrap(),
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let f = uuid::Uuid::new_v4();
+    let (m, h) = (meta.clone(), rt.handle().clone());
+    let written = rt.block_on(async move {
+        let task =
+            tokio::task::spawn_blocking(move || on_blocking_thread(|| h.block_on(m.put_object(f, "k", &rec("e1")))));
+        tokio::time::timeout(std::time::Duration::from_secs(10), task).await
+    });
+    written
+        .expect("the write waited for a second blocking thread")
+        .unwrap()
+        .unwrap();
+    assert_eq!(meta.store().object(f, "k").unwrap().unwrap().etag, "e1");
+    // The mark ends with the closure, also when it unwinds.
+    assert!(!crate::engine::may_block_here());
+    assert!(std::panic::catch_unwind(|| on_blocking_thread(|| panic!("inside"))).is_err());
+    assert!(!crate::engine::may_block_here());
+}
