@@ -82,6 +82,10 @@ impl Store {
         db_opts.increase_parallelism(2);
         db_opts.set_keep_log_file_num(4);
         db_opts.set_enable_write_thread_adaptive_yield(false);
+        // Our writes are a few small keys each: the group leader inserts them all for the group
+        // faster than followers are woken to insert their own and then wait again (measured on
+        // 4 KiB PUTs at 16 in flight: +4 %, every round ahead).
+        db_opts.set_allow_concurrent_memtable_write(false);
         // Memtables of all column families together stay under MEMTABLE_BUDGET: RocksDB's
         // default of 64 MiB per family, times every family, let the gateway's RSS climb for
         // minutes under a write-heavy load before the first flush (seen in a 10-minute soak).
