@@ -268,9 +268,7 @@ impl Gateway {
             let before = {
                 let (meta, key, rt, begun) = (meta.clone(), key.clone(), rt.clone(), begun.clone());
                 Box::new(move || {
-                    let r = on_blocking_thread(|| {
-                        rt.block_on(meta.begin_publish(folder, &key, &pending, layout_instance()))
-                    });
+                    let r = on_this_thread(&rt, meta.begin_publish(folder, &key, &pending, layout_instance()));
                     let ok = r.is_ok();
                     *lock(&begun) = Some(r);
                     ok
@@ -288,7 +286,7 @@ impl Gateway {
                     if let Some(a) = lock(&answer).take() {
                         let _ = a.send(Ok(None));
                     }
-                    let settled = on_blocking_thread(|| rt.block_on(meta.end_publish(folder, &key, Some(&rec))));
+                    let settled = on_this_thread(&rt, meta.end_publish(folder, &key, Some(&rec)));
                     if let Err(e) = settled {
                         // The stored pair still resolves by fingerprint; once this gateway is
                         // gone, the janitor of another (or of its next run) settles it.
@@ -382,6 +380,12 @@ impl Gateway {
         }
         Ok(())
     }
+}
+
+/// Drives a metadata call to its end on this (blocking-pool) thread, the engine's own blocking
+/// step included (see `on_blocking_thread`).
+fn on_this_thread<T>(rt: &tokio::runtime::Handle, call: impl std::future::Future<Output = T>) -> T {
+    on_blocking_thread(|| rt.block_on(call))
 }
 
 /// Locks a mutex whose holder cannot leave it half-changed (a slot taken or filled whole).
