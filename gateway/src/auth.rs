@@ -157,6 +157,113 @@ impl GatewayAccess {
     }
 }
 
+/// What the access check needs to know of a request besides who signed it.
+pub(crate) struct Asked<'a> {
+    /// The operation, as s3s names it.
+    pub op: &'a str,
+    pub bucket: Option<String>,
+    pub key: Option<String>,
+    pub uri: &'a http::Uri,
+    pub headers: &'a http::HeaderMap,
+    pub peer: Option<std::net::IpAddr>,
+}
+
+impl GatewayAccess {
+    /// The caller behind `access_key` (verified by whoever calls this), or the anonymous
+    /// caller of an unsigned request.
+    pub(crate) async fn caller(gateway: &Gateway, access_key: Option<&str>) -> S3Result<Caller> {
+        let Some(ak) = access_key else {
+            return Ok(Caller::anonymous(&gateway.anonymous_domain));
+        };
+        let meta = &gateway.meta;
+        let kp = (meta.keypair(ak).await.map_err(meta_err)?)
+            .filter(|kp| kp.enabled)
+            .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+        let user = (meta.user(kp.user_id).await.map_err(meta_err)?).ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+        Ok(Caller {
+            access_key: kp.access_key,
+            user,
+            checked: None,
+            hide_missing: false,
+            addressed: None,
+        })
+    }
+
+    /// Lets `caller` run `asked.op` on what the request addresses, or says why not; the caller
+    /// comes back with the bucket record it was checked against. Every path that admits a
+    /// request comes through here: s3s's access check, and the plain reads of `s3/direct.rs`.
+    /// `slot` learns the operation, bucket, key and tenant for the request's log line.
+    pub(crate) async fn authorize(
+        gateway: &Gateway,
+        mut caller: Caller,
+        asked: Asked<'_>,
+        slot: Option<&InfoSlot>,
+    ) -> S3Result<Caller> {
+        let Asked {
+            op,
+            bucket,
+            key,
+            uri,
+            headers,
+            peer,
+        } = asked;
+        if let Some(Ok(mut info)) = slot.map(|s| s.0.lock()) {
+            info.operation = op.to_owned();
+            info.bucket.clone_from(&bucket);
+            info.key.clone_from(&key);
+            info.tenant = Some(if caller.is_anonymous() {
+                "anonymous".to_owned()
+            } else {
+                format!("{}/{} ({})", caller.user.domain, caller.user.name, caller.access_key)
+            });
+        }
+        let need = match required(op) {
+            // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
+            // which would send clients looking for a policy to fix.
+            Need::Unsupported => return Err(s3_error!(NotImplemented, "{op} is not implemented by this gateway")),
+            // S3 answers an unsigned ListBuckets or CreateBucket so.
+            Need::Authenticated if caller.is_anonymous() => return Err(s3_error!(AccessDenied, "Access Denied")),
+            Need::Authenticated => None,
+            Need::Folder(p) => Some(p),
+        };
+        caller.addressed.clone_from(&bucket);
+        if let (Some(need), Some(name)) = (need, bucket) {
+            // A missing bucket is left to the handler, which answers NoSuchBucket.
+            let found = gateway
+                .meta
+                .bucket(&caller.user.domain, &name)
+                .await
+                .map_err(meta_err)?;
+            if let Some(rec) = found {
+                let facts = RequestFacts {
+                    op,
+                    key: key.as_deref(),
+                    uri,
+                    headers,
+                    peer,
+                };
+                if !gateway.permits(&caller, &rec, caller.may(&rec, need), &facts).await? {
+                    return Err(s3_error!(AccessDenied, "Access Denied"));
+                }
+                if matches!(op, "GetObject" | "HeadObject") && !caller.may(&rec, Perm::Ro) {
+                    let listing = RequestFacts {
+                        op: "ListObjectsV2",
+                        key: None,
+                        ..facts
+                    };
+                    caller.hide_missing = !gateway.permits(&caller, &rec, false, &listing).await?;
+                }
+                let rec = Arc::new(rec);
+                if let Some(Ok(mut info)) = slot.map(|s| s.0.lock()) {
+                    info.bucket_record = Some(rec.clone());
+                }
+                caller.checked = Some(rec);
+            }
+        }
+        Ok(caller)
+    }
+}
+
 #[async_trait::async_trait]
 impl S3Access for GatewayAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
@@ -169,99 +276,23 @@ impl S3Access for GatewayAccess {
             (None, Some(v)) => Some(v),
             (None, None) => None,
         };
-        let meta = &self.gateway.meta;
-        let mut caller = match ak {
-            Some(ak) => {
-                let kp = (meta.keypair(&ak).await.map_err(meta_err)?)
-                    .filter(|kp| kp.enabled)
-                    .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-                let user =
-                    (meta.user(kp.user_id).await.map_err(meta_err)?).ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
-                Caller {
-                    access_key: kp.access_key,
-                    user,
-                    checked: None,
-                    hide_missing: false,
-                    addressed: None,
-                }
-            }
-            None => Caller::anonymous(&self.gateway.anonymous_domain),
-        };
+        let caller = Self::caller(&self.gateway, ak.as_deref()).await?;
         let (bucket, key) = match cx.s3_path() {
             S3Path::Root => (None, None),
             S3Path::Bucket { bucket } => (Some(bucket.to_string()), None),
             S3Path::Object { bucket, key } => (Some(bucket.to_string()), Some(key.to_string())),
         };
-        let op = cx.s3_op().name().to_owned();
-        if let Some(slot) = cx.extensions_mut().get::<InfoSlot>() {
-            if let Ok(mut info) = slot.0.lock() {
-                info.operation = op;
-                info.bucket.clone_from(&bucket);
-                info.key.clone_from(&key);
-                info.tenant = Some(if caller.is_anonymous() {
-                    "anonymous".to_owned()
-                } else {
-                    format!("{}/{} ({})", caller.user.domain, caller.user.name, caller.access_key)
-                });
-            }
-        }
-        let need = match required(cx.s3_op().name()) {
-            // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
-            // which would send clients looking for a policy to fix.
-            Need::Unsupported => {
-                return Err(s3_error!(
-                    NotImplemented,
-                    "{} is not implemented by this gateway",
-                    cx.s3_op().name()
-                ))
-            }
-            // S3 answers an unsigned ListBuckets or CreateBucket so.
-            Need::Authenticated if caller.is_anonymous() => return Err(s3_error!(AccessDenied, "Access Denied")),
-            Need::Authenticated => None,
-            Need::Folder(p) => Some(p),
+        let slot = cx.extensions_mut().get::<InfoSlot>().cloned();
+        let peer = cx.extensions_mut().get::<PeerAddr>().map(|p| p.0.ip());
+        let asked = Asked {
+            op: cx.s3_op().name(),
+            bucket,
+            key,
+            uri: cx.uri(),
+            headers: cx.headers(),
+            peer,
         };
-        caller.addressed.clone_from(&bucket);
-        if let (Some(need), Some(name)) = (need, bucket) {
-            // A missing bucket is left to the handler, which answers NoSuchBucket.
-            let found = self
-                .gateway
-                .meta
-                .bucket(&caller.user.domain, &name)
-                .await
-                .map_err(meta_err)?;
-            if let Some(rec) = found {
-                let peer = cx.extensions_mut().get::<PeerAddr>().map(|p| p.0.ip());
-                let facts = RequestFacts {
-                    op: cx.s3_op().name(),
-                    key: key.as_deref(),
-                    uri: cx.uri(),
-                    headers: cx.headers(),
-                    peer,
-                };
-                if !self
-                    .gateway
-                    .permits(&caller, &rec, caller.may(&rec, need), &facts)
-                    .await?
-                {
-                    return Err(s3_error!(AccessDenied, "Access Denied"));
-                }
-                if matches!(facts.op, "GetObject" | "HeadObject") && !caller.may(&rec, Perm::Ro) {
-                    let listing = RequestFacts {
-                        op: "ListObjectsV2",
-                        key: None,
-                        ..facts
-                    };
-                    caller.hide_missing = !self.gateway.permits(&caller, &rec, false, &listing).await?;
-                }
-                let rec = Arc::new(rec);
-                if let Some(slot) = cx.extensions_mut().get::<InfoSlot>() {
-                    if let Ok(mut info) = slot.0.lock() {
-                        info.bucket_record = Some(rec.clone());
-                    }
-                }
-                caller.checked = Some(rec);
-            }
-        }
+        let caller = Self::authorize(&self.gateway, caller, asked, slot.as_ref()).await?;
         // Documents whose digests do not hold are refused before any handler sees them.
         let op = cx.s3_op().name().to_owned();
         crate::s3::body_digest::enforce(&op, cx.extensions_mut().get::<crate::s3::body_digest::BodyDigest>())?;

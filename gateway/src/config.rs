@@ -60,6 +60,10 @@ pub struct Config {
     /// this beyond what it held after its last release, its free pages go back to the system
     /// (glibc only). `0` turns the check off.
     pub heap_release_mib: u64,
+    /// Answer plain GetObject and HeadObject requests (path style, SigV4 header auth, no
+    /// conditions or ranges) without s3s's generic dispatch (`s3/direct.rs`); every other request,
+    /// and every refusal, goes through s3s either way. Off: all requests go through s3s.
+    pub direct_reads: bool,
 }
 
 /// The metadata engine.
@@ -259,6 +263,7 @@ impl Default for Config {
             lifecycle_interval_secs: 3600.0,
             lifecycle_day_secs: 86400.0,
             heap_release_mib: 16,
+            direct_reads: true,
         }
     }
 }

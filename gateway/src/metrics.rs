@@ -123,6 +123,7 @@ pub struct Metrics {
     connections_open: Gauge,
     connections_closed: Family<ReasonLabel, Counter>,
     connections_deferred: Counter,
+    direct_reads: Counter,
     lifecycle_actions: Family<ActionLabel, Counter>,
     lifecycle_bytes_freed: Counter,
     lifecycle_last_run: Gauge<i64, std::sync::atomic::AtomicI64>,
@@ -278,6 +279,12 @@ impl Metrics {
             "Times the accept loop waited because max_connections were open or accept failed",
             connections_deferred.clone(),
         );
+        let direct_reads = Counter::default();
+        registry.register(
+            "direct_reads",
+            "GetObject and HeadObject requests answered without s3s's generic dispatch (s3/direct.rs)",
+            direct_reads.clone(),
+        );
         let lifecycle_actions = Family::<ActionLabel, Counter>::default();
         registry.register(
             "lifecycle_actions",
@@ -313,6 +320,7 @@ impl Metrics {
             connections_open,
             connections_closed,
             connections_deferred,
+            direct_reads,
             lifecycle_actions,
             lifecycle_bytes_freed,
             lifecycle_last_run,
@@ -343,6 +351,11 @@ impl Metrics {
     /// Counts a wait of the accept loop.
     pub fn connection_deferred(&self) {
         self.connections_deferred.inc();
+    }
+
+    /// Counts a read answered by `s3/direct.rs`.
+    pub fn direct_read(&self) {
+        self.direct_reads.inc();
     }
 
     /// Counts a declined token of kind `kind` (`dc`, `software`).

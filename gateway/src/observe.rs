@@ -49,6 +49,7 @@ pub struct Observed {
     activity: Option<Arc<Activity>>,
     body_stall: Option<Duration>,
     cors: Option<Arc<CorsSite>>,
+    direct: Option<Arc<crate::s3::DirectReads>>,
 }
 
 /// What CORS handling needs outside s3s: the gateway (bucket rules) and how requests name buckets.
@@ -107,7 +108,14 @@ impl Observed {
             activity: None,
             body_stall: None,
             cors: None,
+            direct: None,
         }
+    }
+
+    /// Answers plain reads without s3s's dispatch (see [`crate::s3::DirectReads`]).
+    pub fn with_direct_reads(mut self, direct: crate::s3::DirectReads) -> Self {
+        self.direct = Some(Arc::new(direct));
+        self
     }
 
     /// Answers preflight `OPTIONS` requests and adds `Access-Control-*` headers from the rules
@@ -115,6 +123,55 @@ impl Observed {
     pub fn with_cors(mut self, gateway: Arc<crate::s3::Gateway>, domains: Vec<String>) -> Self {
         self.cors = Some(Arc::new(CorsSite { gateway, domains }));
         self
+    }
+
+    /// Serves a request through s3s (or answers a CORS preflight): what it was asked with
+    /// (method, `Origin`, the bucket named for CORS) and the outcome.
+    async fn dispatch(
+        &self,
+        mut req: Request<Incoming>,
+        slot: &InfoSlot,
+        close: bool,
+    ) -> (
+        http::Method,
+        Option<String>,
+        Option<String>,
+        Result<Response<Body>, s3s::HttpError>,
+    ) {
+        crate::sigv2::normalize_bucket_path(&mut req, &self.auth).await;
+        let req = if close {
+            req.map(|_| Body::empty())
+        } else {
+            let guarded = req.map(|b| StallGuard::new(b, self.body_stall, self.metrics.clone()));
+            crate::s3::body_digest::inspect(guarded).await
+        };
+        let method = req.method().clone();
+        let origin = req
+            .headers()
+            .get("origin")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        // Only browsers' requests (an Origin, or a preflight) need the bucket's CORS rules.
+        let named = self
+            .cors
+            .as_ref()
+            .filter(|_| origin.is_some() || method == http::Method::OPTIONS)
+            .and_then(|c| c.bucket_of(&req));
+        let result = match &self.cors {
+            Some(c) if method == http::Method::OPTIONS => {
+                if let Ok(mut info) = slot.0.lock() {
+                    info.operation = "PreflightRequest".to_owned();
+                    info.bucket.clone_from(&named);
+                }
+                let (status, headers, body) = c.gateway.preflight(named.as_deref(), req.headers()).await;
+                let mut resp = Response::new(Body::from(Bytes::from(body)));
+                *resp.status_mut() = status;
+                *resp.headers_mut() = headers;
+                Ok(resp)
+            }
+            _ => self.inner.call(req).await,
+        };
+        (method, origin, named, result)
     }
 
     /// The service for one connection from `peer`; `interim` asks the connection for a
@@ -192,9 +249,8 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
     type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
-        let inner = self.inner.clone();
+        let this = self.clone();
         let metrics = self.metrics.clone();
-        let auth = self.auth.clone();
         let id = request_id();
         let slot = InfoSlot::default();
         req.extensions_mut().insert(slot.clone());
@@ -202,8 +258,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
         let in_flight = self.activity.as_ref().map(|a| a.begin());
-        let body_stall = self.body_stall;
         let cors = self.cors.clone();
+        let direct = self.direct.clone();
+        let peer = self.peer;
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
             signal.request();
@@ -224,38 +281,13 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             async move {
                 metrics.in_flight().inc();
                 let start = Instant::now();
-                let mut req = req;
-                crate::sigv2::normalize_bucket_path(&mut req, &auth).await;
-                let req = if close {
-                    req.map(|_| Body::empty())
-                } else {
-                    let guarded = req.map(|b| StallGuard::new(b, body_stall, metrics.clone()));
-                    crate::s3::body_digest::inspect(guarded).await
+                let served = match &direct {
+                    Some(d) => d.serve(&req, &slot, peer).await,
+                    None => None,
                 };
-                let method = req.method().clone();
-                let origin = req
-                    .headers()
-                    .get("origin")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                // Only browsers' requests (an Origin, or a preflight) need the bucket's CORS rules.
-                let named = cors
-                    .as_ref()
-                    .filter(|_| origin.is_some() || method == http::Method::OPTIONS)
-                    .and_then(|c| c.bucket_of(&req));
-                let result = match &cors {
-                    Some(c) if method == http::Method::OPTIONS => {
-                        if let Ok(mut info) = slot.0.lock() {
-                            info.operation = "PreflightRequest".to_owned();
-                            info.bucket.clone_from(&named);
-                        }
-                        let (status, headers, body) = c.gateway.preflight(named.as_deref(), req.headers()).await;
-                        let mut resp = Response::new(Body::from(Bytes::from(body)));
-                        *resp.status_mut() = status;
-                        *resp.headers_mut() = headers;
-                        Ok(resp)
-                    }
-                    _ => inner.call(req).await,
+                let (method, origin, named, result) = match served {
+                    Some(resp) => (req.method().clone(), None, None, Ok(resp)),
+                    None => this.dispatch(req, &slot, close).await,
                 };
                 metrics.in_flight().dec();
                 drop(in_flight);
@@ -297,7 +329,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     }
                 }
 
-                let info = slot.0.lock().map(|i| i.clone()).unwrap_or_default();
+                // Read in place: a copy of the record cost an allocation per field per request.
+                let guard = slot.0.lock();
+                let empty = RequestInfo::default();
+                let info = guard.as_deref().unwrap_or(&empty);
                 let op = if info.operation.is_empty() {
                     "Unknown"
                 } else {

@@ -262,6 +262,14 @@ impl Gateway {
         self.wait_ready(false);
     }
 
+    /// Stops the process with SIGKILL and starts it again on the same data and port with `toml`
+    /// as its configuration.
+    pub fn restart_with_config(&mut self, toml: &str) {
+        self.kill();
+        std::fs::write(&self.config, toml).unwrap();
+        self.restart();
+    }
+
     /// Runs `penstock admin --json ARGS` against this gateway and returns the parsed answer;
     /// panics (with the output) when the command fails.
     pub fn admin(&self, args: &[&str]) -> serde_json::Value {

@@ -26,6 +26,9 @@ use crate::metrics::{DataPath, Direction};
 /// Largest read from the backend while streaming a response.
 const READ_BLOCK: usize = 1 << 20;
 
+/// Objects (or ranges) up to this size are read in one call before the answer starts.
+const WHOLE_READ: usize = 64 << 10;
+
 /// Smallest streaming read block, however many responses stream at once.
 const MIN_READ_BLOCK: usize = 128 << 10;
 
@@ -275,17 +278,29 @@ impl Gateway {
                 Ok(resp)
             }
             other => {
-                out.body = plan.handle.clone().map(|h| {
-                    let m = self.metrics.clone();
-                    let counted = Streaming::start();
-                    let s = read_blocks(h, plan.start, plan.len, Streaming::block).inspect(move |r| {
-                        let _ = &counted;
-                        if let Ok(b) = r {
-                            m.payload(DataPath::Http, Direction::Out, b.len() as u64);
+                out.body = match plan.handle.clone() {
+                    // Read at once: one chunk, no read-ahead machinery, and a failed read is
+                    // answered with an error instead of a body cut short.
+                    Some(h) if plan.len <= WHOLE_READ as u64 => {
+                        let bytes = h.read_at(plan.start, plan.len as usize).await.map_err(backend_err)?;
+                        if bytes.len() as u64 != plan.len {
+                            return Err(s3_error!(InternalError, "the object's file shrank while it was read"));
                         }
-                    });
-                    StreamingBlob::wrap(SyncStream::new(s))
-                });
+                        self.metrics.payload(DataPath::Http, Direction::Out, plan.len);
+                        Some(StreamingBlob::from(s3s::Body::from(bytes)))
+                    }
+                    h => h.map(|h| {
+                        let m = self.metrics.clone();
+                        let counted = Streaming::start();
+                        let s = read_blocks(h, plan.start, plan.len, Streaming::block).inspect(move |r| {
+                            let _ = &counted;
+                            if let Ok(b) = r {
+                                m.payload(DataPath::Http, Direction::Out, b.len() as u64);
+                            }
+                        });
+                        StreamingBlob::wrap(SyncStream::new(s))
+                    }),
+                };
                 let mut resp = S3Response::new(out);
                 if matches!(other, Admission::Fallback) {
                     reply_headers(&mut resp.headers, 501, None);

@@ -11,6 +11,7 @@ mod checksum;
 mod copy;
 mod cors;
 mod delete;
+mod direct;
 mod error;
 mod get;
 mod janitor;
@@ -51,6 +52,7 @@ use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
+pub use direct::DirectReads;
 pub(crate) use get::select;
 pub(crate) use multipart::{check_part_number, parse_copy_range as copy_range};
 pub(crate) use object::{parse_http_date, parse_key, validate_tags, Conditions};
@@ -274,12 +276,18 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     // The route re-dispatches through the service it is part of.
     let _ = itself.set(service.clone());
     let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
-    let domains = cfg
+    let domains: Vec<String> = cfg
         .virtual_host_domains
         .iter()
         .map(|d| d.to_ascii_lowercase())
         .collect();
-    Observed::new(service, metrics, auth).with_cors(gateway, domains)
+    let observed = Observed::new(service, metrics, auth);
+    let observed = if cfg.direct_reads {
+        observed.with_direct_reads(DirectReads::new(gateway.clone(), domains.clone()))
+    } else {
+        observed
+    };
+    observed.with_cors(gateway, domains)
 }
 
 /// Virtual-hosted-style addressing: `<bucket>.<domain>` for a configured domain; any other Host
