@@ -14,7 +14,7 @@ use s3s::auth::{S3Auth, SecretKey};
 use s3s::path::S3Path;
 use s3s::{s3_error, S3Result};
 
-use penstock_metadata::{BucketRecord, Metadata, Perm, QuotaScope, Role, User};
+use penstock_metadata::{BucketRecord, Keypair, Metadata, Perm, QuotaScope, Role, User};
 use penstock_types::ScopeKind;
 
 use crate::observe::InfoSlot;
@@ -179,6 +179,12 @@ impl GatewayAccess {
         let kp = (meta.keypair(ak).await.map_err(meta_err)?)
             .filter(|kp| kp.enabled)
             .ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
+        Self::caller_of(gateway, kp).await
+    }
+
+    /// The caller behind an enabled keypair (looked up by whoever calls this).
+    pub(crate) async fn caller_of(gateway: &Gateway, kp: Keypair) -> S3Result<Caller> {
+        let meta = &gateway.meta;
         let user = (meta.user(kp.user_id).await.map_err(meta_err)?).ok_or_else(|| s3_error!(InvalidAccessKeyId))?;
         Ok(Caller {
             access_key: kp.access_key,

@@ -407,7 +407,11 @@ impl Gateway {
         req: S3Request<GetBucketOwnershipControlsInput>,
     ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        let o = b.rec.ownership.unwrap_or_else(|| "BucketOwnerEnforced".to_owned());
+        let o = b
+            .rec
+            .ownership
+            .clone()
+            .unwrap_or_else(|| "BucketOwnerEnforced".to_owned());
         Ok(S3Response::new(GetBucketOwnershipControlsOutput {
             ownership_controls: Some(OwnershipControls {
                 rules: vec![OwnershipControlsRule {

@@ -129,7 +129,7 @@ impl DirectReads {
         if !signature_holds(&key, &plain.auth, &canonical) || !fresh(plain.auth.amz_date, now_secs()) {
             return None;
         }
-        let caller = GatewayAccess::caller(gw, Some(plain.auth.access_key)).await.ok()?;
+        let caller = GatewayAccess::caller_of(gw, kp).await.ok()?;
         let asked = Asked {
             op: plain.op,
             bucket: Some(plain.bucket.to_owned()),

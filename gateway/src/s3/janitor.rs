@@ -161,7 +161,7 @@ impl Gateway {
                         .open_folder(&location(&rec))
                         .await
                         .map_err(backend_err)?,
-                    rec,
+                    rec: Arc::new(rec),
                 };
                 let path = parse_key(&p.key)?;
                 let _guard = self.locks.lock(folder, &p.key).await;

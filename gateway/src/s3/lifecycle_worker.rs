@@ -105,7 +105,14 @@ impl Gateway {
                     .open_folder(&location(&rec))
                     .await
                     .map_err(super::error::backend_err)?;
-                self.apply_to_bucket(&BucketCtx { rec, folder }, &mut report).await
+                self.apply_to_bucket(
+                    &BucketCtx {
+                        rec: Arc::new(rec),
+                        folder,
+                    },
+                    &mut report,
+                )
+                .await
             }
             .await;
             if let Err(e) = outcome {

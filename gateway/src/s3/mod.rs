@@ -95,7 +95,7 @@ pub struct Gateway {
 
 /// A resolved bucket: its record and its opened folder.
 pub(crate) struct BucketCtx {
-    pub rec: BucketRecord,
+    pub rec: Arc<BucketRecord>,
     pub folder: Arc<dyn Folder>,
 }
 
@@ -183,7 +183,7 @@ impl Gateway {
     /// lookup (a copy's source, whose handler checks the caller's permission on it).
     pub(crate) async fn bucket(&self, who: &Caller, name: &str) -> S3Result<BucketCtx> {
         let rec = match &who.checked {
-            Some(rec) if rec.name == name => BucketRecord::clone(rec),
+            Some(rec) if rec.name == name => rec.clone(),
             // Missing when the access check looked: a bucket created since was never checked.
             _ if who.addressed.as_deref() == Some(name) => {
                 return Err(s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))
@@ -193,6 +193,7 @@ impl Gateway {
                 .bucket(&who.user.domain, name)
                 .await
                 .map_err(meta_err)?
+                .map(Arc::new)
                 .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?,
         };
         let folder = self

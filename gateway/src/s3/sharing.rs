@@ -292,6 +292,7 @@ impl Gateway {
         let policy = b
             .rec
             .policy
+            .clone()
             .ok_or_else(|| s3_error!(NoSuchBucketPolicy, "The bucket policy does not exist"))?;
         Ok(S3Response::new(GetBucketPolicyOutput { policy: Some(policy) }))
     }
@@ -320,6 +321,7 @@ impl Gateway {
         let text = b
             .rec
             .policy
+            .clone()
             .ok_or_else(|| s3_error!(NoSuchBucketPolicy, "The bucket policy does not exist"))?;
         let public = Policy::parse(&text, &b.rec.name).is_ok_and(|p| p.is_public());
         Ok(S3Response::new(GetBucketPolicyStatusOutput {
