@@ -155,7 +155,7 @@ impl DirectReads {
             let out = gw.head_object(s3_request(input, req, extensions)).await.ok()?;
             let mut resp = Response::new(Body::empty());
             let o = out.output;
-            if !unset_head(&o) {
+            if !only_written!(o, archive_status) {
                 return None;
             }
             object_headers!(resp.headers_mut(), o);
@@ -171,7 +171,7 @@ impl DirectReads {
             input.checksum_mode = checksum_mode;
             let out = gw.get_object(s3_request(input, req, extensions)).await.ok()?;
             let mut o = out.output;
-            if !unset_get(&o) {
+            if !only_written!(o) {
                 return None;
             }
             let mut resp = Response::new(o.body.take().map(Body::from).unwrap_or_default());
@@ -303,41 +303,28 @@ macro_rules! object_headers {
 }
 use object_headers;
 
-/// Whether a GetObject output sets only fields [`object_headers`] writes (our handler sets no
-/// others; should it ever, s3s answers).
-fn unset_get(o: &s3s::dto::GetObjectOutput) -> bool {
-    o.bucket_key_enabled.is_none()
-        && o.missing_meta.is_none()
-        && o.object_lock_legal_hold_status.is_none()
-        && o.object_lock_mode.is_none()
-        && o.object_lock_retain_until_date.is_none()
-        && o.replication_status.is_none()
-        && o.request_charged.is_none()
-        && o.restore.is_none()
-        && o.sse_customer_algorithm.is_none()
-        && o.sse_customer_key_md5.is_none()
-        && o.ssekms_key_id.is_none()
-        && o.server_side_encryption.is_none()
-        && o.website_redirect_location.is_none()
+/// Whether a GetObject or HeadObject output leaves unset every field [`object_headers`] does not
+/// write (`$extra`: those only one of them has). Our handlers set none of them; should one ever,
+/// s3s answers.
+macro_rules! only_written {
+    ($o:expr $(, $extra:ident)*) => {
+        $o.bucket_key_enabled.is_none()
+            && $o.missing_meta.is_none()
+            && $o.object_lock_legal_hold_status.is_none()
+            && $o.object_lock_mode.is_none()
+            && $o.object_lock_retain_until_date.is_none()
+            && $o.replication_status.is_none()
+            && $o.request_charged.is_none()
+            && $o.restore.is_none()
+            && $o.sse_customer_algorithm.is_none()
+            && $o.sse_customer_key_md5.is_none()
+            && $o.ssekms_key_id.is_none()
+            && $o.server_side_encryption.is_none()
+            && $o.website_redirect_location.is_none()
+            $(&& $o.$extra.is_none())*
+    };
 }
-
-/// [`unset_get`] for HeadObject.
-fn unset_head(o: &s3s::dto::HeadObjectOutput) -> bool {
-    o.archive_status.is_none()
-        && o.bucket_key_enabled.is_none()
-        && o.missing_meta.is_none()
-        && o.object_lock_legal_hold_status.is_none()
-        && o.object_lock_mode.is_none()
-        && o.object_lock_retain_until_date.is_none()
-        && o.replication_status.is_none()
-        && o.request_charged.is_none()
-        && o.restore.is_none()
-        && o.sse_customer_algorithm.is_none()
-        && o.sse_customer_key_md5.is_none()
-        && o.ssekms_key_id.is_none()
-        && o.server_side_encryption.is_none()
-        && o.website_redirect_location.is_none()
-}
+use only_written;
 
 /// Inserts `value` under `name` when there is one; `Some(())` so it chains with `?`.
 fn put(h: &mut HeaderMap, name: &'static str, value: Option<HeaderValue>) -> Option<()> {
