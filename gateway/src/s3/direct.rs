@@ -6,8 +6,8 @@
 //! files are read with exactly such requests.
 //!
 //! A request comes here only when this module understands every part of it: path style, no
-//! query (or the SDKs' `x-id=GetObject`), a SigV4 `Authorization` header, and headers from a
-//! short list. It is verified here with a signing key cached per access key, day and region,
+//! query (or the SDKs' `x-id=GetObject`), a SigV4 `Authorization` header, a Range that parses or
+//! none, and headers from a short list. It is verified here with a signing key cached per access key, day and region,
 //! admitted by the same check as every other request ([`GatewayAccess::authorize`]) and answered
 //! by the same handler. Everything else goes to s3s as before, and so does any request this path
 //! would refuse (a bad signature, a missing key, a denied caller): s3s then answers it, so errors
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use ring::{digest, hmac};
-use s3s::dto::{ChecksumMode, GetObjectInput, HeadObjectInput, Timestamp, TimestampFormat};
+use s3s::dto::{ChecksumMode, GetObjectInput, HeadObjectInput, Range, Timestamp, TimestampFormat};
 use s3s::{Body, S3Request};
 use subtle::ConstantTimeEq;
 
@@ -27,15 +27,16 @@ use super::Gateway;
 use crate::auth::{Asked, GatewayAccess};
 use crate::observe::InfoSlot;
 
-/// Request headers a plain read may carry: those that sign it, and those no S3 read acts on.
-/// Any other header (conditions, ranges, SSE-C, tokens, CORS origins, RDMA tokens) sends the
-/// request to s3s.
+/// Request headers a plain read may carry: those that sign it, a Range that parses, the
+/// checksum mode, and those no S3 read acts on. Any other header (conditions, SSE-C, tokens,
+/// CORS origins, RDMA tokens) sends the request to s3s.
 const PLAIN_HEADERS: &[&str] = &[
     "host",
     "authorization",
     "x-amz-date",
     "x-amz-content-sha256",
     "x-amz-checksum-mode",
+    "range",
     "user-agent",
     "x-amz-user-agent",
     "accept",
@@ -84,6 +85,8 @@ struct Plain<'a> {
     /// The canonical query string: empty or `x-id=GetObject`.
     query: &'a str,
     checksum_mode: Option<&'a str>,
+    /// A Range that parses; one that does not is left to s3s (and to the route that ignores it).
+    range: Option<Range>,
     auth: SigV4<'a>,
 }
 
@@ -152,6 +155,7 @@ impl DirectReads {
                 .build()
                 .ok()?;
             input.checksum_mode = checksum_mode;
+            input.range = plain.range;
             let out = gw.head_object(s3_request(input, req, extensions)).await.ok()?;
             let mut resp = Response::new(Body::empty());
             let o = out.output;
@@ -169,6 +173,7 @@ impl DirectReads {
                 .build()
                 .ok()?;
             input.checksum_mode = checksum_mode;
+            input.range = plain.range;
             let out = gw.get_object(s3_request(input, req, extensions)).await.ok()?;
             let mut o = out.output;
             if !only_written!(o) {
@@ -386,12 +391,17 @@ fn plain<'a, B>(req: &'a Request<B>, domains: &[String]) -> Option<Plain<'a>> {
         None => None,
         Some(_) => Some(single(h, "x-amz-checksum-mode")?),
     };
+    let range = match h.get(http::header::RANGE) {
+        None => None,
+        Some(_) => Some(Range::parse(single(h, "range")?).ok()?),
+    };
     Some(Plain {
         op,
         bucket,
         key,
         query,
         checksum_mode,
+        range,
         auth: sig_v4(h)?,
     })
 }
@@ -632,9 +642,12 @@ mod tests {
         assert!(plain(&with(&[], "/b/k/x.bin"), &[]).is_some());
         assert!(plain(&with(&[], "/b/k?x-id=GetObject"), &[]).is_some());
         assert!(plain(&with(&[("user-agent", "x")], "/b/k"), &[]).is_some());
-        // Anything s3s must see: queries, ranges, conditions, encoded keys, buckets only.
+        // Anything s3s must see: queries, conditions, encoded keys, buckets only.
         assert!(plain(&with(&[], "/b/k?versionId=1"), &[]).is_none());
-        assert!(plain(&with(&[("range", "bytes=0-1")], "/b/k"), &[]).is_none());
+        assert!(plain(&with(&[("range", "bytes=0-1")], "/b/k"), &[]).is_some());
+        // A Range s3s cannot parse is S3's to ignore: left to s3s and the route that does.
+        assert!(plain(&with(&[("range", "bytes=0-1,3-4")], "/b/k"), &[]).is_none());
+        assert!(plain(&with(&[("range", "items=0-1")], "/b/k"), &[]).is_none());
         assert!(plain(&with(&[("if-match", "\"x\"")], "/b/k"), &[]).is_none());
         assert!(plain(&with(&[("origin", "https://x")], "/b/k"), &[]).is_none());
         assert!(plain(&with(&[("x-amz-rdma-token", "t")], "/b/k"), &[]).is_none());
