@@ -61,8 +61,9 @@ pub struct Config {
     /// (glibc only). `0` turns the check off.
     pub heap_release_mib: u64,
     /// Answer plain GetObject and HeadObject requests (path style, SigV4 header auth, no
-    /// conditions, a Range that parses or none) without s3s's generic dispatch (`s3/direct.rs`); every other request,
-    /// and every refusal, goes through s3s either way. Off: all requests go through s3s.
+    /// conditions, a Range that parses or none) without s3s's generic dispatch
+    /// (`s3/direct.rs`); every other request, and every refusal, goes through s3s either way.
+    /// Off: all requests go through s3s.
     pub direct_reads: bool,
 }
 
