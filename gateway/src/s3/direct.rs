@@ -149,13 +149,7 @@ impl DirectReads {
         extensions.insert(caller);
         let checksum_mode = plain.checksum_mode.map(|m| ChecksumMode::from(m.to_owned()));
         if plain.op == "HeadObject" {
-            let mut input = HeadObjectInput::builder()
-                .bucket(plain.bucket.to_owned())
-                .key(plain.key.to_owned())
-                .build()
-                .ok()?;
-            input.checksum_mode = checksum_mode;
-            input.range = plain.range;
+            let input = read_input!(HeadObjectInput, plain, checksum_mode);
             let out = gw.head_object(s3_request(input, req, extensions)).await.ok()?;
             let mut resp = Response::new(Body::empty());
             let o = out.output;
@@ -167,13 +161,7 @@ impl DirectReads {
             gw.metrics.direct_read();
             Some(resp)
         } else {
-            let mut input = GetObjectInput::builder()
-                .bucket(plain.bucket.to_owned())
-                .key(plain.key.to_owned())
-                .build()
-                .ok()?;
-            input.checksum_mode = checksum_mode;
-            input.range = plain.range;
+            let input = read_input!(GetObjectInput, plain, checksum_mode);
             let out = gw.get_object(s3_request(input, req, extensions)).await.ok()?;
             let mut o = out.output;
             if !only_written!(o) {
@@ -240,6 +228,22 @@ fn scope_hash(access_key: &str, date: &str, region: &str) -> u64 {
     static SEED: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
     SEED.get_or_init(Default::default).hash_one((access_key, date, region))
 }
+
+/// The GetObject or HeadObject input (same field names) of a plain read; `None` (from the
+/// enclosing function) if the builder refuses it.
+macro_rules! read_input {
+    ($ty:ty, $plain:expr, $mode:expr) => {{
+        let mut input = <$ty>::builder()
+            .bucket($plain.bucket.to_owned())
+            .key($plain.key.to_owned())
+            .build()
+            .ok()?;
+        input.checksum_mode = $mode;
+        input.range = $plain.range;
+        input
+    }};
+}
+use read_input;
 
 /// The request a handler takes: `input`, with `req`'s method, URI and headers.
 fn s3_request<T, B>(input: T, req: &Request<B>, extensions: http::Extensions) -> S3Request<T> {
