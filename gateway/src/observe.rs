@@ -250,7 +250,6 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
 
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let this = self.clone();
-        let metrics = self.metrics.clone();
         let id = request_id();
         let slot = InfoSlot::default();
         req.extensions_mut().insert(slot.clone());
@@ -258,9 +257,6 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
         let in_flight = self.activity.as_ref().map(|a| a.begin());
-        let cors = self.cors.clone();
-        let direct = self.direct.clone();
-        let peer = self.peer;
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
             signal.request();
@@ -279,10 +275,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         );
         Box::pin(
             async move {
+                let metrics = &this.metrics;
                 metrics.in_flight().inc();
                 let start = Instant::now();
-                let served = match &direct {
-                    Some(d) => d.serve(&req, &slot, peer).await,
+                let served = match &this.direct {
+                    Some(d) => d.serve(&req, &slot, this.peer).await,
                     None => None,
                 };
                 let (method, origin, named, result) = match served {
@@ -320,7 +317,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     resp.headers_mut()
                         .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
                 }
-                if let (Some(c), Some(origin), Some(bucket)) = (&cors, &origin, &named) {
+                if let (Some(c), Some(origin), Some(bucket)) = (&this.cors, &origin, &named) {
                     if method != http::Method::OPTIONS {
                         let found = slot.0.lock().ok().and_then(|i| i.bucket_record.clone());
                         c.gateway

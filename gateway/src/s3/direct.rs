@@ -19,11 +19,12 @@ use std::sync::{Arc, Mutex};
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use ring::{digest, hmac};
-use s3s::dto::{ChecksumMode, GetObjectInput, HeadObjectInput, Range, Timestamp, TimestampFormat};
+use s3s::dto::{ChecksumMode, GetObjectInput, HeadObjectInput, Range, Timestamp};
 use s3s::{Body, S3Request};
 use subtle::ConstantTimeEq;
 
-use super::Gateway;
+use super::object::format_http_date;
+use super::{host_bucket, Gateway};
 use crate::auth::{Asked, GatewayAccess};
 use crate::observe::InfoSlot;
 
@@ -268,7 +269,9 @@ macro_rules! object_headers {
         let text = |v: Option<String>| v.map(HeaderValue::try_from).transpose();
         let date = |v: Option<Timestamp>| match v {
             None => Some(None),
-            Some(t) => http_date(&t).map(Some),
+            Some(t) => format_http_date(&t)
+                .and_then(|d| HeaderValue::try_from(d).ok())
+                .map(Some),
         };
         put(h, "accept-ranges", text($o.accept_ranges).ok()?)?;
         put(h, "cache-control", text($o.cache_control).ok()?)?;
@@ -347,12 +350,6 @@ fn bool_value(b: bool) -> HeaderValue {
     HeaderValue::from_static(if b { "true" } else { "false" })
 }
 
-fn http_date(t: &Timestamp) -> Option<HeaderValue> {
-    let mut buf = Vec::with_capacity(29);
-    t.format(TimestampFormat::HttpDate, &mut buf).ok()?;
-    HeaderValue::from_bytes(&buf).ok()
-}
-
 /// The plain read `req` is, if it is one this module answers.
 fn plain<'a, B>(req: &'a Request<B>, domains: &[String]) -> Option<Plain<'a>> {
     let op = match *req.method() {
@@ -384,12 +381,8 @@ fn plain<'a, B>(req: &'a Request<B>, domains: &[String]) -> Option<Plain<'a>> {
     if bucket.is_empty() || key.is_empty() || key.len() > 1024 || !unreserved(bucket) || !unreserved(key) {
         return None;
     }
-    let host = single(h, "host")?;
-    if !domains.is_empty() {
-        let name = host.rsplit_once(':').map_or(host, |(n, _)| n).to_ascii_lowercase();
-        if domains.iter().any(|d| name.ends_with(d.as_str())) {
-            return None;
-        }
+    if host_bucket(single(h, "host")?, domains).is_some() {
+        return None;
     }
     let checksum_mode = match h.get("x-amz-checksum-mode") {
         None => None,

@@ -300,21 +300,29 @@ struct VirtualHosts {
 
 impl s3s::host::S3Host for VirtualHosts {
     fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
-        let name = host.rsplit_once(':').map_or(host, |(h, port)| {
-            if port.bytes().all(|b| b.is_ascii_digit()) {
-                h
-            } else {
-                host
-            }
-        });
-        let lower = name.to_ascii_lowercase();
-        for d in &self.domains {
-            if let Some(bucket) = lower.strip_suffix(d.as_str()).and_then(|b| b.strip_suffix('.')) {
-                if !bucket.is_empty() {
-                    return Ok(s3s::host::VirtualHost::new(host).with_bucket(bucket.to_owned()));
-                }
-            }
-        }
-        Ok(s3s::host::VirtualHost::new(host))
+        Ok(match host_bucket(host, &self.domains) {
+            Some(bucket) => s3s::host::VirtualHost::new(host).with_bucket(bucket),
+            None => s3s::host::VirtualHost::new(host),
+        })
     }
+}
+
+/// The bucket a `Host` header names as `<bucket>.<domain>` for one of `domains` (lower case);
+/// `None` for path style.
+pub(crate) fn host_bucket(host: &str, domains: &[String]) -> Option<String> {
+    if domains.is_empty() {
+        return None;
+    }
+    let name = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    let lower = name.to_ascii_lowercase();
+    domains.iter().find_map(|d| {
+        let bucket = lower.strip_suffix(d.as_str())?.strip_suffix('.')?;
+        (!bucket.is_empty()).then(|| bucket.to_owned())
+    })
 }
