@@ -259,13 +259,14 @@ pub(crate) fn peer<T>(req: &S3Request<T>) -> Option<PeerAddr> {
 /// Builds the hyper service: s3s with our auth, access control and operations.
 pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     let metrics = gateway.metrics.clone();
+    let domains: Vec<String> = cfg
+        .virtual_host_domains
+        .iter()
+        .map(|d| d.to_ascii_lowercase())
+        .collect();
     let mut b = S3ServiceBuilder::new(ops::S3Gateway(gateway.clone()));
     b.set_host(VirtualHosts {
-        domains: cfg
-            .virtual_host_domains
-            .iter()
-            .map(|d| d.to_ascii_lowercase())
-            .collect(),
+        domains: domains.clone(),
     });
     b.set_auth(GatewayAuth::new(gateway.meta.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway.clone()));
@@ -277,11 +278,6 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     // The route re-dispatches through the service it is part of.
     let _ = itself.set(service.clone());
     let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
-    let domains: Vec<String> = cfg
-        .virtual_host_domains
-        .iter()
-        .map(|d| d.to_ascii_lowercase())
-        .collect();
     let observed = Observed::new(service, metrics, auth);
     let observed = if cfg.direct_reads {
         observed.with_direct_reads(DirectReads::new(gateway.clone(), domains.clone()))
