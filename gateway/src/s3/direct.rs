@@ -57,28 +57,11 @@ const CHECKSUM_MODE: usize = 4;
 const RANGE: usize = 5;
 const CONTENT_LENGTH: usize = 6;
 
-/// The place of `name` in [`PLAIN_HEADERS`]. A `match` compiles to a comparison of lengths and
-/// then bytes: classifying a request's headers this way replaced a scan of the list per header
-/// and a hashed map lookup per header read, together ~3 % of a 4 KiB GET's CPU.
+/// The place of `name` in [`PLAIN_HEADERS`], the one list of them. Classifying a request's
+/// headers by place, in one pass, replaced a hashed header-map lookup per header read (~3 % of a
+/// 4 KiB GET's CPU with the list scan beside them; the scan of 15 short names is not the cost).
 fn plain_index(name: &str) -> Option<usize> {
-    Some(match name {
-        "host" => HOST,
-        "authorization" => AUTHORIZATION,
-        "x-amz-date" => AMZ_DATE,
-        "x-amz-content-sha256" => CONTENT_SHA256,
-        "x-amz-checksum-mode" => CHECKSUM_MODE,
-        "range" => RANGE,
-        "content-length" => CONTENT_LENGTH,
-        "user-agent" => 7,
-        "x-amz-user-agent" => 8,
-        "accept" => 9,
-        "accept-encoding" => 10,
-        "connection" => 11,
-        "keep-alive" => 12,
-        "amz-sdk-invocation-id" => 13,
-        "amz-sdk-request" => 14,
-        _ => return None,
-    })
+    PLAIN_HEADERS.iter().position(|n| *n == name)
 }
 
 /// A request's headers, read in one pass: every one is a [`PLAIN_HEADERS`] name.
@@ -106,8 +89,13 @@ impl<'a> Seen<'a> {
         Some(seen)
     }
 
-    fn has(&self, i: usize) -> bool {
-        self.values[i].is_some()
+    /// Header `i` when it may be absent: `Some(None)` when it is, `Some(value)` when it came
+    /// once as text, `None` (not a plain read) when it is repeated or not visible ASCII.
+    fn optional(&self, i: usize) -> Option<Option<&'a str>> {
+        match self.values[i] {
+            None => Some(None),
+            Some(_) => self.single(i).map(Some),
+        }
     }
 
     /// The only value of header `i`, as text: `None` when it is missing, repeated or not
@@ -435,7 +423,7 @@ fn plain<'a, B>(req: &'a Request<B>, domains: &[String]) -> Option<Plain<'a>> {
         Some(_) => return None,
     };
     let h = Seen::scan(req.headers())?;
-    if h.has(CONTENT_LENGTH) && h.single(CONTENT_LENGTH) != Some("0") {
+    if !matches!(h.optional(CONTENT_LENGTH)?, None | Some("0")) {
         return None;
     }
     // Path style only, with nothing to decode: the key is the path as sent, which is also its
@@ -449,13 +437,10 @@ fn plain<'a, B>(req: &'a Request<B>, domains: &[String]) -> Option<Plain<'a>> {
     if host_bucket(h.single(HOST)?, domains).is_some() {
         return None;
     }
-    let checksum_mode = match h.has(CHECKSUM_MODE) {
-        false => None,
-        true => Some(h.single(CHECKSUM_MODE)?),
-    };
-    let range = match h.has(RANGE) {
-        false => None,
-        true => Some(Range::parse(h.single(RANGE)?).ok()?),
+    let checksum_mode = h.optional(CHECKSUM_MODE)?;
+    let range = match h.optional(RANGE)? {
+        None => None,
+        Some(r) => Some(Range::parse(r).ok()?),
     };
     Some(Plain {
         op,
