@@ -146,7 +146,8 @@ check("public-read upload refused",
 check("refused upload left nothing", error_code(lambda: s3.head_object(Bucket=B, Key="public"))[1] == 404)
 check("ownership controls", s3.get_bucket_ownership_controls(Bucket=B)["OwnershipControls"]["Rules"]
       == [{"ObjectOwnership": "BucketOwnerEnforced"}])
-check("unsupported operation", error_code(lambda: s3.get_object_lock_configuration(Bucket=B)) == ("NotImplemented", 501))
+check("unsupported operation", error_code(lambda: s3.put_bucket_website(
+    Bucket=B, WebsiteConfiguration={"IndexDocument": {"Suffix": "index.html"}})) == ("NotImplemented", 501))
 
 # Bucket policy: publish a prefix read-only to everyone, then take it back.
 check("no policy yet", error_code(lambda: s3.get_bucket_policy(Bucket=B)) == ("NoSuchBucketPolicy", 404))
@@ -426,6 +427,42 @@ for page in s3.get_paginator("list_object_versions").paginate(Bucket=BV):
         r = s3.delete_objects(Bucket=BV, Delete={"Objects": objs})
         check("versions deleted", not r.get("Errors"), r)
 s3.delete_bucket(Bucket=BV)
+
+# Bucket tagging: the whole set replaced, S3's limits, 404 NoSuchTagSet once deleted.
+check("no bucket tags yet", error_code(lambda: s3.get_bucket_tagging(Bucket=B)) == ("NoSuchTagSet", 404))
+tags = [{"Key": "team", "Value": "ml"}, {"Key": "cost center", "Value": ""}]
+s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": tags})
+check("bucket tags round trip", s3.get_bucket_tagging(Bucket=B)["TagSet"] == tags)
+too_many = [{"Key": f"k{i}", "Value": "v"} for i in range(51)]
+for name, bad in [("51 tags", too_many), ("repeated key", tags + tags[:1]), ("aws: key", [{"Key": "aws:x", "Value": "v"}])]:
+    check(f"bucket tags: {name} refused",
+          error_code(lambda: s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": bad})) == ("InvalidTag", 400))
+check("refused tags changed nothing", s3.get_bucket_tagging(Bucket=B)["TagSet"] == tags)
+s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": tags[:1]})
+check("bucket tags replaced", s3.get_bucket_tagging(Bucket=B)["TagSet"] == tags[:1])
+s3.delete_bucket_tagging(Bucket=B)
+check("bucket tags deleted", error_code(lambda: s3.get_bucket_tagging(Bucket=B))[0] == "NoSuchTagSet")
+
+# Settings not offered read as never set (what tools that read them all before a change expect);
+# setting one is 501.
+for name, fn, want in [
+    ("encryption", s3.get_bucket_encryption, ("ServerSideEncryptionConfigurationNotFoundError", 404)),
+    ("website", s3.get_bucket_website, ("NoSuchWebsiteConfiguration", 404)),
+    ("object lock", s3.get_object_lock_configuration, ("ObjectLockConfigurationNotFoundError", 404)),
+    ("replication", s3.get_bucket_replication, ("ReplicationConfigurationNotFoundError", 404)),
+]:
+    check(f"no {name} configuration", error_code(lambda: fn(Bucket=B)) == want, error_code(lambda: fn(Bucket=B)))
+check("logging off", "LoggingEnabled" not in s3.get_bucket_logging(Bucket=B))
+n = s3.get_bucket_notification_configuration(Bucket=B)
+check("no notifications", not any(k.endswith("Configurations") for k in n), n)
+check("no acceleration", "Status" not in s3.get_bucket_accelerate_configuration(Bucket=B))
+check("owner pays", s3.get_bucket_request_payment(Bucket=B).get("Payer") == "BucketOwner")
+check("missing bucket's settings", error_code(lambda: s3.get_bucket_encryption(Bucket="no-such-bucket-x"))
+      == ("NoSuchBucket", 404))
+sse = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
+check("setting encryption not offered",
+      error_code(lambda: s3.put_bucket_encryption(Bucket=B, ServerSideEncryptionConfiguration=sse))
+      == ("NotImplemented", 501))
 
 # Delete
 r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "l/" + k} for k in keys] + [{"Key": "ghost"}]})

@@ -94,6 +94,9 @@ pub struct BucketRecord {
     /// CORS rules (PutBucketCors), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cors: Vec<CorsRule>,
+    /// The bucket's tags (PutBucketTagging), key and value, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
 }
 
 /// One ACL grant: who (`id:<user id hex>`, `AllUsers`, `AuthenticatedUsers` or `LogDelivery`)
@@ -127,7 +130,7 @@ pub struct CorsRule {
 impl BucketRecord {
     /// A new bucket's record: a general-purpose folder whose project members (if a project owns
     /// it) hold `wd`, with no grants and none of the S3 bucket settings (versioning, lifecycle,
-    /// policy, public access block, ownership, ACL, CORS) set.
+    /// policy, public access block, ownership, ACL, CORS, tags) set.
     pub fn new(
         name: String,
         domain: String,
@@ -153,6 +156,7 @@ impl BucketRecord {
             ownership: None,
             acl: Vec::new(),
             cors: Vec::new(),
+            tags: Vec::new(),
         }
     }
 }

@@ -32,6 +32,18 @@ pub(crate) fn invalid_part_number() -> S3Error {
     )
 }
 
+/// 404 `ServerSideEncryptionConfigurationNotFoundError`: GetBucketEncryption of a bucket without
+/// one. s3s's table says 400 for the code; S3 answers 404, and tools (Terraform) read the 404
+/// and this message as "not configured".
+pub(crate) fn no_encryption_configuration() -> S3Error {
+    let mut e = S3Error::with_message(
+        S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError,
+        "The server side encryption configuration was not found",
+    );
+    e.set_status_code(StatusCode::NOT_FOUND);
+    e
+}
+
 /// 400 `AuthorizationQueryParametersError`: a presigned URL that claims to live too long.
 pub(crate) fn presigned_too_long(max_secs: u64) -> S3Error {
     custom(

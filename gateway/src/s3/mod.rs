@@ -29,6 +29,7 @@ mod range;
 mod rdma;
 mod sharing;
 mod tagging;
+mod unconfigured;
 mod version_list;
 mod versioning;
 

@@ -206,10 +206,17 @@ pub(crate) fn parse_tagging_header(h: Option<&str>) -> S3Result<Vec<(String, Str
     Ok(tags)
 }
 
-/// S3's tag rules: at most 10, unique keys of 1..=128 chars, values up to 256 chars.
+/// S3's rules for an object's tags: at most 10, unique keys of 1..=128 chars, values up to 256
+/// chars.
 pub(crate) fn validate_tags(tags: &[(String, String)]) -> S3Result<()> {
-    if tags.len() > 10 {
-        return Err(s3_error!(InvalidTag, "Object tags cannot be greater than 10"));
+    check_tags(tags, 10, "Object tags cannot be greater than 10")
+}
+
+/// The rules of every tag set: at most `most` tags (else `InvalidTag` with `too_many`), unique
+/// keys of 1..=128 chars, values up to 256 chars.
+pub(crate) fn check_tags(tags: &[(String, String)], most: usize, too_many: &str) -> S3Result<()> {
+    if tags.len() > most {
+        return Err(s3_error!(InvalidTag, "{too_many}"));
     }
     let mut seen = std::collections::HashSet::new();
     for (k, v) in tags {

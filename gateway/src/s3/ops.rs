@@ -86,6 +86,23 @@ operations! {
     GetBucketCors => get_bucket_cors(GetBucketCorsInput) -> GetBucketCorsOutput, ro;
     PutBucketCors => put_bucket_cors(PutBucketCorsInput) -> PutBucketCorsOutput, wd;
     DeleteBucketCors => delete_bucket_cors(DeleteBucketCorsInput) -> DeleteBucketCorsOutput, wd;
+    GetBucketTagging => get_bucket_tagging(GetBucketTaggingInput) -> GetBucketTaggingOutput, ro;
+    PutBucketTagging => put_bucket_tagging(PutBucketTaggingInput) -> PutBucketTaggingOutput, wd;
+    DeleteBucketTagging => delete_bucket_tagging(DeleteBucketTaggingInput) -> DeleteBucketTaggingOutput, wd;
+    // Settings not offered here, read as never set (`unconfigured.rs`); setting them stays
+    // NotImplemented.
+    GetBucketEncryption => get_bucket_encryption(GetBucketEncryptionInput) -> GetBucketEncryptionOutput, ro;
+    GetBucketWebsite => get_bucket_website(GetBucketWebsiteInput) -> GetBucketWebsiteOutput, ro;
+    GetBucketLogging => get_bucket_logging(GetBucketLoggingInput) -> GetBucketLoggingOutput, ro;
+    GetBucketNotificationConfiguration => get_bucket_notification_configuration(
+        GetBucketNotificationConfigurationInput) -> GetBucketNotificationConfigurationOutput, ro;
+    GetObjectLockConfiguration => get_object_lock_configuration(GetObjectLockConfigurationInput)
+        -> GetObjectLockConfigurationOutput, ro;
+    GetBucketAccelerateConfiguration => get_bucket_accelerate_configuration(GetBucketAccelerateConfigurationInput)
+        -> GetBucketAccelerateConfigurationOutput, ro;
+    GetBucketRequestPayment => get_bucket_request_payment(GetBucketRequestPaymentInput)
+        -> GetBucketRequestPaymentOutput, ro;
+    GetBucketReplication => get_bucket_replication(GetBucketReplicationInput) -> GetBucketReplicationOutput, ro;
     PutBucketOwnershipControls => put_bucket_ownership_controls(PutBucketOwnershipControlsInput)
         -> PutBucketOwnershipControlsOutput, wd;
     DeleteBucketOwnershipControls => delete_bucket_ownership_controls(DeleteBucketOwnershipControlsInput)
@@ -130,6 +147,9 @@ mod tests {
         assert_eq!(required("PutBucketPolicy"), Need::Folder(Perm::Wd));
         assert_eq!(required("PutBucketCors"), Need::Folder(Perm::Wd));
         assert_eq!(required("PutObjectLockConfiguration"), Need::Unsupported);
+        assert_eq!(required("GetObjectLockConfiguration"), Need::Folder(Perm::Ro));
+        assert_eq!(required("PutBucketTagging"), Need::Folder(Perm::Wd));
+        assert_eq!(required("PutBucketEncryption"), Need::Unsupported);
         assert!(ALL.iter().all(|(op, _)| required(op) != Need::Unsupported));
     }
 

@@ -720,7 +720,14 @@ pub(crate) fn action_of(op: &str, versioned: bool) -> String {
         ("PutPublicAccessBlock" | "DeletePublicAccessBlock", _) => "PutBucketPublicAccessBlock",
         ("DeleteBucketOwnershipControls", _) => "PutBucketOwnershipControls",
         ("ListBuckets", _) => "ListAllMyBuckets",
-        ("DeleteBucketCors", _) => "PutBucketCORS",
+        ("GetBucketCors", _) => "GetBucketCORS",
+        ("PutBucketCors" | "DeleteBucketCors", _) => "PutBucketCORS",
+        ("DeleteBucketTagging", _) => "PutBucketTagging",
+        ("GetBucketEncryption", _) => "GetEncryptionConfiguration",
+        ("GetBucketNotificationConfiguration", _) => "GetBucketNotification",
+        ("GetObjectLockConfiguration", _) => "GetBucketObjectLockConfiguration",
+        ("GetBucketAccelerateConfiguration", _) => "GetAccelerateConfiguration",
+        ("GetBucketReplication", _) => "GetReplicationConfiguration",
         (op, _) => op,
     };
     format!("s3:{a}")

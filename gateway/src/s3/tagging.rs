@@ -1,15 +1,69 @@
-//! Object tagging: tags live in the object's record.
+//! Tagging: an object's tags live in its record, a bucket's in the bucket's record.
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::object::{parse_key, validate_tags};
+use super::object::{check_tags, parse_key, validate_tags};
 use super::versioning::{no_such_version, Found};
 use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
 use penstock_metadata::ObjectRecord;
 
+/// Most tags a bucket may carry.
+const BUCKET_TAGS: usize = 50;
+
 impl Gateway {
+    /// GetBucketTagging: `NoSuchTagSet` (404) for a bucket without tags, as on S3.
+    pub(crate) async fn get_bucket_tagging(
+        &self,
+        req: S3Request<GetBucketTaggingInput>,
+    ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        if b.rec.tags.is_empty() {
+            return Err(s3_error!(NoSuchTagSet, "The TagSet does not exist"));
+        }
+        Ok(S3Response::new(GetBucketTaggingOutput {
+            tag_set: tag_set(b.rec.tags.clone()),
+        }))
+    }
+
+    /// PutBucketTagging: replaces the bucket's whole tag set.
+    pub(crate) async fn put_bucket_tagging(
+        &self,
+        req: S3Request<PutBucketTaggingInput>,
+    ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+        let i = &req.input;
+        let tags = pairs(&i.tagging.tag_set)?;
+        check_tags(&tags, BUCKET_TAGS, "Bucket tag count cannot be greater than 50")?;
+        if tags.iter().any(|(k, _)| k.to_ascii_lowercase().starts_with("aws:")) {
+            return Err(s3_error!(
+                InvalidTag,
+                "System tags cannot be added/updated by requester"
+            ));
+        }
+        let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        self.update_bucket(&b.rec, move |r| r.tags = tags).await?;
+        Ok(S3Response::with_status(
+            PutBucketTaggingOutput::default(),
+            http::StatusCode::NO_CONTENT,
+        ))
+    }
+
+    /// DeleteBucketTagging: 204 whether or not the bucket had tags.
+    pub(crate) async fn delete_bucket_tagging(
+        &self,
+        req: S3Request<DeleteBucketTaggingInput>,
+    ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        if !b.rec.tags.is_empty() {
+            self.update_bucket(&b.rec, |r| r.tags.clear()).await?;
+        }
+        Ok(S3Response::with_status(
+            DeleteBucketTaggingOutput::default(),
+            http::StatusCode::NO_CONTENT,
+        ))
+    }
+
     /// GetObjectTagging.
     pub(crate) async fn get_object_tagging(
         &self,
@@ -21,14 +75,7 @@ impl Gateway {
         let (rec, _, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
         Ok(S3Response::new(GetObjectTaggingOutput {
             version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
-            tag_set: rec
-                .tags
-                .into_iter()
-                .map(|(k, v)| Tag {
-                    key: Some(k),
-                    value: Some(v),
-                })
-                .collect(),
+            tag_set: tag_set(rec.tags),
         }))
     }
 
@@ -38,14 +85,7 @@ impl Gateway {
         req: S3Request<PutObjectTaggingInput>,
     ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
         let i = &req.input;
-        let mut tags = Vec::with_capacity(i.tagging.tag_set.len());
-        for t in &i.tagging.tag_set {
-            let k = t
-                .key
-                .clone()
-                .ok_or_else(|| s3_error!(InvalidTag, "A tag is missing its Key"))?;
-            tags.push((k, t.value.clone().unwrap_or_default()));
-        }
+        let tags = pairs(&i.tagging.tag_set)?;
         validate_tags(&tags)?;
         let version_id = self
             .edit_record(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
@@ -109,4 +149,27 @@ impl Gateway {
         self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)?;
         Ok(b.rec.versioning.map(|_| rec.version().to_owned()))
     }
+}
+
+/// A request's tags as stored: key and value, in the order given.
+fn pairs(set: &[Tag]) -> S3Result<Vec<(String, String)>> {
+    set.iter()
+        .map(|t| {
+            let k = t
+                .key
+                .clone()
+                .ok_or_else(|| s3_error!(InvalidTag, "A tag is missing its Key"))?;
+            Ok((k, t.value.clone().unwrap_or_default()))
+        })
+        .collect()
+}
+
+/// Stored tags as S3 answers them.
+fn tag_set(tags: Vec<(String, String)>) -> TagSet {
+    tags.into_iter()
+        .map(|(k, v)| Tag {
+            key: Some(k),
+            value: Some(v),
+        })
+        .collect()
 }

@@ -314,6 +314,12 @@ fn globs_and_actions() {
     assert_eq!(action_of("ListObjectsV2", false), "s3:ListBucket");
     assert_eq!(action_of("UploadPart", false), "s3:PutObject");
     assert_eq!(action_of("DeleteBucketPolicy", false), "s3:DeleteBucketPolicy");
+    assert_eq!(action_of("DeleteBucketTagging", false), "s3:PutBucketTagging");
+    assert_eq!(action_of("GetBucketEncryption", false), "s3:GetEncryptionConfiguration");
+    assert_eq!(
+        action_of("GetObjectLockConfiguration", false),
+        "s3:GetBucketObjectLockConfiguration"
+    );
     let p = Policy::parse(
         r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:Get*", "Resource": "arn:aws:s3:::data*"}]}"#,
         "data",
