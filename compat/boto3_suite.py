@@ -66,6 +66,13 @@ s3.head_bucket(Bucket=B)
 names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 check("list_buckets", B in names and B2 in names, names)
 s3.get_bucket_location(Bucket=B)
+# ListBuckets pages (max-buckets, continuation token) and filters by prefix.
+p1 = s3.list_buckets(Prefix=B, MaxBuckets=1)
+p2 = s3.list_buckets(Prefix=B, MaxBuckets=1, ContinuationToken=p1.get("ContinuationToken", ""))
+check("list_buckets pages", ([b["Name"] for b in p1["Buckets"]], [b["Name"] for b in p2["Buckets"]],
+                             "ContinuationToken" in p1, "ContinuationToken" in p2) == ([B], [B2], True, False), (p1, p2))
+unchecked = client(signature_version="s3v4", s3={"addressing_style": "path"}, parameter_validation=False)
+check("list_buckets max-buckets 0", error_code(lambda: unchecked.list_buckets(MaxBuckets=0)) == ("InvalidArgument", 400))
 # The gateway runs in us-east-1, where S3 lets you create your own bucket again (200).
 s3.create_bucket(Bucket=B)
 check("create dup (us-east-1)", B in [b["Name"] for b in s3.list_buckets()["Buckets"]])
@@ -304,6 +311,24 @@ for bad in ["bytes=5-2", "bytes=0-1,4-5", "items=0-1"]:
     rg = s3.get_object(Bucket=B, Key="dir/obj.bin", Range=bad)
     check(f"ignored range {bad}", rg["ResponseMetadata"]["HTTPStatusCode"] == 200 and rg["Body"].read() == body,
           rg["ResponseMetadata"]["HTTPStatusCode"])
+
+# HEAD with a Range: 206 and the range's length (s3s alone answers every HEAD 200).
+hr = s3.head_object(Bucket=B, Key="dir/obj.bin", Range="bytes=10-19")
+check("head range", (hr["ResponseMetadata"]["HTTPStatusCode"], hr["ContentLength"], hr.get("ContentRange"))
+      == (206, 10, f"bytes 10-19/{len(body)}"), hr["ResponseMetadata"])
+
+# User metadata is limited to 2 KB (keys and values); more is 400 MetadataTooLarge, and nothing is written.
+check("metadata too large", error_code(lambda: s3.put_object(Bucket=B, Key="meta-big", Body=b"m",
+                                                             Metadata={"a": "x" * 2048}))
+      == ("MetadataTooLarge", 400))
+check("too large wrote nothing", error_code(lambda: s3.head_object(Bucket=B, Key="meta-big"))[1] == 404)
+s3.put_object(Bucket=B, Key="meta-big", Body=b"m", Metadata={"a": "x" * 2047})
+check("2 KB of metadata", len(s3.head_object(Bucket=B, Key="meta-big")["Metadata"]["a"]) == 2047)
+check("metadata too large on copy", error_code(lambda: s3.copy_object(
+    Bucket=B, Key="meta-big2", CopySource={"Bucket": B, "Key": "meta-big"}, MetadataDirective="REPLACE",
+    Metadata={"a": "y" * 1500, "b": "z" * 1500})) == ("MetadataTooLarge", 400))
+check("metadata too large on multipart", error_code(lambda: s3.create_multipart_upload(
+    Bucket=B, Key="meta-big3", Metadata={"k" * 100: "v" * 2000}))[0] == "MetadataTooLarge")
 
 # HEAD carries the tag count; `gzip, aws-chunked` (botocore's framing) is stored as gzip.
 s3.put_object(Bucket=B, Key="tagged", Body=b"t", Tagging="a=1&b=2")

@@ -169,7 +169,17 @@ impl Observed {
                 *resp.headers_mut() = headers;
                 Ok(resp)
             }
-            _ => self.inner.call(req).await,
+            _ => self.inner.call(req).await.map(|mut resp| {
+                // s3s answers every HeadObject 200 whatever status the handler gave; S3 answers a
+                // HEAD with a satisfiable Range 206, and only such an answer has a Content-Range.
+                if method == http::Method::HEAD
+                    && resp.status() == http::StatusCode::OK
+                    && resp.headers().contains_key(http::header::CONTENT_RANGE)
+                {
+                    *resp.status_mut() = http::StatusCode::PARTIAL_CONTENT;
+                }
+                resp
+            }),
         };
         (method, origin, named, result)
     }

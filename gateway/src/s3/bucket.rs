@@ -150,25 +150,52 @@ impl Gateway {
         req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let who = caller(&req)?;
-        let prefix = req.input.prefix.clone().unwrap_or_default();
+        let i = &req.input;
+        // A page is at most `max-buckets` (1..=10000, as on S3); without it, every bucket.
+        let most = match i.max_buckets {
+            None => usize::MAX,
+            Some(n @ 1..=10_000) => n as usize,
+            Some(_) => {
+                return Err(s3_error!(
+                    InvalidArgument,
+                    "max-buckets must be an integer between 1 and 10000"
+                ))
+            }
+        };
+        let prefix = i.prefix.as_deref().unwrap_or_default();
+        // The token is the last name of the previous page (names are unique in the domain and
+        // listed in order, so the next page starts after it).
+        let after = i.continuation_token.as_deref().unwrap_or_default();
+        // Every bucket here is in the gateway's one region; asking for another lists none.
+        let here = i.bucket_region.as_deref().is_none_or(|r| r == self.region);
         let all = self.meta.buckets().await.map_err(meta_err)?;
-        let buckets = all
-            .into_iter()
-            .filter(|b| b.domain == who.user.domain && who.may(b, Perm::Ro) && b.name.starts_with(&prefix))
+        let mut listed = all.into_iter().filter(|b| {
+            here && b.domain == who.user.domain
+                && b.name.starts_with(prefix)
+                && b.name.as_str() > after
+                && who.may(b, Perm::Ro)
+        });
+        let buckets: Vec<Bucket> = listed
+            .by_ref()
+            .take(most)
             .map(|b| Bucket {
                 name: Some(b.name),
                 creation_date: Some(ts_ms(b.created_ms)),
                 bucket_region: Some(self.region.clone()),
             })
             .collect();
+        let continuation_token = match listed.next() {
+            Some(_) => buckets.last().and_then(|b| b.name.clone()),
+            None => None,
+        };
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
             owner: Some(Owner {
                 id: Some(who.user.id.simple().to_string()),
                 display_name: Some(who.access_key),
             }),
-            prefix: req.input.prefix.clone(),
-            ..Default::default()
+            prefix: i.prefix.clone(),
+            continuation_token,
         }))
     }
 

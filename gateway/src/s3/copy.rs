@@ -100,7 +100,7 @@ impl Gateway {
         let requested = input_algo(i.checksum_algorithm.as_ref())?;
         let input = &mut req.input;
         let mut attrs = if replace_meta {
-            attr_input!(input).into_attrs()
+            attr_input!(input).into_attrs()?
         } else {
             src.rec.attrs.clone()
         };

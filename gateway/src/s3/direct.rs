@@ -213,6 +213,10 @@ impl DirectReads {
             let input = read_input!(HeadObjectInput, plain, checksum_mode);
             let out = gw.head_object(s3_request(input, req, extensions)).await.ok()?;
             let mut resp = Response::new(Body::empty());
+            // 206 for a HEAD with a satisfiable Range, as s3s would answer it.
+            if let Some(status) = out.status {
+                *resp.status_mut() = status;
+            }
             let o = out.output;
             if !only_written!(o, archive_status) {
                 return None;

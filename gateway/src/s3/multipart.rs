@@ -72,7 +72,7 @@ impl Gateway {
             initiator: who.access_key,
             tags: parse_tagging_header(input.tagging.as_deref())?,
             attrs: {
-                let mut a = attr_input!(input).into_attrs();
+                let mut a = attr_input!(input).into_attrs()?;
                 a.acl = acl;
                 a
             },

@@ -136,9 +136,21 @@ pub(crate) struct AttrInput {
     pub metadata: Option<s3s::dto::Metadata>,
 }
 
+/// Most bytes of user metadata an object may carry: S3's 2 KB, the UTF-8 bytes of every key
+/// (after `x-amz-meta-`) and value together.
+const MAX_USER_METADATA: usize = 2048;
+
 impl AttrInput {
-    pub(crate) fn into_attrs(self) -> ObjectAttrs {
-        ObjectAttrs {
+    /// The attributes to store; 400 `MetadataTooLarge` for more user metadata than S3 takes.
+    pub(crate) fn into_attrs(self) -> S3Result<ObjectAttrs> {
+        let size: usize = self.metadata.iter().flatten().map(|(k, v)| k.len() + v.len()).sum();
+        if size > MAX_USER_METADATA {
+            return Err(s3_error!(
+                MetadataTooLarge,
+                "Your metadata headers exceed the maximum allowed metadata size."
+            ));
+        }
+        Ok(ObjectAttrs {
             content_type: self.content_type,
             content_encoding: self.content_encoding.as_deref().and_then(stored_encoding),
             content_disposition: self.content_disposition,
@@ -150,7 +162,7 @@ impl AttrInput {
                 .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
                 .unwrap_or_default(),
             acl: Vec::new(),
-        }
+        })
     }
 }
 

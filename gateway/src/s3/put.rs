@@ -37,7 +37,7 @@ impl Gateway {
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         let acl = self.write_acl(&b, input.acl.as_ref(), write_grants!(input)).await?;
-        let mut attrs = attr_input!(input).into_attrs();
+        let mut attrs = attr_input!(input).into_attrs()?;
         attrs.acl = acl;
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
