@@ -274,6 +274,37 @@ st, resp = http("POST", post["url"], data=b"".join(parts), headers={"Content-Typ
 check("post policy", st in (200, 204), (st, resp[:300]))
 check("post object", s3.get_object(Bucket=B, Key="post/up.txt")["Body"].read() == b"posted bytes")
 
+
+def post_form(post, file_name, data):
+    boundary = "----penstock" + uuid.uuid4().hex
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+             for k, v in post["fields"].items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{file_name}"\r\n'
+                 f"Content-Type: text/plain\r\n\r\n".encode() + data + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    u = urllib.parse.urlsplit(post["url"])
+    conn = httpclient.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("POST", u.path, body=b"".join(parts),
+                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    r = conn.getresponse()
+    answer = (r.status, r.getheader("Location"), r.read())
+    conn.close()
+    return answer
+
+
+# `${filename}` in a form's key is the uploaded file's name, in the object and in the answer.
+post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_status": "201"},
+                                  Conditions=[["starts-with", "$key", "post/"], {"success_action_status": "201"}])
+st, _, doc = post_form(post, "a&b.txt", b"named")
+check("post ${filename} 201", st == 201 and b"<Key>post/a&amp;b.txt</Key>" in doc, (st, doc[:300]))
+check("post ${filename} object", s3.get_object(Bucket=B, Key="post/a&b.txt")["Body"].read() == b"named")
+post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_redirect": "http://example.com/done"},
+                                  Conditions=[["starts-with", "$key", "post/"],
+                                              {"success_action_redirect": "http://example.com/done"}])
+st, location, _ = post_form(post, "c d.txt", b"redirected")
+check("post ${filename} 303", st == 303 and "key=post%2Fc+d.txt" in (location or ""), (st, location))
+check("post ${filename} 303 object", s3.get_object(Bucket=B, Key="post/c d.txt")["Body"].read() == b"redirected")
+
 # Virtual-hosted-style addressing (`<bucket>.localhost`), signed like any client would, sent to
 # the loopback address because *.localhost need not resolve here.
 from botocore.auth import SigV4Auth

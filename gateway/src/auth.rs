@@ -11,14 +11,16 @@ use std::sync::Arc;
 
 use s3s::access::{S3Access, S3AccessContext};
 use s3s::auth::{S3Auth, SecretKey};
+use s3s::dto::PostObjectInput;
 use s3s::path::S3Path;
-use s3s::{s3_error, S3Result};
+use s3s::{s3_error, S3Request, S3Result};
 
 use penstock_metadata::{BucketRecord, Keypair, Metadata, Perm, QuotaScope, Role, User};
 use penstock_types::ScopeKind;
 
 use crate::observe::InfoSlot;
 use crate::s3::ops::{required, Need};
+use crate::s3::post_form::FormUpload;
 use crate::s3::{internal, meta_err, Gateway, PeerAddr, RequestFacts, Verified};
 use crate::secrets::MasterKey;
 
@@ -283,6 +285,13 @@ impl S3Access for GatewayAccess {
             (None, None) => None,
         };
         let caller = Self::caller(&self.gateway, ak.as_deref()).await?;
+        if cx.s3_op().name() == "PostObject" {
+            // A form upload's key is a form field, not in the path: the POST hook below
+            // authorizes it once s3s has parsed the form. Until then the request has no
+            // `Caller`, which every handler requires.
+            cx.extensions_mut().insert(FormCaller(caller));
+            return Ok(());
+        }
         let (bucket, key) = match cx.s3_path() {
             S3Path::Root => (None, None),
             S3Path::Bucket { bucket } => (Some(bucket.to_string()), None),
@@ -305,7 +314,36 @@ impl S3Access for GatewayAccess {
         cx.extensions_mut().insert(caller);
         Ok(())
     }
+
+    /// A browser-form upload, authorized for the key it will write: the form's `key` with
+    /// `${filename}` replaced by the uploaded file's name (see `s3/post_form.rs`).
+    async fn post_object(&self, req: &mut S3Request<PostObjectInput>) -> S3Result<()> {
+        let Some(FormCaller(caller)) = req.extensions.remove::<FormCaller>() else {
+            return Err(s3_error!(AccessDenied, "Access Denied"));
+        };
+        if let Some(upload) = req.extensions.get::<Arc<FormUpload>>() {
+            req.input.key = upload.key_for(&req.input.key);
+        }
+        let slot = req.extensions.get::<InfoSlot>().cloned();
+        let peer = req.extensions.get::<PeerAddr>().map(|p| p.0.ip());
+        let asked = Asked {
+            op: "PostObject",
+            bucket: Some(req.input.bucket.clone()),
+            key: Some(req.input.key.clone()),
+            uri: &req.uri,
+            headers: &req.headers,
+            peer,
+        };
+        let caller = Self::authorize(&self.gateway, caller, asked, slot.as_ref()).await?;
+        crate::s3::body_digest::enforce("PostObject", req.extensions.get::<crate::s3::body_digest::BodyDigest>())?;
+        req.extensions.insert(caller);
+        Ok(())
+    }
 }
+
+/// The signer of a form upload, not yet authorized (see [`GatewayAccess::post_object`]).
+#[derive(Clone)]
+struct FormCaller(Caller);
 
 #[cfg(test)]
 mod tests {

@@ -169,17 +169,27 @@ impl Observed {
                 *resp.headers_mut() = headers;
                 Ok(resp)
             }
-            _ => self.inner.call(req).await.map(|mut resp| {
-                // s3s answers every HeadObject 200 whatever status the handler gave; S3 answers a
-                // HEAD with a satisfiable Range 206, and only such an answer has a Content-Range.
-                if method == http::Method::HEAD
-                    && resp.status() == http::StatusCode::OK
-                    && resp.headers().contains_key(http::header::CONTENT_RANGE)
-                {
-                    *resp.status_mut() = http::StatusCode::PARTIAL_CONTENT;
+            _ => {
+                let (req, form) = crate::s3::post_form::watch(req);
+                match self.inner.call(req).await {
+                    Ok(mut resp) => {
+                        // s3s answers every HeadObject 200 whatever status the handler gave; S3
+                        // answers a HEAD with a satisfiable Range 206, and only such an answer
+                        // has a Content-Range.
+                        if method == http::Method::HEAD
+                            && resp.status() == http::StatusCode::OK
+                            && resp.headers().contains_key(http::header::CONTENT_RANGE)
+                        {
+                            *resp.status_mut() = http::StatusCode::PARTIAL_CONTENT;
+                        }
+                        if let Some(form) = form {
+                            resp = crate::s3::post_form::rename_answer(resp, &form).await;
+                        }
+                        Ok(resp)
+                    }
+                    Err(e) => Err(e),
                 }
-                resp
-            }),
+            }
         };
         (method, origin, named, result)
     }

@@ -379,3 +379,45 @@ async fn acls_count_once_ownership_controls_enable_them() {
     let e = bob.s3.get_object().bucket("acls").key("priv.txt").send().await.unwrap_err();
     assert_eq!(status(&e), 403);
 }
+
+/// An unsigned browser-form upload of `body` as file `file_name` with form field `key`.
+fn anon_form(gw: &Gateway, bucket: &str, key: &str, file_name: &str, body: &[u8]) -> Answer {
+    let b = "----penstock-form";
+    let mut form = format!(
+        "--{b}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n{key}\r\n\
+         --{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    form.extend_from_slice(body);
+    form.extend_from_slice(format!("\r\n--{b}--\r\n").as_bytes());
+    let ct = format!("multipart/form-data; boundary={b}");
+    Conn::open(gw).unsigned("POST", &format!("/{bucket}"), &[("Content-Type", &ct)], &form)
+}
+
+#[tokio::test]
+async fn form_uploads_are_authorized_for_the_key_they_write() {
+    let (gw, c) = Gateway::with_bucket("drop").await;
+    // Anyone may upload under incoming/, except under incoming/private/.
+    let policy = r#"{"Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::drop/incoming/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::drop/incoming/private/*"}]}"#;
+    set_policy(&c, "drop", policy).await;
+    assert_eq!(anon_form(&gw, "drop", "incoming/a.txt", "x", b"a").status, 204);
+    assert_eq!(get(&c, "drop", "incoming/a.txt").await, b"a");
+    // The key written is the one authorized: `${filename}` is replaced before the check.
+    assert_eq!(anon_form(&gw, "drop", "incoming/${filename}", "b.txt", b"b").status, 204);
+    assert_eq!(get(&c, "drop", "incoming/b.txt").await, b"b");
+    for (key, file_name) in [
+        ("incoming/private/c", "x"),
+        ("incoming/${filename}", "private/d"),
+        ("elsewhere/e", "x"),
+        ("${filename}", "incoming/private/f"),
+    ] {
+        let a = anon_form(&gw, "drop", key, file_name, b"no");
+        assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "{key} as {file_name}");
+    }
+    let listed = c.list_objects_v2().bucket("drop").send().await.unwrap();
+    let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+    assert_eq!(keys, ["incoming/a.txt", "incoming/b.txt"], "refused uploads wrote nothing");
+}

@@ -23,6 +23,7 @@ mod multipart;
 mod object;
 pub(crate) mod ops;
 mod policy;
+pub(crate) mod post_form;
 mod put;
 mod quota;
 mod range;
