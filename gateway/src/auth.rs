@@ -246,6 +246,7 @@ impl GatewayAccess {
                 let facts = RequestFacts {
                     op,
                     key: key.as_deref(),
+                    version: None,
                     uri,
                     headers,
                     peer,

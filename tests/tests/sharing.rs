@@ -421,3 +421,98 @@ async fn form_uploads_are_authorized_for_the_key_they_write() {
     let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
     assert_eq!(keys, ["incoming/a.txt", "incoming/b.txt"], "refused uploads wrote nothing");
 }
+
+#[tokio::test]
+async fn each_key_of_a_multi_delete_answers_to_the_policy() {
+    let (gw, _c) = Gateway::with_bucket("keep").await;
+    let bob = gw.tenant("default", "bob", "user");
+    mkbucket(&bob.s3, "bobs").await;
+    for k in ["keep/a", "tmp/b"] {
+        put(&bob.s3, "bobs", k, b"v").await;
+    }
+    // Bob owns the folder (wd), but his policy protects keep/ from deletes, and every version
+    // from being deleted for good.
+    let policy = r#"{"Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject", "Resource": "arn:aws:s3:::bobs/keep/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObjectVersion", "Resource": "arn:aws:s3:::bobs/*"}]}"#;
+    set_policy(&bob.s3, "bobs", policy).await;
+    let id = |k: &str, v: Option<&str>| {
+        aws_sdk_s3::types::ObjectIdentifier::builder().key(k).set_version_id(v.map(str::to_owned)).build().unwrap()
+    };
+    let delete = |objects: Vec<aws_sdk_s3::types::ObjectIdentifier>| {
+        let d = aws_sdk_s3::types::Delete::builder().set_objects(Some(objects)).build().unwrap();
+        bob.s3.delete_objects().bucket("bobs").delete(d).send()
+    };
+    let out = delete(vec![id("keep/a", None), id("tmp/b", None)]).await.unwrap();
+    let denied: Vec<(&str, &str)> = out.errors().iter().map(|e| (e.key().unwrap(), e.code().unwrap())).collect();
+    assert_eq!(denied, [("keep/a", "AccessDenied")]);
+    let gone: Vec<&str> = out.deleted().iter().filter_map(|d| d.key()).collect();
+    assert_eq!(gone, ["tmp/b"]);
+    assert_eq!(get(&bob.s3, "bobs", "keep/a").await, b"v", "a denied key is kept");
+    let e = bob.s3.delete_object().bucket("bobs").key("keep/a").send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "as a DeleteObject of it is refused");
+
+    // In a versioned bucket a key with a VersionId is a DeleteObjectVersion.
+    bob.s3
+        .put_bucket_versioning()
+        .bucket("bobs")
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let v = bob.s3.put_object().bucket("bobs").key("tmp/c").body(ByteStream::from_static(b"c")).send().await.unwrap();
+    let v = v.version_id().unwrap().to_owned();
+    let out = delete(vec![id("tmp/c", Some(&v))]).await.unwrap();
+    assert_eq!(out.errors().first().and_then(|e| e.code()), Some("AccessDenied"), "{out:?}");
+    let out = delete(vec![id("tmp/c", None)]).await.unwrap();
+    assert_eq!(out.deleted().first().and_then(|d| d.delete_marker()), Some(true), "a delete marker is a DeleteObject");
+    let kept = bob.s3.get_object().bucket("bobs").key("tmp/c").version_id(&v).send().await.unwrap();
+    assert_eq!(kept.body.collect().await.unwrap().into_bytes().as_ref(), b"c");
+}
+
+#[tokio::test]
+async fn a_copy_reads_its_source_as_a_get_would() {
+    let (gw, c) = Gateway::with_bucket("shared").await;
+    put(&c, "shared", "ds/a.csv", b"1,2,3").await;
+    put(&c, "shared", "ds/secret.csv", b"s").await;
+    let bob = gw.tenant("default", "bob", "user");
+    mkbucket(&bob.s3, "bobs").await;
+    let copy = |src: &str, dst: &str| bob.s3.copy_object().bucket("bobs").key(dst).copy_source(src.to_owned()).send();
+    let e = copy("shared/ds/a.csv", "a").await.unwrap_err();
+    assert_eq!(status(&e), 403, "bob holds nothing on the source folder");
+    // A policy that lets bob read ds/ lets him copy from it, except what it denies him.
+    let doc = r#"{"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::default:user/bob"]}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::shared/ds/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::shared/ds/secret*"}]}"#;
+    set_policy(&c, "shared", doc).await;
+    copy("shared/ds/a.csv", "a").await.expect("a copy of what the policy lets bob read");
+    assert_eq!(get(&bob.s3, "bobs", "a").await, b"1,2,3");
+    let e = copy("shared/ds/secret.csv", "s").await.unwrap_err();
+    assert_eq!(status(&e), 403, "a denied source cannot be copied out");
+    let up = bob.s3.create_multipart_upload().bucket("bobs").key("m").send().await.unwrap();
+    let e = bob
+        .s3
+        .upload_part_copy()
+        .bucket("bobs")
+        .key("m")
+        .upload_id(up.upload_id().unwrap())
+        .part_number(1)
+        .copy_source("shared/ds/secret.csv")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 403, "nor copied into a part");
+    // The owner's own Deny holds for his copies too.
+    put(&bob.s3, "bobs", "locked/k", b"k").await;
+    let deny = r#"{"Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::bobs/locked/*"}]}"#;
+    set_policy(&bob.s3, "bobs", deny).await;
+    let e = copy("bobs/locked/k", "unlocked").await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    let e = bob.s3.head_object().bucket("bobs").key("unlocked").send().await.unwrap_err();
+    assert_eq!(status(&e), 404, "a refused copy wrote nothing");
+}

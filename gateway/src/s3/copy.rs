@@ -12,7 +12,7 @@ use super::error::{backend_err, meta_err};
 use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
 };
-use super::{caller, BucketCtx, Gateway};
+use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
 
 /// Bytes per block when copying between files.
 const COPY_BLOCK: usize = 1 << 20;
@@ -59,7 +59,17 @@ impl Gateway {
         parse_key(key)?;
         let who = caller(req)?;
         let sb = self.bucket(&who, bucket).await?;
-        if !who.may(&sb.rec, Perm::Ro) {
+        // Reading the source is a GetObject (GetObjectVersion) of it: the folder's permission,
+        // a bucket policy (its Deny by key included) and ACLs decide, as for a GET.
+        let facts = RequestFacts {
+            op: "GetObject",
+            key: Some(key),
+            version: version_id.as_deref(),
+            uri: &req.uri,
+            headers: &req.headers,
+            peer: peer(req).map(|p| p.0.ip()),
+        };
+        if !self.permits(&who, &sb.rec, who.may(&sb.rec, Perm::Ro), &facts).await? {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         }
         let (rec, st, handle) = self.open_version(&sb, key, version_id.as_deref()).await?;

@@ -8,7 +8,8 @@ use penstock_backends::ObjectPath;
 use super::error::{backend_err, meta_err};
 use super::object::parse_key;
 use super::versioning::{check_version_id, Deleted};
-use super::{caller, BucketCtx, Gateway};
+use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
+use penstock_metadata::Perm;
 use uuid::Uuid;
 
 impl Gateway {
@@ -47,6 +48,8 @@ impl Gateway {
         let who = caller(&req)?;
         let b = self.bucket(&who, &i.bucket).await?;
         let quiet = i.delete.quiet == Some(true);
+        let peer = peer(&req).map(|p| p.0.ip());
+        let tenancy = who.may(&b.rec, Perm::Wd);
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for obj in &i.delete.objects {
@@ -55,6 +58,19 @@ impl Gateway {
                     check_version_id(v)?;
                 }
                 let path = parse_key(&obj.key)?;
+                // The request was admitted for the bucket; each key is a DeleteObject (or
+                // DeleteObjectVersion) of its own, which a bucket policy may deny by key.
+                let facts = RequestFacts {
+                    op: "DeleteObject",
+                    key: Some(&obj.key),
+                    version: obj.version_id.as_deref(),
+                    uri: &req.uri,
+                    headers: &req.headers,
+                    peer,
+                };
+                if !self.permits(&who, &b.rec, tenancy, &facts).await? {
+                    return Err(s3_error!(AccessDenied, "Access Denied"));
+                }
                 self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id).await
             }
             .await;

@@ -20,6 +20,9 @@ use crate::auth::Caller;
 pub(crate) struct RequestFacts<'a> {
     pub op: &'a str,
     pub key: Option<&'a str>,
+    /// A version the request names outside its query: a key's `VersionId` in a DeleteObjects
+    /// document (a `versionId` in the query counts too).
+    pub version: Option<&'a str>,
     pub uri: &'a Uri,
     pub headers: &'a HeaderMap,
     pub peer: Option<std::net::IpAddr>,
@@ -123,6 +126,9 @@ impl Gateway {
                 _ => {}
             }
         }
+        if let Some(v) = facts.version {
+            put("s3:versionid", v.to_owned());
+        }
         for h in HEADER_KEYS {
             if let Some(v) = facts.headers.get(*h).and_then(|v| v.to_str().ok()) {
                 put(&format!("s3:{h}"), v.to_owned());
@@ -203,7 +209,7 @@ impl Gateway {
         } else {
             principal_names(&who.user.domain, &who.user.name, &who.user.id)
         };
-        let versioned = query_pairs(facts.uri).any(|(k, _)| k == "versionId");
+        let versioned = facts.version.is_some() || query_pairs(facts.uri).any(|(k, _)| k == "versionId");
         let resource = match facts.key {
             Some(k) => format!("arn:aws:s3:::{}/{k}", rec.name),
             None => format!("arn:aws:s3:::{}", rec.name),
