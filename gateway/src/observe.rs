@@ -183,7 +183,9 @@ impl Observed {
                             *resp.status_mut() = http::StatusCode::PARTIAL_CONTENT;
                         }
                         if let Some(form) = form {
-                            resp = crate::s3::post_form::rename_answer(resp, &form).await;
+                            // Boxed: rare, and its state would otherwise enlarge every request's
+                            // future.
+                            resp = Box::pin(crate::s3::post_form::rename_answer(resp, &form)).await;
                         }
                         Ok(resp)
                     }
