@@ -12,88 +12,57 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use super::error::no_encryption_configuration;
 use super::{caller, Gateway};
 
-impl Gateway {
+/// `method(Input) -> Output => answer;` for each setting: the handler checks that the bucket
+/// exists (NoSuchBucket otherwise; the access check has already admitted the caller to it), then
+/// gives the answer S3 gives for a bucket where the setting was never made.
+macro_rules! never_set {
+    ($($(#[$doc:meta])* $method:ident($input:ty) -> $output:ty => $answer:expr;)*) => {
+        impl Gateway {
+            $(
+                $(#[$doc])*
+                pub(crate) async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                    self.bucket(&caller(&req)?, &req.input.bucket).await?;
+                    $answer
+                }
+            )*
+        }
+    };
+}
+
+never_set! {
     /// GetBucketEncryption: no default encryption configured (S3 before 2023, and what a bucket
     /// here is: objects are plain files in the tenant's folder).
-    pub(crate) async fn get_bucket_encryption(
-        &self,
-        req: S3Request<GetBucketEncryptionInput>,
-    ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Err(no_encryption_configuration())
-    }
-
+    get_bucket_encryption(GetBucketEncryptionInput) -> GetBucketEncryptionOutput => Err(no_encryption_configuration());
     /// GetBucketWebsite: no website configuration.
-    pub(crate) async fn get_bucket_website(
-        &self,
-        req: S3Request<GetBucketWebsiteInput>,
-    ) -> S3Result<S3Response<GetBucketWebsiteOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Err(s3_error!(
-            NoSuchWebsiteConfiguration,
-            "The specified bucket does not have a website configuration"
-        ))
-    }
-
+    get_bucket_website(GetBucketWebsiteInput) -> GetBucketWebsiteOutput => Err(s3_error!(
+        NoSuchWebsiteConfiguration,
+        "The specified bucket does not have a website configuration"
+    ));
     /// GetBucketLogging: logging off (an empty `BucketLoggingStatus`).
-    pub(crate) async fn get_bucket_logging(
-        &self,
-        req: S3Request<GetBucketLoggingInput>,
-    ) -> S3Result<S3Response<GetBucketLoggingOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Ok(S3Response::new(GetBucketLoggingOutput::default()))
-    }
-
+    get_bucket_logging(GetBucketLoggingInput) -> GetBucketLoggingOutput =>
+        Ok(S3Response::new(GetBucketLoggingOutput::default()));
     /// GetBucketNotificationConfiguration: no notifications (an empty configuration).
-    pub(crate) async fn get_bucket_notification_configuration(
-        &self,
-        req: S3Request<GetBucketNotificationConfigurationInput>,
-    ) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Ok(S3Response::new(GetBucketNotificationConfigurationOutput::default()))
-    }
-
+    get_bucket_notification_configuration(GetBucketNotificationConfigurationInput)
+        -> GetBucketNotificationConfigurationOutput =>
+        Ok(S3Response::new(GetBucketNotificationConfigurationOutput::default()));
     /// GetObjectLockConfiguration: object lock not enabled.
-    pub(crate) async fn get_object_lock_configuration(
-        &self,
-        req: S3Request<GetObjectLockConfigurationInput>,
-    ) -> S3Result<S3Response<GetObjectLockConfigurationOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+    get_object_lock_configuration(GetObjectLockConfigurationInput) -> GetObjectLockConfigurationOutput =>
         Err(s3_error!(
             ObjectLockConfigurationNotFoundError,
             "Object Lock configuration does not exist for this bucket"
-        ))
-    }
-
+        ));
     /// GetBucketAccelerateConfiguration: never set (no `Status`, as S3 answers then).
-    pub(crate) async fn get_bucket_accelerate_configuration(
-        &self,
-        req: S3Request<GetBucketAccelerateConfigurationInput>,
-    ) -> S3Result<S3Response<GetBucketAccelerateConfigurationOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Ok(S3Response::new(GetBucketAccelerateConfigurationOutput::default()))
-    }
-
+    get_bucket_accelerate_configuration(GetBucketAccelerateConfigurationInput)
+        -> GetBucketAccelerateConfigurationOutput =>
+        Ok(S3Response::new(GetBucketAccelerateConfigurationOutput::default()));
     /// GetBucketRequestPayment: the bucket owner pays, S3's default and the only mode here.
-    pub(crate) async fn get_bucket_request_payment(
-        &self,
-        req: S3Request<GetBucketRequestPaymentInput>,
-    ) -> S3Result<S3Response<GetBucketRequestPaymentOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+    get_bucket_request_payment(GetBucketRequestPaymentInput) -> GetBucketRequestPaymentOutput =>
         Ok(S3Response::new(GetBucketRequestPaymentOutput {
             payer: Some(Payer::from_static(Payer::BUCKET_OWNER)),
-        }))
-    }
-
+        }));
     /// GetBucketReplication: no replication configuration.
-    pub(crate) async fn get_bucket_replication(
-        &self,
-        req: S3Request<GetBucketReplicationInput>,
-    ) -> S3Result<S3Response<GetBucketReplicationOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Err(s3_error!(
-            ReplicationConfigurationNotFoundError,
-            "The replication configuration was not found"
-        ))
-    }
+    get_bucket_replication(GetBucketReplicationInput) -> GetBucketReplicationOutput => Err(s3_error!(
+        ReplicationConfigurationNotFoundError,
+        "The replication configuration was not found"
+    ));
 }
