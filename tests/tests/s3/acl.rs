@@ -119,7 +119,19 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     let rules = oc.ownership_controls().expect("controls").rules();
     assert_eq!(rules[0].object_ownership(), &ObjectOwnership::BucketOwnerEnforced);
 
-    let e = c.get_object_lock_configuration().bucket("acl").send().await.unwrap_err();
+    let e = c.get_bucket_website().bucket("acl").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchWebsiteConfiguration"), "read as never set");
+    let e = c
+        .put_bucket_website()
+        .bucket("acl")
+        .website_configuration(
+            aws_sdk_s3::types::WebsiteConfiguration::builder()
+                .index_document(aws_sdk_s3::types::IndexDocument::builder().suffix("index.html").build().unwrap())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
     let e = c.get_bucket_acl().bucket("nosuchbucket").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
