@@ -516,3 +516,33 @@ async fn a_copy_reads_its_source_as_a_get_would() {
     let e = bob.s3.head_object().bucket("bobs").key("unlocked").send().await.unwrap_err();
     assert_eq!(status(&e), 404, "a refused copy wrote nothing");
 }
+
+#[tokio::test]
+async fn a_policy_may_grant_multi_deletes_by_key() {
+    use base64::Engine as _;
+    let (gw, c) = Gateway::with_bucket("drop").await;
+    for k in ["incoming/a", "kept/b"] {
+        put(&c, "drop", k, b"v").await;
+    }
+    let doc = r#"<Delete><Object><Key>incoming/a</Key></Object><Object><Key>kept/b</Key></Object></Delete>"#;
+    let md5 =
+        base64::engine::general_purpose::STANDARD.encode(hex::decode(penstock_tests::md5_hex(doc.as_bytes())).unwrap());
+    let anon_delete = || {
+        Conn::open(&gw).unsigned(
+            "POST",
+            "/drop?delete",
+            &[("Content-MD5", &md5), ("Content-Type", "application/xml")],
+            doc.as_bytes(),
+        )
+    };
+    let a = anon_delete();
+    assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "no policy: nothing for anonymous");
+    let policy = r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:DeleteObject", "Resource": "arn:aws:s3:::drop/incoming/*"}]}"#;
+    set_policy(&c, "drop", policy).await;
+    let a = anon_delete();
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let body = String::from_utf8_lossy(&a.body);
+    assert!(body.contains("<Deleted><Key>incoming/a</Key>"), "{body}");
+    assert!(body.contains("<Error><Code>AccessDenied</Code><Key>kept/b</Key>"), "{body}");
+    assert_eq!(penstock_tests::keys(&c, "drop").await, ["kept/b"]);
+}

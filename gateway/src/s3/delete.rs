@@ -54,12 +54,8 @@ impl Gateway {
         let mut errors = Vec::new();
         for obj in &i.delete.objects {
             let result = async {
-                if let Some(v) = &obj.version_id {
-                    check_version_id(v)?;
-                }
-                let path = parse_key(&obj.key)?;
-                // The request was admitted for the bucket; each key is a DeleteObject (or
-                // DeleteObjectVersion) of its own, which a bucket policy may deny by key.
+                // Each key is a DeleteObject (or DeleteObjectVersion) of its own, which a bucket
+                // policy may deny or grant by key (see `authorize`).
                 let facts = RequestFacts {
                     op: "DeleteObject",
                     key: Some(&obj.key),
@@ -71,6 +67,10 @@ impl Gateway {
                 if !self.permits(&who, &b.rec, tenancy, &facts).await? {
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }
+                if let Some(v) = &obj.version_id {
+                    check_version_id(v)?;
+                }
+                let path = parse_key(&obj.key)?;
                 self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id).await
             }
             .await;
