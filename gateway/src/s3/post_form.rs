@@ -23,8 +23,9 @@ use http_body_util::BodyExt;
 /// What S3 replaces with the uploaded file's name in a form's `key`.
 const FILENAME: &str = "${filename}";
 
-/// Form bytes watched for the file part's headers at most: s3s refuses forms whose fields are
-/// larger long before this.
+/// Form bytes watched for the file part's headers at most. A form's fields are small (a policy,
+/// a signature, a few values); one whose fields run past this keeps `${filename}` as written,
+/// and what a request can make this layer hold stays bounded (s3s takes up to 20 MB of fields).
 const MAX_WATCHED: usize = 1 << 20;
 
 /// One form upload, shared by the body watch, the access hook and the answer.
