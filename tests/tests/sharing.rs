@@ -53,6 +53,13 @@ async fn public_read_policy_serves_anonymous_gets_and_nothing_more() {
     let a = anon(&gw, "GET", "/pub/models/m.bin");
     assert_eq!((a.status, a.body.as_slice()), (200, &b"weights"[..]));
     assert_eq!(anon(&gw, "HEAD", "/pub/models/m.bin").status, 200);
+    // A link cannot have a public object served as another type (HTML from this origin).
+    let a = anon(&gw, "GET", "/pub/models/m.bin?response-content-type=text%2Fhtml");
+    assert_eq!((a.status, xml_code(&a).as_str()), (400, "InvalidRequest"), "overrides need a signature");
+    assert_eq!(anon(&gw, "HEAD", "/pub/models/m.bin?response-content-disposition=inline").status, 400);
+    let signed =
+        c.get_object().bucket("pub").key("models/m.bin").response_content_type("text/plain").send().await.unwrap();
+    assert_eq!(signed.content_type(), Some("text/plain"), "a signed read may override");
     let a = anon(&gw, "GET", "/pub/models/none.bin");
     assert_eq!(
         (a.status, xml_code(&a).as_str()),

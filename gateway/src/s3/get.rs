@@ -178,6 +178,26 @@ macro_rules! read_request {
     };
 }
 
+/// Refuses `response-*` overrides on an unsigned read, as S3 does: otherwise a link to a public
+/// object could have it served as, say, `text/html` from the gateway's origin.
+macro_rules! no_anonymous_overrides {
+    ($who:expr, $i:expr) => {
+        if $who.is_anonymous()
+            && ($i.response_content_type.is_some()
+                || $i.response_content_encoding.is_some()
+                || $i.response_content_disposition.is_some()
+                || $i.response_content_language.is_some()
+                || $i.response_cache_control.is_some()
+                || $i.response_expires.is_some())
+        {
+            return Err(s3_error!(
+                InvalidRequest,
+                "Request specific response headers cannot be used for anonymous GET requests."
+            ));
+        }
+    };
+}
+
 /// Sets the object headers GetObject and HeadObject share: size and range, validators, content
 /// headers (with `response-*` overrides), user metadata and, in checksum mode, checksums.
 macro_rules! object_headers {
@@ -260,6 +280,7 @@ impl Gateway {
     pub(crate) async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let i = &req.input;
         let who = caller(&req)?;
+        no_anonymous_overrides!(who, i);
         let admission = self.rdma.admit(&req.headers, peer(&req), &self.metrics, false)?;
         let plan = self
             .plan_read(read_request!(i, &who))
@@ -334,6 +355,7 @@ impl Gateway {
     pub(crate) async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let i = &req.input;
         let who = caller(&req)?;
+        no_anonymous_overrides!(who, i);
         let plan = self
             .plan_read(read_request!(i, &who))
             .await
