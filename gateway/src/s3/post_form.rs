@@ -71,6 +71,7 @@ pub(crate) fn watch(req: Request<s3s::Body>) -> (Request<s3s::Body>, Option<Arc<
     let watched = FileNameWatch {
         inner: body,
         seen: Some(Vec::new()),
+        scanned: 0,
         delimiter: [b"--".as_slice(), boundary.as_bytes()].concat(),
         upload: upload.clone(),
     };
@@ -96,6 +97,9 @@ struct FileNameWatch<B> {
     inner: B,
     /// The form so far; dropped once the file part's headers were read (or could not be).
     seen: Option<Vec<u8>>,
+    /// Where in `seen` the scan goes on: the parts before it were read whole, so a frame costs
+    /// a look at what is new, not the whole form again.
+    scanned: usize,
     /// `--` and the boundary.
     delimiter: Vec<u8>,
     upload: Arc<FormUpload>,
@@ -105,7 +109,7 @@ impl<B> FileNameWatch<B> {
     fn look(&mut self, data: &Bytes) {
         let Some(seen) = self.seen.as_mut() else { return };
         seen.extend_from_slice(data);
-        match file_part(seen, &self.delimiter) {
+        match scan_from(seen, &self.delimiter, &mut self.scanned) {
             Scan::More if seen.len() <= MAX_WATCHED => {}
             Scan::Found(name) => {
                 let _ = self.upload.file_name.set(name);
@@ -154,13 +158,20 @@ enum Scan {
 }
 
 /// Finds the file part's headers in a form's first bytes (`delimiter` is `--` and the boundary).
+#[cfg(test)]
 fn file_part(form: &[u8], delimiter: &[u8]) -> Scan {
-    let mut at = 0;
+    scan_from(form, delimiter, &mut 0)
+}
+
+/// [`file_part`] from offset `at` (a delimiter's start, or 0), which it leaves at the part whose
+/// headers are not all there yet.
+fn scan_from(form: &[u8], delimiter: &[u8], at: &mut usize) -> Scan {
     loop {
-        let Some(p) = find(&form[at..], delimiter) else {
+        let at_now = *at;
+        let Some(p) = find(&form[at_now..], delimiter) else {
             return Scan::More;
         };
-        let after = at + p + delimiter.len();
+        let after = at_now + p + delimiter.len();
         match form.get(after..after + 2) {
             None => return Scan::More,
             Some(b"--") => return Scan::NoFile,
@@ -175,7 +186,7 @@ fn file_part(form: &[u8], delimiter: &[u8]) -> Scan {
                 return Scan::Found(file_name);
             }
         }
-        at = after + end + 4;
+        *at = after + end + 4;
     }
 }
 
@@ -246,7 +257,6 @@ pub(crate) async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload
             // The form's spelling differs from the key only where `${filename}` stood, which
             // needs no escaping in XML; the name put there does.
             let doc = String::from_utf8_lossy(&collected.to_bytes()).replace(FILENAME, &xml_escape(name));
-            parts.headers.remove(http::header::CONTENT_LENGTH);
             parts
                 .headers
                 .insert(http::header::CONTENT_LENGTH, HeaderValue::from(doc.len()));
@@ -283,6 +293,29 @@ bytes--XyZ--\r\n";
         assert_eq!(file_part(none, b"--XyZ"), Scan::NoFile);
         let unnamed = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx";
         assert_eq!(file_part(unnamed, b"--XyZ"), Scan::Found(None));
+    }
+
+    #[test]
+    fn the_watch_finds_the_name_in_frames_of_any_size() {
+        for frame in [1, 2, 7, 64, FORM.len()] {
+            let upload = Arc::new(FormUpload::default());
+            let mut w = FileNameWatch {
+                inner: (),
+                seen: Some(Vec::new()),
+                scanned: 0,
+                delimiter: b"--XyZ".to_vec(),
+                upload: upload.clone(),
+            };
+            for chunk in FORM.chunks(frame) {
+                w.look(&Bytes::copy_from_slice(chunk));
+            }
+            assert_eq!(
+                upload.file_name.get(),
+                Some(&Some("photo 1.jpg".to_owned())),
+                "frames of {frame}"
+            );
+            assert!(w.seen.is_none(), "the buffer is dropped once the name is known");
+        }
     }
 
     #[test]
