@@ -91,6 +91,8 @@ pub struct Gateway {
     /// two racing wins and the other finds the upload gone. Separate from `locks`: Complete takes
     /// a key lock while holding this one, and stripes of one table could coincide.
     upload_locks: locks::KeyLocks,
+    /// Bucket policies as parsed (`sharing::ParsedPolicies`).
+    policies: sharing::ParsedPolicies,
     rdma: rdma::RdmaPath,
     lifecycle: lifecycle::LifecycleTiming,
 }
@@ -161,6 +163,7 @@ impl Gateway {
             locks: locks::KeyLocks::new(),
             quota_locks: Arc::new(locks::KeyLocks::new()),
             upload_locks: locks::KeyLocks::new(),
+            policies: sharing::ParsedPolicies::default(),
             rdma: rdma::RdmaPath::new(&cfg.rdma),
             lifecycle: lifecycle::LifecycleTiming {
                 interval: Duration::from_secs_f64(cfg.lifecycle_interval_secs.max(0.01)),

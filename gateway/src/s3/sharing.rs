@@ -3,6 +3,7 @@
 //! access decision that combines them with the folder permissions (`docs/sharing.md`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use http::{HeaderMap, StatusCode, Uri};
 use s3s::dto::*;
@@ -15,6 +16,55 @@ use super::error::custom;
 use super::policy::{action_of, principal_names, Ctx, Decision, Policy};
 use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
+
+/// Bucket policies as parsed, by folder, so a request (or each key of a DeleteObjects) does not
+/// parse the stored text again. An entry holds for as long as the bucket's name and policy text
+/// are the ones it was parsed from: the record each request reads decides, so a policy changed
+/// by another gateway is seen as soon as its record is.
+#[derive(Default)]
+pub(crate) struct ParsedPolicies {
+    by_folder: std::sync::Mutex<HashMap<uuid::Uuid, Parsed>>,
+}
+
+struct Parsed {
+    name: String,
+    text: String,
+    /// `None`: the stored text does not parse (warned once, then ignored as no policy).
+    policy: Option<Arc<Policy>>,
+}
+
+/// Entries kept before the table starts over; each is a policy of at most 20 KiB.
+const MAX_PARSED_POLICIES: usize = 4096;
+
+impl ParsedPolicies {
+    /// The policy of bucket `rec`, parsed; `None` when it has none (or one that does not parse).
+    pub(crate) fn of(&self, rec: &BucketRecord) -> Option<Arc<Policy>> {
+        let text = rec.policy.as_deref()?;
+        let mut table = self.by_folder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = table.get(&rec.folder_id) {
+            if p.text == text && p.name == rec.name {
+                return p.policy.clone();
+            }
+        }
+        let policy = match Policy::parse(text, &rec.name) {
+            Ok(p) => Some(Arc::new(p)),
+            Err(e) => {
+                tracing::warn!(bucket = %rec.name, error = %e, "stored bucket policy does not parse; ignored");
+                None
+            }
+        };
+        if table.len() >= MAX_PARSED_POLICIES {
+            table.clear();
+        }
+        let entry = Parsed {
+            name: rec.name.clone(),
+            text: text.to_owned(),
+            policy: policy.clone(),
+        };
+        table.insert(rec.folder_id, entry);
+        policy
+    }
+}
 
 /// What the access check knows of a request, for policy conditions.
 pub(crate) struct RequestFacts<'a> {
@@ -192,15 +242,7 @@ impl Gateway {
         if admin {
             return Ok(tenancy);
         }
-        let policy = match rec.policy.as_deref().map(|text| Policy::parse(text, &rec.name)) {
-            None => None,
-            Some(Ok(p)) => Some(p),
-            Some(Err(e)) => {
-                tracing::warn!(bucket = %rec.name, error = %e, "stored bucket policy does not parse; ignored");
-                None
-            }
-        };
-        let Some(policy) = policy else {
+        let Some(policy) = self.policies.of(rec) else {
             return Ok(tenancy || self.acl_allows(who, rec, facts).await?);
         };
         let keys = self.condition_keys(who, rec, facts, policy.reads_object_tags()).await?;
@@ -392,5 +434,54 @@ impl Gateway {
             DeletePublicAccessBlockOutput::default(),
             StatusCode::NO_CONTENT,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use penstock_metadata::QuotaScope;
+
+    fn bucket(name: &str, policy: Option<&str>) -> BucketRecord {
+        let scope = QuotaScope::user(uuid::Uuid::from_u128(1));
+        let mut rec = BucketRecord::new(
+            name.into(),
+            "lab".into(),
+            uuid::Uuid::from_u128(7),
+            "v".into(),
+            scope,
+            0,
+        );
+        rec.policy = policy.map(str::to_owned);
+        rec
+    }
+
+    fn public_read(bucket: &str) -> String {
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":"*",
+                "Action":"s3:GetObject","Resource":"arn:aws:s3:::{bucket}/*"}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_parsed_policy_is_reused_only_while_name_and_text_are_those_parsed() {
+        let cache = ParsedPolicies::default();
+        assert!(cache.of(&bucket("data", None)).is_none());
+
+        let text = public_read("data");
+        let first = cache.of(&bucket("data", Some(&text))).expect("parses");
+        let again = cache.of(&bucket("data", Some(&text))).expect("parses");
+        assert!(Arc::ptr_eq(&first, &again), "the same text is parsed once");
+
+        // Another gateway changed the policy: the record read now carries new text.
+        let changed = text.replace("s3:GetObject", "s3:PutObject");
+        let now = cache.of(&bucket("data", Some(&changed))).expect("parses");
+        assert!(!Arc::ptr_eq(&first, &now));
+
+        // A renamed bucket's resources no longer name it: parsed again, and refused.
+        assert!(cache.of(&bucket("other", Some(&text))).is_none());
+        // Text that does not parse reads as no policy, and stays so.
+        assert!(cache.of(&bucket("data", Some("{"))).is_none());
+        assert!(cache.of(&bucket("data", Some("{"))).is_none());
     }
 }
