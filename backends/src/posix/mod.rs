@@ -33,6 +33,7 @@ use recycle::{dir_key, Recycled};
 use staging::PosixStaging;
 
 mod fs;
+mod listing;
 mod read;
 mod recycle;
 mod staging;
@@ -92,6 +93,8 @@ struct Io {
     /// Whether opens and stats may first be tried on the calling task (see
     /// [`PosixFolder::lookup`]).
     inline_lookups: bool,
+    /// Directory names kept for listings (kept only where lookups are local, see `listing`).
+    pages: listing::DirPages,
 }
 
 impl Io {
@@ -102,6 +105,7 @@ impl Io {
             dir_syncs: DirSyncs::default(),
             recycled,
             inline_lookups,
+            pages: listing::DirPages::new(inline_lookups),
         }
     }
 
@@ -462,6 +466,14 @@ impl Folder for PosixFolder {
         let root = self.root.clone();
         let dir = dir.to_vec();
         self.io.run("read_dir", move || read_dir_sorted(&root, &dir)).await
+    }
+
+    async fn read_dir_from(&self, dir: &[String], from: &str, limit: usize) -> Result<Vec<DirEntry>> {
+        let (root, io) = (self.root.clone(), self.io.clone());
+        let (dir, from) = (dir.to_vec(), from.to_owned());
+        self.io
+            .run("read_dir", move || io.pages.page(&root, &dir, &from, limit))
+            .await
     }
 
     async fn is_empty(&self) -> Result<bool> {

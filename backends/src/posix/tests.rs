@@ -355,3 +355,73 @@ fn only_local_file_systems_take_lookups_on_the_task() {
     assert!(is_local_fs(Path::new("/dev/shm")), "tmpfs is local");
     assert!(!is_local_fs(Path::new("/proc")), "procfs is not a disk file system");
 }
+
+/// Every page of `dir` from `from` as the folder answers it, read `limit` entries at a time.
+async fn paged(f: &Arc<dyn Folder>, dir: &[String], limit: usize) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut from = String::new();
+    loop {
+        let page = f.read_dir_from(dir, &from, limit).await.unwrap();
+        let done = page.len() < limit;
+        for e in &page {
+            out.push((e.sort_key(), e.stat.size));
+        }
+        match page.last() {
+            Some(e) if !done => from = format!("{}\0", e.sort_key()),
+            _ => return out,
+        }
+    }
+}
+
+async fn whole(f: &Arc<dyn Folder>, dir: &[String]) -> Vec<(String, u64)> {
+    let all = f.read_dir(dir).await.unwrap();
+    all.iter().map(|e| (e.sort_key(), e.stat.size)).collect()
+}
+
+/// Pages of a large directory are those of the whole, sorted listing, and follow changes made
+/// behind the gateway's back once the directory's names are kept: files added and removed
+/// (the directory changes), and a file rewritten in place (it does not).
+#[tokio::test]
+async fn pages_of_a_kept_directory_follow_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, path) = folder(dir.path()).await;
+    assert!(
+        is_local_fs(dir.path()),
+        "the test needs a local file system to keep names on"
+    );
+    let flat = path.join("flat");
+    std::fs::create_dir(&flat).unwrap();
+    for i in 0..1500 {
+        std::fs::write(flat.join(format!("f{i:05}")), vec![b'x'; i % 7]).unwrap();
+    }
+    // Names that sort around the directory's own entries: `sub/` after `sub.txt`, before `sub0`.
+    std::fs::create_dir(flat.join("sub")).unwrap();
+    std::fs::write(flat.join("sub/inner"), b"i").unwrap();
+    std::fs::write(flat.join("sub.txt"), b"t").unwrap();
+    std::fs::write(flat.join("sub0"), b"0").unwrap();
+    let segs = vec!["flat".to_owned()];
+    // Not settled yet: read again for every page, and right.
+    assert_eq!(paged(&f, &segs, 333).await, whole(&f, &segs).await);
+
+    // Settled: the names are kept from the next read on.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let before = whole(&f, &segs).await;
+    assert_eq!(before.len(), 1503);
+    assert_eq!(paged(&f, &segs, 1000).await, before);
+    let from_sub = f.read_dir_from(&segs, "sub/", 2).await.unwrap();
+    let names: Vec<String> = from_sub.iter().map(|e| e.sort_key()).collect();
+    assert_eq!(names, ["sub/", "sub0"]);
+
+    // A file rewritten in place leaves the directory as it was: its stat is read per page.
+    std::fs::write(flat.join("f00003"), vec![b'y'; 4000]).unwrap();
+    let page = f.read_dir_from(&segs, "f00003", 1).await.unwrap();
+    assert_eq!((page[0].name.as_str(), page[0].stat.size), ("f00003", 4000));
+
+    // Added and removed names change the directory: the next page sees them.
+    std::fs::remove_file(flat.join("f00000")).unwrap();
+    std::fs::write(flat.join("f00000a"), b"new").unwrap();
+    let after = paged(&f, &segs, 1000).await;
+    assert_eq!(after, whole(&f, &segs).await);
+    assert!(!after.iter().any(|(k, _)| k == "f00000"));
+    assert!(after.iter().any(|(k, _)| k == "f00000a"));
+}

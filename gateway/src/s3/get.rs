@@ -557,7 +557,7 @@ impl Gateway {
                 }
                 None if b
                     .folder
-                    .read_dir(path.segments())
+                    .read_dir_from(path.segments(), "", 1)
                     .await
                     .map_err(backend_err)?
                     .is_empty() =>

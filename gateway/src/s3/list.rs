@@ -51,6 +51,10 @@ pub(crate) struct Query<'a> {
     pub max: usize,
 }
 
+/// Entries asked of a directory at a time, at least: a page that has little room left still
+/// reads enough to skip what it cannot take without another call.
+const MIN_READ: usize = 32;
+
 enum Item {
     Object(String, Stat),
     Prefix(String),
@@ -104,15 +108,73 @@ impl Walk<'_> {
         self.items.push(Item::Prefix(cp));
     }
 
-    async fn walk_dir(&mut self, dir: Vec<String>, dir_key: String) -> S3Result<()> {
-        let entries = self.b.folder.read_dir(&dir).await.map_err(backend_err)?;
-        for e in entries {
-            if self.full() {
+    /// Visits the entries of `dir` in key order, from the first that can hold a key under the
+    /// prefix and after the marker, until the page is full or the entries pass the prefix. The
+    /// directory is read a page at a time, so a large one costs each listing page only the
+    /// entries it returns.
+    ///
+    /// `own`: the directory's stat when its own key (a marker object, if the directory is
+    /// empty or a record says so) may go on this page; it is listed before the entries.
+    async fn walk_dir(&mut self, dir: Vec<String>, dir_key: String, mut own: Option<Stat>) -> S3Result<()> {
+        let mut from = self.start_in(&dir_key);
+        loop {
+            let want = (self.limit - self.items.len()).max(MIN_READ);
+            let entries = self
+                .b
+                .folder
+                .read_dir_from(&dir, &from, want)
+                .await
+                .map_err(backend_err)?;
+            if let Some(st) = own.take() {
+                // Asked only where the page can take the key, so `from` is "" here and the
+                // first read shows whether the directory is empty.
+                if entries.is_empty() || self.has_marker_record(&dir_key).await? {
+                    self.emit(dir_key.clone(), Stat { size: 0, ..st });
+                }
+            }
+            let got = entries.len();
+            let Some(last) = entries.last().map(DirEntry::sort_key) else {
+                return Ok(());
+            };
+            for e in entries {
+                if self.full() || self.past_prefix(&dir_key, &e) {
+                    return Ok(());
+                }
+                self.visit(&dir, &dir_key, e).await?;
+            }
+            if got < want {
                 return Ok(());
             }
-            self.visit(&dir, &dir_key, e).await?;
+            // The least key after `last`: names hold no NUL.
+            from = format!("{last}\0");
         }
-        Ok(())
+    }
+
+    /// The least sort key in the directory at `dir_key` that may hold a key of this page: keys
+    /// of entries before the prefix's (or the marker's) component in this directory can be
+    /// neither under the prefix nor after the marker. Inclusive: the marker's own directory is
+    /// walked into.
+    fn start_in(&self, dir_key: &str) -> String {
+        let component = |rest: &str| match rest.find('/') {
+            Some(i) => rest[..=i].to_owned(),
+            None => rest.to_owned(),
+        };
+        let by_prefix = self.q.prefix.strip_prefix(dir_key).map(component).unwrap_or_default();
+        let by_marker = self
+            .q
+            .marker
+            .after
+            .strip_prefix(dir_key)
+            .map(component)
+            .unwrap_or_default();
+        by_prefix.max(by_marker)
+    }
+
+    /// Whether entry `e` of the directory at `dir_key`, and so every entry after it, comes after
+    /// every key under the prefix.
+    fn past_prefix(&self, dir_key: &str, e: &DirEntry) -> bool {
+        let key = format!("{dir_key}{}", e.sort_key());
+        key.as_str() > self.q.prefix && !key.starts_with(self.q.prefix)
     }
 
     async fn visit(&mut self, dir: &[String], dir_key: &str, e: DirEntry) -> S3Result<()> {
@@ -143,16 +205,8 @@ impl Walk<'_> {
                 }
                 let mut sub = dir.to_vec();
                 sub.push(e.name.clone());
-                let children = self.b.folder.read_dir(&sub).await.map_err(backend_err)?;
-                if children.is_empty() || self.has_marker_record(&key).await? {
-                    self.emit(key.clone(), Stat { size: 0, ..e.stat });
-                }
-                for c in children {
-                    if self.full() {
-                        break;
-                    }
-                    Box::pin(self.visit(&sub, &key, c)).await?;
-                }
+                let own = (key.starts_with(prefix) && self.after_marker(&key)).then_some(e.stat);
+                Box::pin(self.walk_dir(sub, key, own)).await?;
             }
         }
         Ok(())
@@ -187,18 +241,14 @@ impl Gateway {
                 .map(str::to_owned)
                 .collect();
             if segs.iter().all(|s| s != "." && s != "..") && !dir_part.contains("//") {
-                if !dir_part.is_empty() {
-                    // The directory itself may be a marker object equal to the prefix.
+                // The directory itself may be a marker object equal to the prefix.
+                let mut own = None;
+                if !dir_part.is_empty() && dir_part.starts_with(q.prefix) && w.after_marker(dir_part) {
                     if let Ok(Some(st)) = b.folder.stat(&penstock_backends::ObjectPath::dir(segs.clone())).await {
-                        if st.kind == EntryKind::Dir {
-                            let children_empty = b.folder.read_dir(&segs).await.map_err(backend_err)?.is_empty();
-                            if children_empty || w.has_marker_record(dir_part).await? {
-                                w.emit(dir_part.to_owned(), Stat { size: 0, ..st });
-                            }
-                        }
+                        own = (st.kind == EntryKind::Dir).then_some(st);
                     }
                 }
-                w.walk_dir(segs, dir_part.to_owned()).await?;
+                w.walk_dir(segs, dir_part.to_owned(), own).await?;
             }
         }
         let mut items = w.items;
