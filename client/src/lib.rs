@@ -288,14 +288,29 @@ impl Client {
 
     /// One ListObjectsV2 page: the keys.
     pub async fn list_objects_v2(&self, bucket: &str, prefix: &str, max_keys: u32) -> anyhow::Result<Vec<String>> {
-        let url = format!(
+        Ok(self.list_page(bucket, prefix, None, max_keys).await?.0)
+    }
+
+    /// One ListObjectsV2 page from after `start_after`: its keys, and whether more follow.
+    pub async fn list_page(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start_after: Option<&str>,
+        max_keys: u32,
+    ) -> anyhow::Result<(Vec<String>, bool)> {
+        let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+        let mut url = format!(
             "{}?list-type=2&max-keys={max_keys}&prefix={}",
             self.url(bucket, None),
-            percent_encoding::utf8_percent_encode(prefix, percent_encoding::NON_ALPHANUMERIC)
+            enc(prefix)
         );
+        if let Some(after) = start_after {
+            url.push_str(&format!("&start-after={}", enc(after)));
+        }
         let r = self.send(Method::GET, &url, &[], Bytes::new()).await?.ok("list")?;
         let text = String::from_utf8_lossy(&r.body);
-        Ok(text
+        let keys = text
             .split("<Key>")
             .skip(1)
             .filter_map(|s| s.split("</Key>").next())
@@ -306,6 +321,7 @@ impl Client {
                     .replace("&quot;", "\"")
                     .replace("&apos;", "'")
             })
-            .collect())
+            .collect();
+        Ok((keys, text.contains("<IsTruncated>true</IsTruncated>")))
     }
 }

@@ -66,9 +66,9 @@ bench() { # server label, endpoint, extra args...
 }
 
 if [ "$mode" = smoke ]; then
-  cases=("get-16m|GET|64K|8|4" "put-16m|PUT|64K|16|4" "put-16m-new|PUT|64K|16|4" "get-1g|GET|256K|2|2" "small-put|PUT|4K|64|16" "small-get|GET|4K|64|16")
+  cases=("get-16m|GET|64K|8|4" "put-16m|PUT|64K|16|4" "put-16m-new|PUT|64K|16|4" "get-1g|GET|256K|2|2" "small-put|PUT|4K|64|16" "small-get|GET|4K|64|16" "list-dir|LIST|100|2500|1")
 else
-  cases=("get-16m|GET|16M|32|8" "put-16m|PUT|16M|32|8" "put-16m-new|PUT|16M|256|8" "get-1g|GET|1G|2|2" "small-put|PUT|4K|2000|16" "small-get|GET|4K|2000|16")
+  cases=("get-16m|GET|16M|32|8" "put-16m|PUT|16M|32|8" "put-16m-new|PUT|16M|256|8" "get-1g|GET|1G|2|2" "small-put|PUT|4K|2000|16" "small-get|GET|4K|2000|16" "list-dir|LIST|100|50000|1")
 fi
 if [ -n "$only" ]; then
   kept=(); for c in "${cases[@]}"; do [ "${c%%|*}" = "$only" ] && kept+=("$c"); done
@@ -77,12 +77,23 @@ if [ -n "$only" ]; then
 fi
 
 # Populate the GET sets once per server; nginx serves Penstock's folder of the same bucket.
+# The LIST set is a directory of files written beside the servers, as a compute session writes
+# them: in Penstock's folder, in s3s-fs's bucket directory, and for the disk reference.
 declare -A folders
+populate_dir() { # directory, count, size
+  python3 -c 'import os, sys
+d, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+for i in range(n):
+    with open(os.path.join(d, f"f{i:08d}"), "wb") as f:
+        f.write(b"x" * size)' "$1" "$2" "$3"
+}
 for c in "${cases[@]}"; do
   IFS='|' read -r case op size count conc <<<"$c"
-  [ "$op" = GET ] || continue
+  [ "$op" = GET ] || [ "$op" = LIST ] || continue
+  populated=$count; [ "$op" = LIST ] && populated=1  # the bucket, with one object outside the listed directory
   for ep in "http://127.0.0.1:$P_PORT" "http://127.0.0.1:$S_PORT"; do
-    "$BENCH" --endpoint "$ep" --bucket "$case" --workload head --populate --size "$size" --count "$count" --concurrency 2 >/dev/null
+    "$BENCH" --endpoint "$ep" --bucket "$case" --workload head --populate --size "$size" --count "$populated" --concurrency 2 >/dev/null
   done
   folder=$("$PENSTOCK" admin --url "http://127.0.0.1:$P_ADMIN" --token bench-admin --json vfolder list | python3 -c "
 import json, sys
@@ -92,6 +103,9 @@ fid = b['folder_id'].replace('-', '')
 print(f'$W/penstock/volumes/local/{scope}/{fid[:2]}/{fid[2:4]}/{fid[4:]}')")
   ln -sfn "$folder" "$W/nginx-root/$case"
   folders[$case]=$folder
+  if [ "$op" = LIST ]; then
+    for d in "$folder/files" "$W/s3sfs/$case/files" "$W/disk/$case"; do populate_dir "$d" "$count" "$size"; done
+  fi
 done
 
 run_on() { # server, then the case's bench arguments
@@ -110,7 +124,7 @@ for round in $(seq 1 "$rounds"); do
     dur=(); [ "$mode" = full ] && [ "$case" != get-1g ] && [ "$case" != put-16m-new ] && dur=(--duration 8)
     # put-16m-new writes keys no round wrote before (one pass), so no upload replaces a file.
     fresh=(); [ "$case" = put-16m-new ] && fresh=(--prefix "round$round")
-    servers=(penstock s3s-fs); [ "$op" = GET ] && servers+=(nginx); [ "$op" = PUT ] && servers+=(disk)
+    servers=(penstock s3s-fs); [ "$op" = GET ] && servers+=(nginx); [ "$op" = PUT ] || [ "$op" = LIST ] && servers+=(disk)
     # Who goes first rotates per round, so no server always runs right after a PUT case.
     for i in "${!servers[@]}"; do
       s=${servers[$(( (i + round) % ${#servers[@]} ))]}
@@ -122,8 +136,16 @@ for round in $(seq 1 "$rounds"); do
         if [ "$s" = s3s-fs ]; then warm="$W/s3sfs/$case"; else warm=${folders[$case]}; fi
         find "$warm" -type f -exec cat {} + >/dev/null
       fi
-      wl=$w; [ "$s" = disk ] && wl=disk-put
-      run_on "$s" --bucket "$case" --workload "$wl" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}" "${fresh[@]}"
+      listing=()
+      if [ "$op" = LIST ]; then
+        # Every server lists from the dentry and inode caches alike.
+        for d in "${folders[$case]}/files" "$W/s3sfs/$case/files" "$W/disk/$case"; do find "$d" -mindepth 1 -printf '%s\n' >/dev/null; done
+        wl=list-all; [ "$s" = disk ] && wl=disk-list
+        listing=(--prefix files/)
+      else
+        wl=$w; [ "$s" = disk ] && wl=disk-put
+      fi
+      run_on "$s" --bucket "$case" --workload "$wl" --size "$size" --count "$count" --concurrency "$conc" "${dur[@]}" "${fresh[@]}" "${listing[@]}"
       if [ ${#fresh[@]} -gt 0 ] && [ "$s" = disk ]; then
         rm -f "$W/disk/$case/round$round"-*
       elif [ ${#fresh[@]} -gt 0 ]; then  # not measured: frees the disk space for the next rounds

@@ -29,8 +29,10 @@ for case in cases:
         if m is None:
             continue
         ratio = ""
-        if server != servers[0] and m and o and p[0] is not None:
-            ratio = f"{p[0] / m:6.2f}x {p[1] / o:6.2f}x"
+        if server != servers[0] and o and p[1] is not None:
+            # Listings move no payload: their ratio is of whole listings per second alone.
+            by_bytes = f"{p[0] / m:6.2f}x" if m and p[0] else f"{'-':>7}"
+            ratio = f"{by_bytes} {p[1] / o:6.2f}x"
         print(f"{case:<12} {server:<9} {m:9.1f} {o:9.1f} {lat:8.2f}   {ratio}")
 if footer:
     print(footer)

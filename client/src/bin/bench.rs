@@ -34,6 +34,14 @@ enum Workload {
     /// must be (the file fsynced, and a new file's directory too): what the disk itself gives
     /// for the same bytes at the same concurrency, the reference for PUT throughput.
     DiskPut,
+    /// Lists every key under `--prefix`, a page of 1,000 at a time (each page starting after the
+    /// last key of the one before), and checks that exactly `--count` keys came back, in order:
+    /// one operation is one whole listing.
+    ListAll,
+    /// No server: reads the directory `--dir`, stats every entry and sorts the names, checking
+    /// that it holds `--count` entries: what any listing of those files must do at least once,
+    /// the reference for `list-all`.
+    DiskList,
 }
 
 #[derive(Parser, Debug)]
@@ -165,6 +173,8 @@ impl Shared {
         match self.deadline {
             Some(d) if Instant::now() >= d => None,
             Some(_) => Some(n),
+            // Without a duration, a listing workload lists once; the others touch each object once.
+            None if matches!(self.args.workload, Workload::ListAll | Workload::DiskList) => (n == 0).then_some(n),
             None if n < self.args.count => Some(n),
             None => None,
         }
@@ -308,6 +318,48 @@ impl Shared {
                 Some(_) => Ok(0),
                 None => Err(format!("{key}: missing")),
             },
+            Workload::ListAll => {
+                let mut after: Option<String> = None;
+                let mut listed = 0u64;
+                loop {
+                    let (keys, more) = self
+                        .client
+                        .list_page(&a.bucket, &a.prefix, after.as_deref(), 1000)
+                        .await
+                        .map_err(e)?;
+                    if let Some(k) = keys.iter().zip(keys.iter().skip(1)).find(|(x, y)| x >= y) {
+                        return Err(format!("keys out of order: {:?} before {:?}", k.0, k.1));
+                    }
+                    if let (Some(prev), Some(first)) = (&after, keys.first()) {
+                        if first <= prev {
+                            return Err(format!("page starts at {first:?}, not after {prev:?}"));
+                        }
+                    }
+                    listed += keys.len() as u64;
+                    match keys.last() {
+                        Some(last) if more => after = Some(last.clone()),
+                        _ => break,
+                    }
+                }
+                if listed != a.count {
+                    return Err(format!(
+                        "listed {listed} keys under {:?}, expected {}",
+                        a.prefix, a.count
+                    ));
+                }
+                Ok(0)
+            }
+            Workload::DiskList => {
+                let dir = a.dir.clone().ok_or("disk-list needs --dir")?;
+                let found = tokio::task::spawn_blocking(move || list_dir(&dir))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("disk-list: {e}"))?;
+                if found != a.count {
+                    return Err(format!("disk-list found {found} entries, expected {}", a.count));
+                }
+                Ok(0)
+            }
             Workload::List => {
                 self.client
                     .list_objects_v2(&a.bucket, &a.prefix, 1000)
@@ -391,6 +443,18 @@ fn write_durably(dir: &std::path::Path, name: &str, body: &[u8]) -> std::io::Res
         std::fs::File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Reads `dir`, stats every entry and sorts the names: a listing's least work on the disk.
+fn list_dir(dir: &std::path::Path) -> std::io::Result<u64> {
+    let mut names = Vec::new();
+    for ent in std::fs::read_dir(dir)? {
+        let ent = ent?;
+        let md = std::fs::symlink_metadata(ent.path())?;
+        names.push((ent.file_name(), md.len()));
+    }
+    names.sort_unstable();
+    Ok(names.len() as u64)
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
