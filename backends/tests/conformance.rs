@@ -407,6 +407,92 @@ async fn symlink_containment(v: Arc<dyn Volume>, root: &Path) {
     assert!(f.open_read(&p("loop")).await.is_err());
 }
 
+/// Pages of a directory (`read_dir_from`) are slices of its whole listing (`read_dir`): the same
+/// entries with the same stats in the same order, from any place, symlinks resolved (or left
+/// out) as the whole listing resolves them.
+async fn paged_listing(v: Arc<dyn Volume>, root: &Path) {
+    let outside = tempfile::tempdir().unwrap();
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let fdir = root.join(l.relative_path());
+    for (k, body) in [
+        ("a0", &b"0"[..]),
+        ("a/b", b"ab"),
+        ("a.txt", b"txt"),
+        ("b", b"bbbb"),
+        ("sub.txt", b"s"),
+        ("sub/x", b"x"),
+        ("sub0", b""),
+        ("ü", b"u"),
+    ] {
+        write(&f, k, body).await.unwrap();
+    }
+    std::os::unix::fs::symlink("b", fdir.join("link-b")).unwrap();
+    std::os::unix::fs::symlink("sub", fdir.join("link-sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), fdir.join("out")).unwrap();
+    type Row = (String, Option<EntryKind>, u64);
+    let rows = |es: Vec<penstock_backends::DirEntry>| -> Vec<Row> {
+        es.iter()
+            .map(|e| (e.sort_key(), Some(e.stat.kind), e.stat.size))
+            .collect()
+    };
+    let whole = rows(f.read_dir(&[]).await.unwrap());
+    let keys: Vec<&str> = whole.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "a.txt",
+            "a/",
+            "a0",
+            "b",
+            "link-b",
+            "link-sub/",
+            "sub.txt",
+            "sub/",
+            "sub0",
+            "ü"
+        ]
+    );
+    for limit in [1, 2, 3, 100] {
+        let mut paged = Vec::new();
+        let mut from = String::new();
+        loop {
+            let page = rows(f.read_dir_from(&[], &from, limit).await.unwrap());
+            assert!(page.len() <= limit);
+            let done = page.len() < limit;
+            if let Some(last) = page.last() {
+                from = format!("{}\0", last.0);
+            }
+            paged.extend(page);
+            if done {
+                break;
+            }
+        }
+        assert_eq!(paged, whole, "pages of {limit}");
+    }
+    for (i, r) in whole.iter().enumerate() {
+        let page = rows(f.read_dir_from(&[], &r.0, 2).await.unwrap());
+        assert_eq!(page, whole[i..(i + 2).min(whole.len())], "from {:?}", r.0);
+    }
+    let page = rows(f.read_dir_from(&[], "a/\0", 1).await.unwrap());
+    assert_eq!(page[0].0, "a0", "from between two keys");
+    assert!(
+        f.read_dir_from(&[], "\u{ffff}", 10).await.unwrap().is_empty(),
+        "from after every key"
+    );
+    let sub = vec!["sub".to_owned()];
+    assert_eq!(
+        rows(f.read_dir_from(&sub, "", 10).await.unwrap()),
+        rows(f.read_dir(&sub).await.unwrap())
+    );
+    assert!(f.read_dir_from(&["nope".to_owned()], "", 10).await.unwrap().is_empty());
+    assert!(
+        f.read_dir_from(&["out".to_owned()], "", 10).await.unwrap().is_empty(),
+        "not out of the folder"
+    );
+}
+
 /// Noncurrent versions: kept by a second name while the key is overwritten, moved away by a
 /// delete, moved back by a restore; counted in usage, never listed.
 async fn versions(v: Arc<dyn Volume>) {
@@ -572,6 +658,8 @@ async fn run_all(fx: &impl Fixture) {
     symlink_containment(v, &root).await;
     let (v, root) = fx.volume().await;
     announced_publishes(v, &root).await;
+    let (v, root) = fx.volume().await;
+    paged_listing(v, &root).await;
 }
 
 /// A POSIX volume in a temp dir, staging with direct writes from `direct_from` bytes.
