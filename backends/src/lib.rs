@@ -12,6 +12,7 @@
 pub mod error;
 pub mod key;
 pub mod layout;
+mod listing;
 pub mod nfs;
 pub mod posix;
 pub mod vfolder;

@@ -493,6 +493,54 @@ async fn paged_listing(v: Arc<dyn Volume>, root: &Path) {
     );
 }
 
+/// Every page of `dir`, `limit` entries at a time, as (sort key, size).
+async fn all_pages(f: &Arc<dyn Folder>, dir: &[String], limit: usize) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut from = String::new();
+    loop {
+        let page = f.read_dir_from(dir, &from, limit).await.unwrap();
+        let done = page.len() < limit;
+        out.extend(page.iter().map(|e| (e.sort_key(), e.stat.size)));
+        match page.last() {
+            Some(e) if !done => from = format!("{}\0", e.sort_key()),
+            _ => return out,
+        }
+    }
+}
+
+/// A large directory that has settled is paged from names the backend keeps: the pages still
+/// follow files added, removed and rewritten in place behind the backend's back.
+async fn kept_pages_follow_changes(v: Arc<dyn Volume>, root: &Path) {
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let big = root.join(l.relative_path()).join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..1200 {
+        std::fs::write(big.join(format!("f{i:05}")), vec![b'x'; i % 5]).unwrap();
+    }
+    let dir = vec!["big".to_owned()];
+    let whole = |f: Arc<dyn Folder>| async move {
+        let all = f.read_dir(&["big".to_owned()]).await.unwrap();
+        all.iter().map(|e| (e.sort_key(), e.stat.size)).collect::<Vec<_>>()
+    };
+    assert_eq!(all_pages(&f, &dir, 500).await, whole(f.clone()).await);
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    for _ in 0..2 {
+        let paged = all_pages(&f, &dir, 500).await;
+        assert_eq!(paged.len(), 1200);
+        assert_eq!(paged, whole(f.clone()).await);
+    }
+    // A rewrite in place changes no directory time. Names come and go through the folder: an
+    // NFS server may answer for names removed behind its back with stale handles.
+    std::fs::write(big.join("f00007"), vec![b'y'; 777]).unwrap();
+    assert!(f.remove(&p("big/f00100"), 0).await.unwrap());
+    write(&f, "big/f00100a", b"new").await.unwrap();
+    let paged = all_pages(&f, &dir, 500).await;
+    assert!(paged.contains(&("f00100a".to_owned(), 3)) && !paged.iter().any(|(k, _)| k == "f00100"));
+    assert_eq!(paged, whole(f.clone()).await);
+}
+
 /// Noncurrent versions: kept by a second name while the key is overwritten, moved away by a
 /// delete, moved back by a restore; counted in usage, never listed.
 async fn versions(v: Arc<dyn Volume>) {
@@ -660,6 +708,8 @@ async fn run_all(fx: &impl Fixture) {
     announced_publishes(v, &root).await;
     let (v, root) = fx.volume().await;
     paged_listing(v, &root).await;
+    let (v, root) = fx.volume().await;
+    kept_pages_follow_changes(v, &root).await;
 }
 
 /// A POSIX volume in a temp dir, staging with direct writes from `direct_from` bytes.

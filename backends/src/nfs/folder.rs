@@ -13,7 +13,8 @@ use super::pool::{status, MAX_LINKS, NF_DIR, NF_LNK, NF_REG};
 use super::rpc::{to_stat, Shared};
 use super::staging::NfsStaging;
 use crate::layout::{self, check_version_name, DirOps, SweepRule, WalkEntry, MARKERS_DIR, TMP_DIR, VERSIONS_DIR};
-use crate::volume::{DirEntry, Folder, ReadHandle, StagingFile, Stat};
+use crate::listing::{Names, Version, MIN_KEPT_ENTRIES};
+use crate::volume::{DirEntry, EntryKind, Folder, ReadHandle, StagingFile, Stat};
 use crate::{BackendError, ObjectPath, Result};
 
 /// The outcome of resolving a path inside a folder: the object's handle and attributes, or
@@ -110,6 +111,88 @@ impl NfsFolder {
             Some((fh, attr)) if attr.type_ == NF_DIR => Ok(Some(fh)),
             _ => Ok(None),
         }
+    }
+
+    /// Every entry of directory `dir` (handle `fh`), sorted, with its stat; and whether none
+    /// was a symlink (whose kind follows its target, which can change without the directory
+    /// changing, so the names of such a directory are not kept).
+    async fn read_all(&self, dir: &[String], fh: &Bytes) -> Result<(Vec<DirEntry>, bool)> {
+        let s = &self.shared;
+        let mut entries = Vec::new();
+        let mut plain = true;
+        for e in s.read_dir_raw(fh).await? {
+            let name = e.file_name.as_str();
+            if layout::is_hidden(dir, name) {
+                continue;
+            }
+            let stat = match s.entry_attr(&e).await {
+                Some(a) if a.type_ == NF_LNK => {
+                    plain = false;
+                    self.link_stat(dir, name).await
+                }
+                Some(a) => to_stat(&a),
+                None => None,
+            };
+            if let Some(stat) = stat {
+                entries.push(DirEntry {
+                    name: e.file_name,
+                    stat,
+                });
+            }
+        }
+        entries.sort_by_cached_key(DirEntry::sort_key);
+        Ok((entries, plain))
+    }
+
+    /// A symlink's stat is its target's, resolved from the folder root: links to siblings
+    /// work, links leading out are dropped.
+    async fn link_stat(&self, dir: &[String], name: &str) -> Option<Stat> {
+        let mut full = dir.to_vec();
+        full.push(name.to_owned());
+        match self.resolve(&full, true).await {
+            Ok(Some((_, attr))) => to_stat(&attr),
+            _ => None,
+        }
+    }
+
+    /// Up to `limit` entries of kept `names` from `from` on, each looked up for its stat (the
+    /// lookups of a batch in flight together); entries gone or of another kind since the
+    /// names were read are passed over.
+    async fn page_of(&self, fh: &Bytes, names: &Names, from: &str, limit: usize) -> Result<Vec<DirEntry>> {
+        let s = &self.shared;
+        let mut out = Vec::with_capacity(limit.min(names.len()));
+        let mut next = names.first_from(from);
+        while out.len() < limit && next < names.len() {
+            let batch: Vec<&str> = (next..names.len().min(next + (limit - out.len())))
+                .map(|i| names.get(i))
+                .collect();
+            next += batch.len();
+            let stats = futures::future::join_all(batch.iter().map(|key| async move {
+                let (name, dir_kind) = match key.strip_suffix('/') {
+                    Some(n) => (n, true),
+                    None => (*key, false),
+                };
+                let stat = match s.lookup(fh, name).await {
+                    Ok((_, a)) if a.type_ == NF_LNK => None,
+                    Ok((_, a)) => to_stat(&a),
+                    // Removed since the names were read (a server may answer with the stale
+                    // handle it still had for the name).
+                    Err(f) if f.is(status::NOENT) || f.is(status::STALE) => None,
+                    Err(f) => return Err(BackendError::from(f)),
+                };
+                Ok(stat
+                    .filter(|st| (st.kind == EntryKind::Dir) == dir_kind)
+                    .map(|stat| DirEntry {
+                        name: name.to_owned(),
+                        stat,
+                    }))
+            }))
+            .await;
+            for st in stats {
+                out.extend(st?);
+            }
+        }
+        Ok(out)
     }
 
     /// Handle of the directory `segs`, creating missing levels; a file on the way is
@@ -383,41 +466,50 @@ impl Folder for NfsFolder {
     async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>> {
         self.shared
             .timed("read_dir", async {
-                let s = &self.shared;
-                let fh = match self.dir(dir).await {
-                    Ok(Some(fh)) => fh,
-                    Ok(None) | Err(BackendError::Escapes) => return Ok(Vec::new()),
-                    Err(e) => return Err(e),
-                };
-                let mut entries = Vec::new();
-                for e in s.read_dir_raw(&fh).await? {
-                    let name = e.file_name.as_str();
-                    if layout::is_hidden(dir, name) {
-                        continue;
-                    }
-                    let stat = match s.entry_attr(&e).await {
-                        Some(a) if a.type_ == NF_LNK => {
-                            // Symlinks resolve from the folder root: links to siblings work, links
-                            // leading out are dropped.
-                            let mut full = dir.to_vec();
-                            full.push(name.to_owned());
-                            match self.resolve(&full, true).await {
-                                Ok(Some((_, attr))) => to_stat(&attr),
-                                _ => None,
-                            }
-                        }
-                        Some(a) => to_stat(&a),
-                        None => None,
-                    };
-                    if let Some(stat) = stat {
-                        entries.push(DirEntry {
-                            name: e.file_name,
-                            stat,
-                        });
-                    }
+                match self.dir(dir).await {
+                    Ok(Some(fh)) => Ok(self.read_all(dir, &fh).await?.0),
+                    Ok(None) | Err(BackendError::Escapes) => Ok(Vec::new()),
+                    Err(e) => Err(e),
                 }
-                entries.sort_by_cached_key(DirEntry::sort_key);
-                Ok(entries)
+            })
+            .await
+    }
+
+    /// A page read from kept names when the directory has not changed since they were read;
+    /// else the whole directory is read (READDIRPLUS carries the stats), and its names kept
+    /// once its times have held for `listing::SETTLED` by this gateway's clock (the server's
+    /// clock stamps them, so comparing them with this one would not tell).
+    async fn read_dir_from(&self, dir: &[String], from: &str, limit: usize) -> Result<Vec<DirEntry>> {
+        self.shared
+            .timed("read_dir", async {
+                let s = &self.shared;
+                let found = if dir.is_empty() {
+                    Some((self.root.clone(), s.getattr(&self.root).await?))
+                } else {
+                    match self.resolve(dir, true).await {
+                        Ok(r) => r,
+                        Err(BackendError::Escapes) => None,
+                        Err(e) => return Err(e),
+                    }
+                };
+                let Some((fh, attr)) = found.filter(|(_, a)| a.type_ == NF_DIR) else {
+                    return Ok(Vec::new());
+                };
+                let id = (attr.fsid, attr.fileid);
+                let version = Version {
+                    mtime: (attr.mtime.seconds as i64, attr.mtime.nseconds as i64),
+                    ctime: (attr.ctime.seconds as i64, attr.ctime.nseconds as i64),
+                };
+                if let Some(names) = s.pages.kept(id, version) {
+                    return self.page_of(&fh, &names, from, limit).await;
+                }
+                let (all, plain) = self.read_all(dir, &fh).await?;
+                if plain && all.len() >= MIN_KEPT_ENTRIES && s.pages.seen_settled(id, version) {
+                    let keys: Vec<String> = all.iter().map(DirEntry::sort_key).collect();
+                    s.pages.keep(id, version, Arc::new(Names::from_sorted(&keys)));
+                }
+                let start = all.partition_point(|e| e.sort_key().as_str() < from);
+                Ok(all.into_iter().skip(start).take(limit).collect())
             })
             .await
     }

@@ -99,6 +99,7 @@ impl NfsVolume {
             path,
             observer: None,
             folders: Mutex::new(std::collections::HashMap::new()),
+            pages: Default::default(),
         });
         let v = Self {
             name: name.to_owned(),

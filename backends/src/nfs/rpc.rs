@@ -26,6 +26,8 @@ pub(super) struct Shared {
     /// Folder directory handles by relative path: opening a folder then costs one GETATTR (to
     /// check the handle still names a directory) instead of a LOOKUP per path level.
     pub(super) folders: Mutex<std::collections::HashMap<String, Bytes>>,
+    /// Sorted names of large directories, kept between the pages of a listing.
+    pub(super) pages: crate::listing::KeptNames,
 }
 
 /// Cached folder handles before the cache is emptied and refilled.

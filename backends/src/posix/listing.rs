@@ -1,11 +1,10 @@
-//! Pages of a directory for listings. A page of a listing needs the entries after its marker,
-//! in S3 key order, and the stats of only the ones it returns: the names are read and sorted
-//! without a stat each, and those of large directories that have settled are kept, so paging
-//! through a directory of a million files reads it once instead of once per page.
+//! Pages of a directory for listings: the names are read and sorted without a stat each, only
+//! the entries a page returns are stat'ed, and the names of large directories that have settled
+//! are kept (`crate::listing`), so paging through a directory of a million files reads it once
+//! instead of once per page.
 
-use std::collections::HashMap;
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{AtFlags, FileType, OFlags};
@@ -13,98 +12,23 @@ use rustix::io::Errno;
 
 use super::fs::{join_or_dot, open_beneath, to_stat};
 use crate::layout;
+use crate::listing::{KeptNames, Names, Version, MIN_KEPT_ENTRIES, SETTLED};
 use crate::volume::{DirEntry, EntryKind, Stat};
 use crate::Result;
 
-/// A directory is kept only when both its times are at least this old: a change made in the
-/// same clock tick as the time last read would not move them (ext4 stamps with the kernel's
-/// coarse clock), and anything older is surely behind a change made now.
-const SETTLED: Duration = Duration::from_secs(2);
-/// Directories with fewer entries are read again for every page: that costs less than a page's
-/// stats, and keeping only large ones keeps the table short.
-const MIN_KEPT_ENTRIES: usize = 1000;
-/// Bytes of names kept across all directories; the least recently used go first.
-const MAX_KEPT_BYTES: usize = 64 << 20;
-
-/// The sort keys of one directory's entries (`name/` for a directory, `name` for a file), in
-/// S3 key order, in one buffer: ~4 bytes per entry besides its name.
-pub(super) struct Names {
-    keys: String,
-    ends: Vec<u32>,
-}
-
-impl Names {
-    fn from_sorted(keys: &[String]) -> Self {
-        let mut buf = String::with_capacity(keys.iter().map(String::len).sum());
-        let mut ends = Vec::with_capacity(keys.len());
-        for k in keys {
-            buf.push_str(k);
-            ends.push(buf.len() as u32);
-        }
-        Self { keys: buf, ends }
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn get(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.keys[start..self.ends[i] as usize]
-    }
-
-    /// The first index whose key is at or after `from`.
-    fn first_from(&self, from: &str) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.get(mid) < from {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    fn bytes(&self) -> usize {
-        self.keys.len() + self.ends.len() * 4
-    }
-}
-
-/// What a kept directory's names were read under: the directory's identity and times.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Version {
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-struct Kept {
-    version: Version,
-    names: Arc<Names>,
-    used: u64,
-}
-
-#[derive(Default)]
-struct Table {
-    by_dir: HashMap<(u64, u64), Kept>,
-    bytes: usize,
-    clock: u64,
-}
-
-/// The kept directory names of one volume.
+/// Keeps the names of large directories that have settled, for the listings of one volume.
 pub(super) struct DirPages {
     /// Off where a directory's times cannot be trusted to move with every change seen here (a
     /// network file system's cached attributes): then every page reads the names again.
     keep: bool,
-    table: Mutex<Table>,
+    names: KeptNames,
 }
 
 impl DirPages {
     pub(super) fn new(keep: bool) -> Self {
         Self {
             keep,
-            table: Mutex::default(),
+            names: KeptNames::default(),
         }
     }
 
@@ -124,13 +48,17 @@ impl DirPages {
             mtime: (st.st_mtime, st.st_mtime_nsec as i64),
             ctime: (st.st_ctime, st.st_ctime_nsec as i64),
         };
-        let names = match self.kept(id, version) {
+        let kept = if self.keep { self.names.kept(id, version) } else { None };
+        let names = match kept {
             Some(names) => names,
             None => {
                 let (names, plain) = scan(root, dir, &rel, &fd)?;
                 let names = Arc::new(names);
+                // This machine's clock stamps a local file system's times: a directory whose
+                // times are SETTLED old has seen no change since, and any change from now on
+                // moves them.
                 if self.keep && plain && names.len() >= MIN_KEPT_ENTRIES && settled(version) {
-                    self.keep(id, version, names.clone());
+                    self.names.keep(id, version, names.clone());
                 }
                 names
             }
@@ -156,51 +84,6 @@ impl DirPages {
             }
         }
         Ok(out)
-    }
-
-    fn kept(&self, id: (u64, u64), version: Version) -> Option<Arc<Names>> {
-        if !self.keep {
-            return None;
-        }
-        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        t.clock += 1;
-        let now = t.clock;
-        let stale = match t.by_dir.get_mut(&id) {
-            Some(k) if k.version == version => {
-                k.used = now;
-                return Some(k.names.clone());
-            }
-            Some(_) => true,
-            None => false,
-        };
-        if stale {
-            if let Some(old) = t.by_dir.remove(&id) {
-                t.bytes -= old.names.bytes();
-            }
-        }
-        None
-    }
-
-    fn keep(&self, id: (u64, u64), version: Version, names: Arc<Names>) {
-        let size = names.bytes();
-        if size > MAX_KEPT_BYTES {
-            return;
-        }
-        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        while t.bytes + size > MAX_KEPT_BYTES {
-            let Some(oldest) = t.by_dir.iter().min_by_key(|(_, k)| k.used).map(|(id, _)| *id) else {
-                break;
-            };
-            if let Some(old) = t.by_dir.remove(&oldest) {
-                t.bytes -= old.names.bytes();
-            }
-        }
-        t.clock += 1;
-        let used = t.clock;
-        if let Some(old) = t.by_dir.insert(id, Kept { version, names, used }) {
-            t.bytes -= old.names.bytes();
-        }
-        t.bytes += size;
     }
 }
 
@@ -282,27 +165,8 @@ fn resolve_link(root: &OwnedFd, rel: &str, dir: &[String], name: &str) -> Option
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_find_their_place_in_key_order() {
-        let mut keys: Vec<String> = ["a.txt", "a/", "a0", "b", "sub/", "sub.txt"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        keys.sort_unstable();
-        let n = Names::from_sorted(&keys);
-        assert_eq!(
-            (0..n.len()).map(|i| n.get(i)).collect::<Vec<_>>(),
-            ["a.txt", "a/", "a0", "b", "sub.txt", "sub/"]
-        );
-        assert_eq!(n.first_from(""), 0);
-        assert_eq!(n.first_from("a/"), 1);
-        assert_eq!(n.first_from("a/\0"), 2);
-        assert_eq!(n.first_from("sub/"), 5);
-        assert_eq!(n.first_from("zzz"), 6);
-    }
-
     fn kept_dirs(p: &DirPages) -> usize {
-        p.table.lock().unwrap().by_dir.len()
+        p.names.kept_dirs()
     }
 
     /// Names are kept once the directory has settled and dropped when it changes; what pages
