@@ -95,13 +95,9 @@ pub trait Folder: Send + Sync {
     /// without the hidden staging directory, unreadable names or entries that escape the folder.
     async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>>;
     /// The entries of [`read_dir`](Self::read_dir) whose sort keys ([`DirEntry::sort_key`]) are
-    /// at or after `from`, at most `limit` of them: one page of a listing. Backends that can
-    /// answer without reading every entry's attributes (or the whole directory) do.
-    async fn read_dir_from(&self, dir: &[String], from: &str, limit: usize) -> Result<Vec<DirEntry>> {
-        let all = self.read_dir(dir).await?;
-        let start = all.partition_point(|e| e.sort_key().as_str() < from);
-        Ok(all.into_iter().skip(start).take(limit).collect())
-    }
+    /// at or after `from`, at most `limit` of them: one page of a listing, costing the entries
+    /// it returns rather than every entry's attributes.
+    async fn read_dir_from(&self, dir: &[String], from: &str, limit: usize) -> Result<Vec<DirEntry>>;
     /// Whether the folder holds no objects (ignoring the hidden staging directory).
     async fn is_empty(&self) -> Result<bool>;
     /// Removes the stored parts of a multipart upload.

@@ -11,7 +11,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::layout::{self, DirOps, WalkEntry};
-use crate::volume::{DirEntry, EntryKind, Stat};
+use crate::volume::{EntryKind, Stat};
 use crate::{BackendError, Result};
 
 /// Group commit for directory fsyncs. Writers that publish into the same directory each need
@@ -196,55 +196,6 @@ fn mtime_ns(st: &rustix::fs::Stat) -> i128 {
 pub(super) fn stat_fd(fd: &impl AsFd) -> Result<Stat> {
     let st = rustix::fs::fstat(fd)?;
     to_stat(&st).ok_or_else(|| std::io::Error::other("not a regular file or directory").into())
-}
-
-pub(super) fn read_dir_sorted(root: &OwnedFd, dir: &[String]) -> Result<Vec<DirEntry>> {
-    let rel = join_or_dot(dir);
-    let fd = match open_beneath(root, &rel, OFlags::RDONLY | OFlags::DIRECTORY) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT | Errno::NOTDIR | Errno::XDEV | Errno::LOOP) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut entries = Vec::new();
-    let mut d = rustix::fs::Dir::read_from(&fd)?;
-    while let Some(ent) = d.read() {
-        let ent = ent?;
-        let Ok(name) = ent.file_name().to_str() else {
-            continue;
-        };
-        if layout::is_hidden(dir, name) {
-            continue;
-        }
-        let st = match ent.file_type() {
-            rustix::fs::FileType::RegularFile | rustix::fs::FileType::Directory => {
-                match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => to_stat(&st),
-                    Err(_) => None,
-                }
-            }
-            // Symlinks (and file systems without d_type) resolve from the folder root so that
-            // links to siblings work and links leading out are dropped.
-            _ => {
-                let full = if dir.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{rel}/{name}")
-                };
-                match open_beneath(root, &full, OFlags::PATH) {
-                    Ok(target) => rustix::fs::fstat(&target).ok().and_then(|st| to_stat(&st)),
-                    Err(_) => None,
-                }
-            }
-        };
-        if let Some(stat) = st {
-            entries.push(DirEntry {
-                name: name.to_owned(),
-                stat,
-            });
-        }
-    }
-    entries.sort_by_cached_key(DirEntry::sort_key);
-    Ok(entries)
 }
 
 /// Runs a walk of [`layout`] over a POSIX folder, on the calling (blocking-pool) thread. The

@@ -33,8 +33,8 @@ impl DirPages {
     }
 
     /// The entries of `dir` (segments from the folder `root`) whose sort keys are at or after
-    /// `from`, in S3 key order, at most `limit`, each with its stat; as
-    /// [`read_dir_sorted`](super::fs::read_dir_sorted) would list them. Runs on a blocking thread.
+    /// `from`, in S3 key order, at most `limit`, each with its stat (`Folder::read_dir_from`).
+    /// Runs on a blocking thread.
     pub(super) fn page(&self, root: &OwnedFd, dir: &[String], from: &str, limit: usize) -> Result<Vec<DirEntry>> {
         let rel = join_or_dot(dir);
         let fd = match open_beneath(root, &rel, OFlags::RDONLY | OFlags::DIRECTORY) {
@@ -109,7 +109,7 @@ fn scan(root: &OwnedFd, dir: &[String], rel: &str, fd: &OwnedFd) -> Result<(Name
         let Ok(name) = ent.file_name().to_str() else {
             continue;
         };
-        if name == "." || name == ".." || layout::is_hidden(dir, name) {
+        if layout::is_hidden(dir, name) {
             continue;
         }
         let kind = match ent.file_type() {

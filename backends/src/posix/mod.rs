@@ -26,7 +26,7 @@ use crate::{BackendError, FolderLocation, ObjectPath, Result, SweepRule};
 
 use fs::{
     absent_is_none, ensure_dir, is_local_fs, join_or_dot, kind_of, make_marker_dir, open_beneath, open_beneath_cached,
-    open_dir_path, read_dir_sorted, stat_fd, to_stat, DirSyncs, PosixDirs,
+    open_dir_path, stat_fd, to_stat, DirSyncs, PosixDirs,
 };
 use read::PosixReader;
 use recycle::{dir_key, Recycled};
@@ -463,9 +463,7 @@ impl Folder for PosixFolder {
     }
 
     async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>> {
-        let root = self.root.clone();
-        let dir = dir.to_vec();
-        self.io.run("read_dir", move || read_dir_sorted(&root, &dir)).await
+        self.read_dir_from(dir, "", usize::MAX).await
     }
 
     async fn read_dir_from(&self, dir: &[String], from: &str, limit: usize) -> Result<Vec<DirEntry>> {

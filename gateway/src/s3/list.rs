@@ -137,10 +137,11 @@ impl Walk<'_> {
                 return Ok(());
             };
             for e in entries {
-                if self.full() || self.past_prefix(&dir_key, &e) {
+                let key = format!("{dir_key}{}", e.sort_key());
+                if self.full() || self.past_prefix(&key) {
                     return Ok(());
                 }
-                self.visit(&dir, &dir_key, e).await?;
+                self.visit(&dir, key, e).await?;
             }
             if got < want {
                 return Ok(());
@@ -170,15 +171,14 @@ impl Walk<'_> {
         by_prefix.max(by_marker)
     }
 
-    /// Whether entry `e` of the directory at `dir_key`, and so every entry after it, comes after
+    /// Whether the entry at `key`, and so every entry after it in its directory, comes after
     /// every key under the prefix.
-    fn past_prefix(&self, dir_key: &str, e: &DirEntry) -> bool {
-        let key = format!("{dir_key}{}", e.sort_key());
-        key.as_str() > self.q.prefix && !key.starts_with(self.q.prefix)
+    fn past_prefix(&self, key: &str) -> bool {
+        key > self.q.prefix && !key.starts_with(self.q.prefix)
     }
 
-    async fn visit(&mut self, dir: &[String], dir_key: &str, e: DirEntry) -> S3Result<()> {
-        let key = format!("{dir_key}{}", e.sort_key());
+    /// Visits the entry `e` whose key (its sort key under its directory's) is `key`.
+    async fn visit(&mut self, dir: &[String], key: String, e: DirEntry) -> S3Result<()> {
         let prefix = self.q.prefix;
         match e.stat.kind {
             EntryKind::File => self.emit(key, e.stat),
@@ -203,9 +203,9 @@ impl Walk<'_> {
                         return Ok(());
                     }
                 }
-                let mut sub = dir.to_vec();
-                sub.push(e.name.clone());
                 let own = (key.starts_with(prefix) && self.after_marker(&key)).then_some(e.stat);
+                let mut sub = dir.to_vec();
+                sub.push(e.name);
                 Box::pin(self.walk_dir(sub, key, own)).await?;
             }
         }
