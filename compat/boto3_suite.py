@@ -3,6 +3,7 @@ checksums as aws-chunked trailers), plus presigned GET/PUT/POST with SigV4 and S
 
 Run by compat/boto3.sh against a fresh gateway (ENDPOINT and AWS_* in the environment)."""
 
+import base64
 import hashlib
 import io
 import json
@@ -519,6 +520,19 @@ sse = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256
 check("setting encryption not offered",
       error_code(lambda: s3.put_bucket_encryption(Bucket=B, ServerSideEncryptionConfiguration=sse))
       == ("NotImplemented", 501))
+ssec_key = b"k" * 32
+ssec = dict(SSECustomerAlgorithm="AES256", SSECustomerKey=base64.b64encode(ssec_key).decode(),
+            SSECustomerKeyMD5=base64.b64encode(hashlib.md5(ssec_key).digest()).decode())
+check("SSE-C write refused", error_code(lambda: s3.put_object(Bucket=B, Key="ssec", Body=b"x", **ssec))
+      == ("NotImplemented", 501))
+check("SSE-C write left nothing", error_code(lambda: s3.head_object(Bucket=B, Key="ssec"))[1] == 404)
+check("object lock bucket refused",
+      error_code(lambda: s3.create_bucket(Bucket=B + "-lock", ObjectLockEnabledForBucket=True))
+      == ("NotImplemented", 501))
+owner = s3.get_bucket_acl(Bucket=B)["Owner"]["ID"]
+check("expected owner", "Contents" in s3.list_objects_v2(Bucket=B, ExpectedBucketOwner=owner))
+check("unexpected owner refused",
+      error_code(lambda: s3.list_objects_v2(Bucket=B, ExpectedBucketOwner=owner + "0")) == ("AccessDenied", 403))
 
 # Delete
 r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "l/" + k} for k in keys] + [{"Key": "ghost"}]})

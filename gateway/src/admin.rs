@@ -559,7 +559,7 @@ async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult
     if !s3s::validation::AwsNameValidation::new().validate_bucket_name(&b.name) {
         return Err(bad(format!("{:?} is not a valid bucket name", b.name)));
     }
-    if let Some(why) = crate::s3::bucket::reserved_bucket_name(&b.name) {
+    if let Some(why) = crate::s3::bucket::refused_bucket_name(&b.name) {
         return Err(bad(format!("{:?} is not a valid bucket name: {why}", b.name)));
     }
     let scope = b.owner;

@@ -225,6 +225,7 @@ impl GatewayAccess {
                 format!("{}/{} ({})", caller.user.domain, caller.user.name, caller.access_key)
             });
         }
+        crate::s3::refuse_unoffered(op, headers)?;
         let need = match required(op) {
             // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
             // which would send clients looking for a policy to fix.
@@ -243,6 +244,7 @@ impl GatewayAccess {
                 .await
                 .map_err(meta_err)?;
             if let Some(rec) = found {
+                crate::s3::check_expected_owner(headers, "x-amz-expected-bucket-owner", &rec)?;
                 let facts = RequestFacts {
                     op,
                     key: key.as_deref(),
@@ -327,6 +329,26 @@ impl S3Access for GatewayAccess {
         };
         if let Some(upload) = req.extensions.get::<Arc<FormUpload>>() {
             req.input.key = upload.key_for(&req.input.key);
+        }
+        // A form asks for encryption or object lock in its fields, not in headers.
+        let i = &req.input;
+        if i.server_side_encryption.is_some()
+            || i.sse_customer_algorithm.is_some()
+            || i.sse_customer_key.is_some()
+            || i.ssekms_key_id.is_some()
+            || i.ssekms_encryption_context.is_some()
+            || i.bucket_key_enabled.is_some()
+        {
+            return Err(s3_error!(
+                NotImplemented,
+                "A header you provided implies functionality that is not implemented: server-side encryption"
+            ));
+        }
+        if i.object_lock_mode.is_some()
+            || i.object_lock_retain_until_date.is_some()
+            || i.object_lock_legal_hold_status.is_some()
+        {
+            return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
         }
         let slot = req.extensions.get::<InfoSlot>().cloned();
         let peer = req.extensions.get::<PeerAddr>().map(|p| p.0.ip());

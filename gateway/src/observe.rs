@@ -219,6 +219,20 @@ impl Observed {
 /// A PUT with an RDMA token whose declared body never comes (LMCache's cuObject connector sends
 /// `Content-Length: <size>` and no bytes): s3s must not wait for it, and the connection, whose
 /// byte stream no longer lines up with HTTP framing, is closed after the response.
+/// An `Authorization` header with nothing in it names no credentials: S3 serves such a request
+/// as an anonymous one (403 `AccessDenied` unless a policy or ACL lets anyone in), where s3s
+/// would refuse the header itself as malformed (400).
+fn drop_empty_authorization<B>(req: &mut Request<B>) {
+    let auth = http::header::AUTHORIZATION;
+    if req
+        .headers()
+        .get(&auth)
+        .is_some_and(|v| v.as_bytes().trim_ascii().is_empty())
+    {
+        req.headers_mut().remove(auth);
+    }
+}
+
 fn unsent_body(req: &Request<Incoming>) -> bool {
     req.method() == http::Method::PUT
         && crate::s3::rdma_has_token(req.headers())
@@ -278,6 +292,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         if let Some(p) = self.peer {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
+        drop_empty_authorization(&mut req);
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {

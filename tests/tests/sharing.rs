@@ -41,6 +41,10 @@ async fn public_read_policy_serves_anonymous_gets_and_nothing_more() {
     let a = anon(&gw, "GET", "/pub/models/m.bin");
     assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "no policy, no anonymous access");
     assert!(a.header("x-amz-request-id").is_some());
+    // An empty Authorization header names nobody: the request is anonymous, not malformed.
+    let empty_auth = [("Authorization", "")];
+    let a = Conn::open(&gw).unsigned("PUT", "/pub/models/m.bin", &empty_auth, b"overwritten");
+    assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"));
     let e = c.get_bucket_policy().bucket("pub").send().await.unwrap_err();
     assert_eq!((code(&e).as_str(), status(&e)), ("NoSuchBucketPolicy", 404));
 
@@ -51,6 +55,8 @@ async fn public_read_policy_serves_anonymous_gets_and_nothing_more() {
     assert_eq!(st.policy_status().and_then(|s| s.is_public()), Some(true));
 
     let a = anon(&gw, "GET", "/pub/models/m.bin");
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"weights"[..]));
+    let a = Conn::open(&gw).unsigned("GET", "/pub/models/m.bin", &empty_auth, b"");
     assert_eq!((a.status, a.body.as_slice()), (200, &b"weights"[..]));
     assert_eq!(anon(&gw, "HEAD", "/pub/models/m.bin").status, 200);
     // A link cannot have a public object served as another type (HTML from this origin).

@@ -20,8 +20,13 @@ const RESERVED_SUFFIXES: [&str; 5] = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", 
 /// The region where S3 lets CreateBucket of a bucket you already own succeed.
 const LEGACY_REGION: &str = "us-east-1";
 
-/// Why `name` may not be given to a new bucket, if it is reserved.
-pub(crate) fn reserved_bucket_name(name: &str) -> Option<String> {
+/// Why `name` may not be given to a new bucket, beyond what s3s's name check refuses: a reserved
+/// prefix or suffix, or a dot next to a hyphen (each dot-separated label of a DNS name starts and
+/// ends with a letter or digit; S3 refuses `foo.-bar` and `foo-.bar`).
+pub(crate) fn refused_bucket_name(name: &str) -> Option<String> {
+    if name.contains(".-") || name.contains("-.") {
+        return Some("a period may not be next to a hyphen".to_owned());
+    }
     if let Some(p) = RESERVED_PREFIXES.iter().find(|p| name.starts_with(*p)) {
         return Some(format!("bucket names may not start with {p:?}"));
     }
@@ -37,8 +42,16 @@ impl Gateway {
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let who = caller(&req)?;
         let name = req.input.bucket.clone();
-        if let Some(why) = reserved_bucket_name(&name) {
+        if let Some(why) = refused_bucket_name(&name) {
             return Err(s3_error!(InvalidBucketName, "The specified bucket is not valid: {why}"));
+        }
+        // A bucket asked for with object lock would be served without it: refused, as setting
+        // its object lock configuration is.
+        if req.input.object_lock_enabled_for_bucket == Some(true) {
+            return Err(s3_error!(
+                NotImplemented,
+                "A header you provided implies functionality that is not implemented: object lock"
+            ));
         }
         let (d, n) = (who.user.domain.clone(), name.clone());
         if let Some(existing) = self.meta.bucket(&d, &n).await.map_err(meta_err)? {

@@ -59,6 +59,7 @@ impl Gateway {
         parse_key(key)?;
         let who = caller(req)?;
         let sb = self.bucket(&who, bucket).await?;
+        super::check_expected_owner(&req.headers, "x-amz-source-expected-bucket-owner", &sb.rec)?;
         // Reading the source is a GetObject (GetObjectVersion) of it: the folder's permission,
         // a bucket policy (its Deny by key included) and ACLs decide, as for a GET.
         let facts = RequestFacts {

@@ -62,6 +62,7 @@ pub(crate) use range::ignored as range_ignored;
 pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 pub(crate) use sharing::RequestFacts;
+pub(crate) use unconfigured::refuse_unoffered;
 
 pub(crate) use error::{internal, meta_err, presigned_too_long};
 
@@ -246,6 +247,23 @@ pub(crate) fn owner_of(rec: &BucketRecord) -> Owner {
         id: Some(rec.quota_scope.id.simple().to_string()),
         display_name: Some(rec.quota_scope.to_string()),
     }
+}
+
+/// Refuses a request whose `header` (`x-amz-expected-bucket-owner`, or
+/// `x-amz-source-expected-bucket-owner` for a copy's source) names someone other than the owner
+/// of bucket `rec` (the owner ID that ListObjects, ACLs and ListBuckets give): 403
+/// `AccessDenied`, as S3 answers, so a client that guards against writing into a bucket someone
+/// else recreated under the same name is guarded here too.
+pub(crate) fn check_expected_owner(headers: &http::HeaderMap, header: &str, rec: &BucketRecord) -> S3Result<()> {
+    let Some(expected) = headers.get(header) else {
+        return Ok(());
+    };
+    let mut buf = [0u8; uuid::fmt::Simple::LENGTH];
+    let owner = rec.quota_scope.id.simple().encode_lower(&mut buf);
+    if expected.as_bytes() == owner.as_bytes() {
+        return Ok(());
+    }
+    Err(s3s::s3_error!(AccessDenied, "Access Denied"))
 }
 
 /// The caller put there by the access check; every authenticated request has one.

@@ -5,9 +5,15 @@
 //! AWS provider, console-like UIs, `aws s3api` scripts) and stop at `NotImplemented`. What S3
 //! answers for a bucket where the setting was never made is true here, so that is the answer;
 //! setting one stays `NotImplemented`, because nothing here would act on it.
+//!
+//! The same holds for requests that ask for one of these features per object (server-side
+//! encryption headers, object lock headers): they are refused, never served as if the feature
+//! had been applied, so no client believes an object encrypted or locked that is not.
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
+
+use http::HeaderMap;
 
 use super::error::no_encryption_configuration;
 use super::{caller, Gateway};
@@ -65,4 +71,100 @@ never_set! {
         ReplicationConfigurationNotFoundError,
         "The replication configuration was not found"
     ));
+}
+
+/// Operations that only read an object: SSE-C headers there name a key for an object that was
+/// never encrypted with one.
+const READS: [&str; 3] = ["GetObject", "HeadObject", "GetObjectAttributes"];
+
+/// Refuses a request that asks for server-side encryption or object lock on the objects it
+/// writes or reads, since objects here are plain files in the tenant's folder (what a compute
+/// session that mounts it reads) and no bucket has object lock:
+/// - SSE-C headers on a read, or SSE-C headers for a copy's source: 400 `InvalidRequest`, as S3
+///   answers when the object was not encrypted with a customer key;
+/// - any other server-side encryption header (SSE-C, SSE-KMS, SSE-S3): 501 `NotImplemented`,
+///   S3's answer to a header that implies functionality it does not implement;
+/// - object lock headers on a write: 400 `InvalidRequest`, as S3 answers for a bucket without
+///   an object lock configuration.
+pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
+    let mut sse = false;
+    let mut customer = false;
+    let mut lock = false;
+    for name in headers.keys() {
+        let n = name.as_str();
+        if n.starts_with("x-amz-copy-source-server-side-encryption-customer-") {
+            return Err(s3_error!(
+                InvalidRequest,
+                "The encryption parameters are not applicable to this object."
+            ));
+        }
+        if let Some(rest) = n.strip_prefix("x-amz-server-side-encryption") {
+            sse = true;
+            customer |= rest.starts_with("-customer-");
+        }
+        lock |= n.starts_with("x-amz-object-lock-");
+    }
+    if sse && READS.contains(&op) {
+        if customer {
+            return Err(s3_error!(
+                InvalidRequest,
+                "The encryption parameters are not applicable to this object."
+            ));
+        }
+        return Ok(());
+    }
+    if sse {
+        return Err(s3_error!(
+            NotImplemented,
+            "A header you provided implies functionality that is not implemented: server-side encryption"
+        ));
+    }
+    if lock && !READS.contains(&op) {
+        return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(op: &str, headers: &[(&'static str, &'static str)]) -> Option<(String, u16)> {
+        let mut h = HeaderMap::new();
+        for (k, v) in headers {
+            h.insert(*k, v.parse().unwrap());
+        }
+        let e = refuse_unoffered(op, &h).err()?;
+        Some((e.code().as_str().to_owned(), e.status_code().map_or(0, |s| s.as_u16())))
+    }
+
+    #[test]
+    fn encryption_and_lock_requests_are_refused_as_s3_refuses_them() {
+        let not_impl = Some(("NotImplemented".to_owned(), 501));
+        let invalid = Some(("InvalidRequest".to_owned(), 400));
+        let ssec = ("x-amz-server-side-encryption-customer-algorithm", "AES256");
+        assert_eq!(answer("PutObject", &[ssec]), not_impl);
+        assert_eq!(answer("UploadPart", &[ssec]), not_impl);
+        assert_eq!(
+            answer("PutObject", &[("x-amz-server-side-encryption", "aws:kms")]),
+            not_impl
+        );
+        assert_eq!(
+            answer("CreateMultipartUpload", &[("x-amz-server-side-encryption", "AES256")]),
+            not_impl
+        );
+        assert_eq!(answer("GetObject", &[ssec]), invalid);
+        assert_eq!(answer("HeadObject", &[ssec]), invalid);
+        let src = ("x-amz-copy-source-server-side-encryption-customer-key", "k");
+        assert_eq!(answer("CopyObject", &[src]), invalid);
+        assert_eq!(
+            answer("PutObject", &[("x-amz-object-lock-mode", "GOVERNANCE")]),
+            invalid
+        );
+        assert_eq!(answer("PutObject", &[("x-amz-object-lock-legal-hold", "ON")]), invalid);
+        // What asks for nothing unoffered passes.
+        assert_eq!(answer("GetObject", &[("x-amz-server-side-encryption", "AES256")]), None);
+        assert_eq!(answer("PutObject", &[("x-amz-meta-server-side-encryption", "x")]), None);
+        assert_eq!(answer("PutObject", &[("content-type", "text/plain")]), None);
+    }
 }

@@ -16,8 +16,9 @@ async fn bucket_lifecycle() {
     let names: Vec<String> =
         c.list_buckets().send().await.unwrap().buckets().iter().map(|b| b.name().unwrap().to_owned()).collect();
     assert_eq!(names, ["alpha"]);
-    // Names S3 reserves for access point aliases, directory buckets and the like.
-    for reserved in ["data-s3alias", "data--ol-s3", "data.mrap", "sthree-data", "xn--data"] {
+    // Names S3 reserves for access point aliases, directory buckets and the like, and labels that
+    // start or end with a hyphen.
+    for reserved in ["data-s3alias", "data--ol-s3", "data.mrap", "sthree-data", "xn--data", "foo.-bar", "foo-.bar"] {
         let e = c.create_bucket().bucket(reserved).send().await.unwrap_err();
         assert_eq!(code(&e), "InvalidBucketName", "{reserved}");
     }

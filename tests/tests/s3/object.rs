@@ -269,3 +269,144 @@ async fn reads_right_after_an_overwrite_see_it() {
         assert_eq!((o.e_tag(), o.size()), (Some(etag.as_str()), Some(body.len() as i64)), "listing after write {i}");
     }
 }
+
+/// Server-side encryption and object lock are not offered: a request asking for either is
+/// refused as S3 refuses what it does not do, and writes nothing, so no client believes an object
+/// encrypted or locked that is a plain file.
+#[tokio::test]
+async fn encryption_and_object_lock_requests_are_refused_and_write_nothing() {
+    use aws_sdk_s3::types::{ObjectLockMode, ServerSideEncryption};
+    let (_gw, c) = Gateway::with_bucket("sse").await;
+    let key = [7u8; 32];
+    let key_b64 = base64_encode(&key);
+    let key_md5 = base64_encode(&<md5::Md5 as md5::Digest>::digest(key));
+    let e = c
+        .put_object()
+        .bucket("sse")
+        .key("k")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key_b64)
+        .sse_customer_key_md5(&key_md5)
+        .body(ByteStream::from_static(b"secret"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501));
+    for sse in [ServerSideEncryption::AwsKms, ServerSideEncryption::Aes256] {
+        let e = c
+            .put_object()
+            .bucket("sse")
+            .key("k")
+            .server_side_encryption(sse.clone())
+            .body(ByteStream::from_static(b"secret"))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501), "{sse:?}");
+        let e =
+            c.create_multipart_upload().bucket("sse").key("m").server_side_encryption(sse).send().await.unwrap_err();
+        assert_eq!(code(&e), "NotImplemented");
+    }
+    let e = c
+        .put_object()
+        .bucket("sse")
+        .key("k")
+        .object_lock_mode(ObjectLockMode::Governance)
+        .object_lock_retain_until_date(aws_sdk_s3::primitives::DateTime::from_secs(4_000_000_000))
+        .body(ByteStream::from_static(b"locked"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("InvalidRequest", 400));
+    assert!(keys(&c, "sse").await.is_empty(), "refused writes leave nothing");
+    assert!(c.list_multipart_uploads().bucket("sse").send().await.unwrap().uploads().is_empty());
+
+    // Reads naming a customer key: the object was never encrypted with one.
+    put(&c, "sse", "plain", b"plain bytes").await;
+    let e = c
+        .get_object()
+        .bucket("sse")
+        .key("plain")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(&key_b64)
+        .sse_customer_key_md5(&key_md5)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("InvalidRequest", 400));
+    let e = c
+        .copy_object()
+        .bucket("sse")
+        .key("copy")
+        .copy_source("sse/plain")
+        .copy_source_sse_customer_algorithm("AES256")
+        .copy_source_sse_customer_key(&key_b64)
+        .copy_source_sse_customer_key_md5(&key_md5)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidRequest");
+    assert_eq!(get(&c, "sse", "plain").await, b"plain bytes");
+
+    // A bucket asked for with object lock is not made.
+    let e = c.create_bucket().bucket("locked").object_lock_enabled_for_bucket(true).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501));
+    let e = c.head_bucket().bucket("locked").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+}
+
+/// `x-amz-expected-bucket-owner` (and `x-amz-source-expected-bucket-owner` for a copy's source)
+/// guard a request against a bucket owned by someone else: 403 when they name another owner.
+#[tokio::test]
+async fn expected_bucket_owner_is_checked() {
+    let (_gw, c) = Gateway::with_bucket("owned").await;
+    put(&c, "owned", "k", b"v").await;
+    let acl = c.get_bucket_acl().bucket("owned").send().await.unwrap();
+    let owner = acl.owner().and_then(|o| o.id()).unwrap().to_owned();
+    let other = format!("{owner}0");
+
+    c.head_object().bucket("owned").key("k").expected_bucket_owner(&owner).send().await.unwrap();
+    let out = c.list_objects_v2().bucket("owned").expected_bucket_owner(&owner).send().await.unwrap();
+    assert_eq!(out.key_count(), Some(1));
+    let e = c.list_objects_v2().bucket("owned").expected_bucket_owner(&other).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403));
+    let e = c.get_object().bucket("owned").key("k").expected_bucket_owner(&other).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403));
+    let e = c
+        .put_object()
+        .bucket("owned")
+        .key("k")
+        .expected_bucket_owner(&other)
+        .body(ByteStream::from_static(b"overwritten"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
+    assert_eq!(get(&c, "owned", "k").await, b"v", "a refused write changes nothing");
+
+    let e = c
+        .copy_object()
+        .bucket("owned")
+        .key("copy")
+        .copy_source("owned/k")
+        .expected_source_bucket_owner(&other)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
+    c.copy_object()
+        .bucket("owned")
+        .key("copy")
+        .copy_source("owned/k")
+        .expected_source_bucket_owner(&owner)
+        .expected_bucket_owner(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get(&c, "owned", "copy").await, b"v");
+}
+
+fn base64_encode(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
