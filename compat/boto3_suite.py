@@ -306,6 +306,26 @@ st, location, _ = post_form(post, "c d.txt", b"redirected")
 check("post ${filename} 303", st == 303 and "key=post%2Fc+d.txt" in (location or ""), (st, location))
 check("post ${filename} 303 object", s3.get_object(Bucket=B, Key="post/c d.txt")["Body"].read() == b"redirected")
 
+# A form's `tagging` (an XML tag set) and `acl` fields are applied as a PUT's headers would be.
+tag_doc = "<Tagging><TagSet><Tag><Key>team</Key><Value>a&amp;b</Value></Tag></TagSet></Tagging>"
+post = s3.generate_presigned_post(B, "post/tagged", Fields={"tagging": tag_doc, "acl": "private"},
+                                  Conditions=[{"tagging": tag_doc}, {"acl": "private"}])
+st, _, doc = post_form(post, "t.txt", b"tagged")
+check("post tagging field", st == 204 and s3.get_object_tagging(Bucket=B, Key="post/tagged")["TagSet"]
+      == [{"Key": "team", "Value": "a&b"}], (st, doc[:300]))
+post = s3.generate_presigned_post(B, "post/public", Fields={"acl": "public-read"}, Conditions=[{"acl": "public-read"}])
+st, _, doc = post_form(post, "p.txt", b"public")
+check("post public acl refused (ACLs off)", st == 400 and b"AccessControlListNotSupported" in doc, (st, doc[:300]))
+check("post refused acl wrote nothing", error_code(lambda: s3.head_object(Bucket=B, Key="post/public"))[1] == 404)
+# A field that breaks its policy's condition is refused as S3 refuses it (403), a missing key 400.
+post = s3.generate_presigned_post(B, "post/x", Conditions=[["starts-with", "$key", "post/"]])
+post["fields"]["key"] = "elsewhere/x"
+st, _, doc = post_form(post, "x.txt", b"x")
+check("post condition failed 403", st == 403 and b"AccessDenied" in doc, (st, doc[:300]))
+del post["fields"]["key"]
+st, _, doc = post_form(post, "x.txt", b"x")
+check("post without key 400", st == 400 and b"InvalidArgument" in doc, (st, doc[:300]))
+
 # Virtual-hosted-style addressing (`<bucket>.localhost`), signed like any client would, sent to
 # the loopback address because *.localhost need not resolve here.
 from botocore.auth import SigV4Auth

@@ -329,6 +329,7 @@ impl S3Access for GatewayAccess {
         };
         if let Some(upload) = req.extensions.get::<Arc<FormUpload>>() {
             req.input.key = upload.key_for(&req.input.key);
+            upload.apply_fields(&mut req.input)?;
         }
         // A form asks for encryption or object lock in its fields, not in headers.
         let i = &req.input;

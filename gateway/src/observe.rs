@@ -185,7 +185,7 @@ impl Observed {
                         if let Some(form) = form {
                             // Boxed: rare, and its state would otherwise enlarge every request's
                             // future.
-                            resp = Box::pin(crate::s3::post_form::rename_answer(resp, &form)).await;
+                            resp = Box::pin(crate::s3::post_form::form_answer(resp, &form)).await;
                         }
                         Ok(resp)
                     }

@@ -10,6 +10,11 @@
 //!   policy's Deny on a prefix holds for form uploads as for PUTs, and its Allow of a prefix
 //!   admits anonymous form uploads there);
 //! - the answer (201's document, 303's `Location`) names the key written ([`rename_answer`]).
+//!
+//! The same watch reads the two form fields s3s leaves out of the PutObject it makes of a form:
+//! `acl` (s3s reads `x-amz-acl` only) and `tagging` (an XML tag set; s3s reads only the header
+//! form `x-amz-tagging`). The hook applies them, so a form's ACL is applied or refused and its
+//! tags are kept, as S3 does, instead of being dropped without a word.
 
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
@@ -19,6 +24,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
+use s3s::dto::{ObjectCannedACL, PostObjectInput, Tagging};
+use s3s::{s3_error, S3Result};
 
 /// What S3 replaces with the uploaded file's name in a form's `key`.
 const FILENAME: &str = "${filename}";
@@ -35,6 +42,30 @@ pub(crate) struct FormUpload {
     file_name: OnceLock<Option<String>>,
     /// The key as the form spelled it, and as written, when `${filename}` was replaced.
     renamed: OnceLock<(String, String)>,
+    /// The fields s3s does not read, as the form gave them before its file part.
+    fields: OnceLock<FormFields>,
+}
+
+/// Form fields s3s leaves out of the PutObject it makes of a form (see the module's doc).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct FormFields {
+    acl: Option<String>,
+    tagging: Option<String>,
+}
+
+impl FormFields {
+    /// Keeps the value of part `name` if it is one of these fields (names in any case, as s3s
+    /// reads a form's field names).
+    fn keep(&mut self, name: &str, value: &[u8]) {
+        let slot = if name.eq_ignore_ascii_case("acl") {
+            &mut self.acl
+        } else if name.eq_ignore_ascii_case("tagging") {
+            &mut self.tagging
+        } else {
+            return;
+        };
+        *slot = Some(String::from_utf8_lossy(value).into_owned());
+    }
 }
 
 impl FormUpload {
@@ -51,6 +82,45 @@ impl FormUpload {
         let _ = self.renamed.set((form_key.to_owned(), key.clone()));
         key
     }
+
+    /// Puts the form's `acl` and `tagging` fields into the upload s3s made of the form, where
+    /// it has none of its own (from `x-amz-acl`, `x-amz-tagging`). A tag set that is not XML
+    /// is `MalformedXML`; the ACL and the tags are then checked as a PUT's are.
+    pub(crate) fn apply_fields(&self, input: &mut PostObjectInput) -> S3Result<()> {
+        let Some(fields) = self.fields.get() else {
+            return Ok(());
+        };
+        if let (Some(acl), None) = (&fields.acl, &input.acl) {
+            input.acl = Some(ObjectCannedACL::from(acl.trim().to_owned()));
+        }
+        if let (Some(doc), None) = (&fields.tagging, &input.tagging) {
+            input.tagging = Some(tag_header(doc)?);
+        }
+        Ok(())
+    }
+}
+
+/// A form's `tagging` document as the `x-amz-tagging` header would carry it
+/// (`key=value&...`, percent-encoded).
+fn tag_header(doc: &str) -> S3Result<String> {
+    use s3s::xml::Deserialize;
+    let mut d = s3s::xml::Deserializer::new(doc.trim().as_bytes());
+    let tagging = Tagging::deserialize(&mut d)
+        .and_then(|t| d.expect_eof().map(|()| t))
+        .map_err(|_| s3_error!(MalformedXML, "The tagging form field is not a valid Tagging document"))?;
+    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let pairs: Vec<String> = tagging
+        .tag_set
+        .iter()
+        .map(|t| {
+            format!(
+                "{}={}",
+                enc(t.key.as_deref().unwrap_or("")),
+                enc(t.value.as_deref().unwrap_or(""))
+            )
+        })
+        .collect();
+    Ok(pairs.join("&"))
 }
 
 /// For a browser-form upload (POST to a bucket, no query, a multipart form): watches its body
@@ -73,6 +143,8 @@ pub(crate) fn watch(req: Request<s3s::Body>) -> (Request<s3s::Body>, Option<Arc<
         seen: Some(Vec::new()),
         scanned: 0,
         delimiter: [b"--".as_slice(), boundary.as_bytes()].concat(),
+        part: None,
+        fields: FormFields::default(),
         upload: upload.clone(),
     };
     (Request::from_parts(parts, s3s::Body::http_body(watched)), Some(upload))
@@ -102,6 +174,9 @@ struct FileNameWatch<B> {
     scanned: usize,
     /// `--` and the boundary.
     delimiter: Vec<u8>,
+    /// The name of the part whose value starts at `scanned`, and the fields kept so far.
+    part: Option<String>,
+    fields: FormFields,
     upload: Arc<FormUpload>,
 }
 
@@ -109,10 +184,18 @@ impl<B> FileNameWatch<B> {
     fn look(&mut self, data: &Bytes) {
         let Some(seen) = self.seen.as_mut() else { return };
         seen.extend_from_slice(data);
-        match scan_from(seen, &self.delimiter, &mut self.scanned) {
+        let mut at = Place {
+            at: self.scanned,
+            part: self.part.take(),
+            fields: std::mem::take(&mut self.fields),
+        };
+        let scan = scan_from(seen, &self.delimiter, &mut at);
+        (self.scanned, self.part, self.fields) = (at.at, at.part, at.fields);
+        match scan {
             Scan::More if seen.len() <= MAX_WATCHED => {}
             Scan::Found(name) => {
                 let _ = self.upload.file_name.set(name);
+                let _ = self.upload.fields.set(std::mem::take(&mut self.fields));
                 self.seen = None;
             }
             Scan::More | Scan::NoFile => self.seen = None,
@@ -157,36 +240,63 @@ enum Scan {
     NoFile,
 }
 
-/// Finds the file part's headers in a form's first bytes (`delimiter` is `--` and the boundary).
-#[cfg(test)]
-fn file_part(form: &[u8], delimiter: &[u8]) -> Scan {
-    scan_from(form, delimiter, &mut 0)
+/// Where a scan of a form stands between frames.
+#[derive(Default)]
+struct Place {
+    /// A delimiter's start, or the start of a part's value, or 0.
+    at: usize,
+    /// The name of the part whose value starts at `at`.
+    part: Option<String>,
+    /// The fields kept from the parts read whole.
+    fields: FormFields,
 }
 
-/// [`file_part`] from offset `at` (a delimiter's start, or 0), which it leaves at the part whose
-/// headers are not all there yet.
-fn scan_from(form: &[u8], delimiter: &[u8], at: &mut usize) -> Scan {
+/// Finds the file part's headers in a form's first bytes (`delimiter` is `--` and the boundary).
+#[cfg(test)]
+fn file_part(form: &[u8], delimiter: &[u8]) -> (Scan, FormFields) {
+    let mut place = Place::default();
+    let scan = scan_from(form, delimiter, &mut place);
+    (scan, place.fields)
+}
+
+/// [`file_part`] from `place`, which it leaves at the part whose headers are not all there yet;
+/// the values of the parts read whole on the way are kept if they are fields s3s does not read.
+fn scan_from(form: &[u8], delimiter: &[u8], place: &mut Place) -> Scan {
     loop {
-        let at_now = *at;
+        let at_now = place.at;
         let Some(p) = find(&form[at_now..], delimiter) else {
             return Scan::More;
         };
         let after = at_now + p + delimiter.len();
+        // The part before this delimiter ends here; its value is kept once, when the scan moves
+        // past it (below, or at the form's end).
+        let value = &form[at_now..at_now + p];
+        let value = value.strip_suffix(b"\r\n").unwrap_or(value);
         match form.get(after..after + 2) {
             None => return Scan::More,
-            Some(b"--") => return Scan::NoFile,
+            Some(b"--") => {
+                if let Some(name) = place.part.take() {
+                    place.fields.keep(&name, value);
+                }
+                return Scan::NoFile;
+            }
             Some(_) => {}
         }
         let Some(end) = find(&form[after..], b"\r\n\r\n") else {
             return Scan::More;
         };
+        if let Some(name) = place.part.take() {
+            place.fields.keep(&name, value);
+        }
         let headers = String::from_utf8_lossy(&form[after..after + end]);
-        if let Some((name, file_name)) = disposition(&headers) {
+        let part = disposition(&headers);
+        if let Some((name, file_name)) = &part {
             if name.eq_ignore_ascii_case("file") {
-                return Scan::Found(file_name);
+                return Scan::Found(file_name.clone());
             }
         }
-        *at = after + end + 4;
+        place.part = part.map(|(name, _)| name);
+        place.at = after + end + 4;
     }
 }
 
@@ -215,9 +325,62 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// The largest error document [`policy_refusal`] reads to find its code.
+const MAX_ERROR_DOC: usize = 16 * 1024;
+
+/// The answer to a form upload: a form whose field breaks a condition of its signed policy is
+/// refused with 403 `AccessDenied`, as S3 refuses it (s3s answers 400 `InvalidPolicyDocument`,
+/// S3's answer to a policy that is not well formed, which stays so); the key is renamed in
+/// the answer where `${filename}` was replaced (see [`rename_answer`]).
+pub(crate) async fn form_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
+    if resp.status() == http::StatusCode::BAD_REQUEST {
+        return policy_refusal(resp).await;
+    }
+    rename_answer(resp, upload).await
+}
+
+/// A 400 `InvalidPolicyDocument` whose message says a policy condition failed, as 403
+/// `AccessDenied` "Invalid according to Policy"; any other answer unchanged.
+async fn policy_refusal(resp: Response<s3s::Body>) -> Response<s3s::Body> {
+    let (mut parts, body) = resp.into_parts();
+    let doc = match http_body_util::Limited::new(body, MAX_ERROR_DOC).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(_) => return Response::from_parts(parts, s3s::Body::empty()),
+    };
+    let text = String::from_utf8_lossy(&doc);
+    let failed = text.contains("<Code>InvalidPolicyDocument</Code>") && text.contains("<Message>Policy condition ");
+    if !failed {
+        return Response::from_parts(parts, s3s::Body::from(doc));
+    }
+    let message = text
+        .split("<Message>")
+        .nth(1)
+        .and_then(|m| m.split("</Message>").next())
+        .unwrap_or_default();
+    // s3s checks the conditions before it looks for the key: a form without one fails the key's
+    // condition first, where S3 answers that the key is missing.
+    if message.contains("field &apos;key&apos; failed") && message.ends_with("got &apos;&apos;") {
+        let missing = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InvalidArgument</Code>\
+            <Message>Bucket POST must contain a field named &apos;key&apos;.</Message></Error>";
+        parts
+            .headers
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(missing.len()));
+        return Response::from_parts(parts, s3s::Body::from(missing.to_owned()));
+    }
+    let refused = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>\
+         <Message>Invalid according to Policy: {message}</Message></Error>"
+    );
+    parts.status = http::StatusCode::FORBIDDEN;
+    parts
+        .headers
+        .insert(http::header::CONTENT_LENGTH, HeaderValue::from(refused.len()));
+    Response::from_parts(parts, s3s::Body::from(refused))
+}
+
 /// The answer to a form upload whose key had `${filename}` replaced, naming the key written:
 /// s3s writes the form's spelling into the 201 document and the 303 `Location`.
-pub(crate) async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
+async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
     let (Some((form_key, key)), Some(Some(name))) = (upload.renamed.get(), upload.file_name.get()) else {
         return resp;
     };
@@ -279,20 +442,58 @@ mod tests {
     use super::*;
 
     const FORM: &[u8] = b"--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nup/${filename}\r\n\
+--XyZ\r\nContent-Disposition: form-data; name=\"ACL\"\r\n\r\npublic-read\r\n\
+--XyZ\r\nContent-Disposition: form-data; name=\"tagging\"\r\n\r\n<Tagging><TagSet><Tag><Key>a b</Key><Value>1&amp;2</Value></Tag></TagSet></Tagging>\r\n\
 --XyZ\r\ncontent-disposition: form-data; name=\"File\"; filename=\"photo 1.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n\
 bytes--XyZ--\r\n";
 
+    fn form_fields() -> FormFields {
+        FormFields {
+            acl: Some("public-read".into()),
+            tagging: Some("<Tagging><TagSet><Tag><Key>a b</Key><Value>1&amp;2</Value></Tag></TagSet></Tagging>".into()),
+        }
+    }
+
     #[test]
     fn the_file_part_is_found_however_the_bytes_arrive() {
-        assert_eq!(file_part(FORM, b"--XyZ"), Scan::Found(Some("photo 1.jpg".into())));
+        assert_eq!(
+            file_part(FORM, b"--XyZ"),
+            (Scan::Found(Some("photo 1.jpg".into())), form_fields())
+        );
         let headers_end = find(FORM, b"image/jpeg\r\n\r\n").unwrap() + 14;
         for cut in 0..headers_end {
-            assert_eq!(file_part(&FORM[..cut], b"--XyZ"), Scan::More, "cut at {cut}");
+            assert_eq!(file_part(&FORM[..cut], b"--XyZ").0, Scan::More, "cut at {cut}");
         }
-        let none = b"--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--XyZ--\r\n";
-        assert_eq!(file_part(none, b"--XyZ"), Scan::NoFile);
+        let none = b"--XyZ\r\nContent-Disposition: form-data; name=\"acl\"\r\n\r\nprivate\r\n--XyZ--\r\n";
+        let only_acl = FormFields {
+            acl: Some("private".into()),
+            tagging: None,
+        };
+        assert_eq!(file_part(none, b"--XyZ"), (Scan::NoFile, only_acl));
         let unnamed = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx";
-        assert_eq!(file_part(unnamed, b"--XyZ"), Scan::Found(None));
+        assert_eq!(file_part(unnamed, b"--XyZ"), (Scan::Found(None), FormFields::default()));
+    }
+
+    #[test]
+    fn form_fields_become_the_upload_s_acl_and_tags() {
+        let upload = FormUpload::default();
+        let _ = upload.fields.set(form_fields());
+        let mut input = PostObjectInput::builder()
+            .bucket("b".into())
+            .key("k".into())
+            .build()
+            .unwrap();
+        upload.apply_fields(&mut input).unwrap();
+        assert_eq!(input.acl.as_ref().map(ObjectCannedACL::as_str), Some("public-read"));
+        assert_eq!(input.tagging.as_deref(), Some("a%20b=1%262"));
+        let bad = FormUpload::default();
+        let _ = bad.fields.set(FormFields {
+            acl: None,
+            tagging: Some("<Tagging><TagSet>".into()),
+        });
+        input.tagging = None;
+        let e = bad.apply_fields(&mut input).unwrap_err();
+        assert_eq!(e.code().as_str(), "MalformedXML");
     }
 
     #[test]
@@ -304,6 +505,8 @@ bytes--XyZ--\r\n";
                 seen: Some(Vec::new()),
                 scanned: 0,
                 delimiter: b"--XyZ".to_vec(),
+                part: None,
+                fields: FormFields::default(),
                 upload: upload.clone(),
             };
             for chunk in FORM.chunks(frame) {
@@ -314,6 +517,7 @@ bytes--XyZ--\r\n";
                 Some(&Some("photo 1.jpg".to_owned())),
                 "frames of {frame}"
             );
+            assert_eq!(upload.fields.get(), Some(&form_fields()), "frames of {frame}");
             assert!(w.seen.is_none(), "the buffer is dropped once the name is known");
         }
     }
