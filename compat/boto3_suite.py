@@ -397,6 +397,12 @@ try:
 except ClientError as e:
     md = e.response["ResponseMetadata"]
     check("request id in body", md.get("RequestId") == md["HTTPHeaders"].get("x-amz-request-id") and md.get("RequestId"), md)
+    check("missing key named", e.response["Error"].get("Key") == "no/such/key", e.response["Error"])
+try:
+    s3.list_objects_v2(Bucket="no-such-bucket-x")
+    check("missing bucket named", False)
+except ClientError as e:
+    check("missing bucket named", e.response["Error"].get("BucketName") == "no-such-bucket-x", e.response["Error"])
 
 # Part reads of a COMPOSITE multipart object carry that part's checksum, typed COMPOSITE.
 mpc = s3.create_multipart_upload(Bucket=B, Key="mp/composite", ChecksumAlgorithm="SHA256")

@@ -261,7 +261,26 @@ fn error_code(xml: &[u8]) -> Option<String> {
 
 /// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
 /// client reports from the body is the one in the `x-amz-request-id` header and in our log.
-fn with_request_id(xml: Bytes, id: &str) -> Bytes {
+/// The element S3 adds to an error document to name what was not there or in the way:
+/// `<BucketName>` or `<Key>`, from the request's own bucket and key. A copy's errors may be
+/// about its source, which the request's path does not name, so they get none.
+fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
+    if matches!(info.operation.as_str(), "CopyObject" | "UploadPartCopy") {
+        return None;
+    }
+    let (tag, value) = match code {
+        "NoSuchKey" => ("Key", info.key.as_ref()?),
+        "NoSuchBucket" | "BucketNotEmpty" | "BucketAlreadyExists" | "BucketAlreadyOwnedByYou" => {
+            ("BucketName", info.bucket.as_ref()?)
+        }
+        _ => return None,
+    };
+    Some((tag, crate::s3::post_form::xml_escape(value)))
+}
+
+/// `xml` with a `<RequestId>` (and `detail`, see [`detail_of`]) before its `</Error>`, unless it
+/// has one already.
+fn with_request_id(xml: Bytes, id: &str, detail: Option<(&str, String)>) -> Bytes {
     const END: &[u8] = b"</Error>";
     let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");
     let Some(at) = xml.windows(END.len()).rposition(|w| w == END) else {
@@ -272,6 +291,9 @@ fn with_request_id(xml: Bytes, id: &str) -> Bytes {
     }
     let mut out = Vec::with_capacity(xml.len() + id.len() + 24);
     out.extend_from_slice(&xml[..at]);
+    if let Some((tag, value)) = detail {
+        out.extend_from_slice(format!("<{tag}>{value}</{tag}>").as_bytes());
+    }
     out.extend_from_slice(b"<RequestId>");
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(b"</RequestId>");
@@ -337,9 +359,13 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         Ok(c) => c.to_bytes(),
                         Err(_) => Bytes::new(),
                     };
-                    code = Some(error_code(&bytes).unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
+                    let found = error_code(&bytes);
+                    let detail = found
+                        .as_deref()
+                        .and_then(|c| slot.0.lock().ok().and_then(|i| detail_of(c, &i)));
+                    code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     let mut parts = parts;
-                    let bytes = with_request_id(bytes, &id);
+                    let bytes = with_request_id(bytes, &id, detail);
                     if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
                         parts
                             .headers
@@ -413,13 +439,39 @@ mod tests {
     #[test]
     fn error_documents_carry_the_request_id() {
         let xml = Bytes::from_static(b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code></Error>");
-        let out = with_request_id(xml, "0123456789ABCDEF");
+        let out = with_request_id(xml.clone(), "0123456789ABCDEF", None);
         assert_eq!(
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><RequestId>0123456789ABCDEF</RequestId></Error>"
         );
         // Already there, or not an error document: unchanged.
-        assert_eq!(with_request_id(out.clone(), "X"), out);
-        assert_eq!(&with_request_id(Bytes::from_static(b"oops"), "X")[..], b"oops");
+        assert_eq!(with_request_id(out.clone(), "X", None), out);
+        assert_eq!(&with_request_id(Bytes::from_static(b"oops"), "X", None)[..], b"oops");
+        let info = RequestInfo {
+            operation: "GetObject".into(),
+            bucket: Some("b".into()),
+            key: Some("a<b".into()),
+            ..RequestInfo::default()
+        };
+        let out = with_request_id(xml, "ID", detail_of("NoSuchKey", &info));
+        assert_eq!(
+            &out[..],
+            b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"
+        );
+    }
+
+    #[test]
+    fn errors_name_what_was_missing_but_not_for_a_copy_s_source() {
+        let mut info = RequestInfo {
+            operation: "GetObject".into(),
+            bucket: Some("b".into()),
+            key: Some("k".into()),
+            ..RequestInfo::default()
+        };
+        assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "k".to_owned())));
+        assert_eq!(detail_of("NoSuchBucket", &info), Some(("BucketName", "b".to_owned())));
+        assert_eq!(detail_of("AccessDenied", &info), None);
+        info.operation = "CopyObject".into();
+        assert_eq!(detail_of("NoSuchKey", &info), None);
     }
 }

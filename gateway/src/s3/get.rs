@@ -115,9 +115,12 @@ pub(crate) fn select(
             "Cannot specify both Range header and partNumber query parameter"
         )),
         (Some(n), None) => {
+            // Outside 1..=10000 the number is malformed (400); past the object's parts it is
+            // one the object does not have (416).
+            super::check_part_number(n)?;
             let whole = [size];
             let parts = if multipart { part_sizes } else { &whole[..] };
-            if n < 1 || n as usize > parts.len() {
+            if n as usize > parts.len() {
                 return Err(super::error::invalid_part_number());
             }
             let idx = n as usize - 1;

@@ -471,9 +471,15 @@ impl Gateway {
 }
 
 pub(crate) fn max_keys(m: Option<i32>) -> S3Result<usize> {
+    page_size(m, "max-keys")
+}
+
+/// A page size asked for with `max-keys`, `max-uploads` or `max-parts` (`name`): at most 1000,
+/// 1000 when not given; a negative one is `InvalidArgument`, as S3 answers.
+pub(crate) fn page_size(m: Option<i32>, name: &str) -> S3Result<usize> {
     match m {
         None => Ok(1000),
-        Some(n) if n < 0 => Err(s3_error!(InvalidArgument, "max-keys must be a non-negative integer")),
+        Some(n) if n < 0 => Err(s3_error!(InvalidArgument, "{name} must be a non-negative integer")),
         Some(n) => Ok((n as usize).min(1000)),
     }
 }

@@ -475,7 +475,7 @@ impl Gateway {
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
         let id = up.upload_id.clone();
         let parts = self.meta.parts(&id).await.map_err(meta_err)?;
-        let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
+        let max = super::list::page_size(i.max_parts, "max-parts")?;
         let marker = i.part_number_marker.unwrap_or(0);
         let mut page: Vec<&PartRecord> = parts.iter().filter(|p| p.part_number as i32 > marker).collect();
         let truncated = page.len() > max;
@@ -523,7 +523,7 @@ impl Gateway {
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let max = i.max_uploads.unwrap_or(1000).clamp(0, 1000) as usize;
+        let max = super::list::page_size(i.max_uploads, "max-uploads")?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let key_marker = i.key_marker.clone().unwrap_or_default();

@@ -429,7 +429,8 @@ async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Respon
     }
 }
 
-fn xml_escape(s: &str) -> String {
+/// `s` with XML's five special characters escaped.
+pub(crate) fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -37,6 +37,15 @@ async fn multipart_uploads() {
     let g2 = c.get_object().bucket("mpu").key("big").part_number(2).send().await.unwrap();
     assert_eq!(g2.parts_count(), Some(2));
     assert_eq!(g2.body.collect().await.unwrap().into_bytes().to_vec(), p2);
+    // A part the object lacks is 416; a number no part can have is malformed (400).
+    let e = c.get_object().bucket("mpu").key("big").part_number(3).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("InvalidPartNumber", 416));
+    for n in [0, 10_001] {
+        let e = c.get_object().bucket("mpu").key("big").part_number(n).send().await.unwrap_err();
+        assert_eq!((code(&e).as_str(), status(&e)), ("InvalidArgument", 400), "part {n}");
+    }
+    let e = c.list_multipart_uploads().bucket("mpu").max_uploads(-1).send().await.unwrap_err();
+    assert_eq!(code(&e), "InvalidArgument");
     assert!(c.list_multipart_uploads().bucket("mpu").send().await.unwrap().uploads().is_empty());
     assert!(std::fs::read_dir(gw.folder_dir("big").join(".penstock/uploads")).unwrap().next().is_none());
 
