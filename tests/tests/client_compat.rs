@@ -64,6 +64,27 @@ async fn expect_continue_gets_an_interim_response_even_without_a_body() {
     assert_eq!(conn.answer(false).status, 200);
 }
 
+/// A client that waits for `100 Continue` before it sends a body is refused before it sends it:
+/// the access check answers first, for small uploads too (botocore waits on every PUT), and an
+/// upload the caller may make gets the interim response and then its answer.
+#[tokio::test]
+async fn refused_uploads_are_answered_before_their_body() {
+    let (gw, c) = Gateway::with_bucket("guarded").await;
+    let mut conn = Conn::open(&gw);
+    let head = "PUT /guarded/obj HTTP/1.1\r\nHost: x\r\nContent-Length: 123\r\nExpect: 100-continue\r\n\r\n";
+    conn.send(head.as_bytes());
+    let a = conn.answer(false);
+    assert_eq!(a.status, 403, "no 100 Continue for an anonymous upload to a private bucket");
+
+    let put = c.put_object().bucket("guarded").key("obj").presigned(presigning()).await.unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&put, &[("Content-Length", "5".into()), ("Expect", "100-continue".into())]);
+    assert_eq!(conn.answer(false).status, 100);
+    conn.send(b"hello");
+    assert_eq!(conn.answer(false).status, 200);
+    assert_eq!(get(&c, "guarded", "obj").await, b"hello");
+}
+
 /// Two uploads of one part overlap and the one that started first finishes last: S3 keeps the
 /// part whose upload completed last, and completing with its ETag succeeds.
 #[tokio::test]
