@@ -96,6 +96,24 @@ async fn public_read_policy_serves_anonymous_gets_and_nothing_more() {
     c.delete_bucket_policy().bucket("pub").send().await.expect("deleting no policy succeeds, as on S3");
 }
 
+/// AWS's own example policy that refuses unencrypted uploads is accepted and means what it says:
+/// uploads here carry no encryption header (none is offered), so it refuses them.
+#[tokio::test]
+async fn encryption_condition_keys_are_accepted_and_evaluated() {
+    let (gw, _c) = Gateway::with_bucket("other").await;
+    let bob = gw.tenant("default", "bob", "user");
+    mkbucket(&bob.s3, "enc").await;
+    let policy = r#"{"Version": "2012-10-17", "Statement": [{"Sid": "DenyUnencrypted", "Effect": "Deny",
+        "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::enc/*",
+        "Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption": "AES256"}}}]}"#;
+    set_policy(&bob.s3, "enc", policy).await;
+    let e = bob.s3.put_object().bucket("enc").key("k").body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403));
+    let deny_only_kms = policy.replace("StringNotEquals", "StringEquals").replace("AES256", "aws:kms");
+    set_policy(&bob.s3, "enc", &deny_only_kms).await;
+    put(&bob.s3, "enc", "k", b"x").await;
+}
+
 #[tokio::test]
 async fn malformed_policies_are_refused_and_change_nothing() {
     let (_gw, c) = Gateway::with_bucket("mal").await;

@@ -133,6 +133,12 @@ const HEADER_KEYS: &[&str] = &[
     "x-amz-grant-read-acp",
     "x-amz-grant-write",
     "x-amz-grant-write-acp",
+    // Encryption keys: uploads that carry them are refused (s3/unconfigured.rs), but policies
+    // written for S3 name them ("deny uploads without encryption") and must be accepted and
+    // mean what they say.
+    "x-amz-server-side-encryption",
+    "x-amz-server-side-encryption-aws-kms-key-id",
+    "x-amz-server-side-encryption-customer-algorithm",
 ];
 
 impl Gateway {
