@@ -317,6 +317,19 @@ post = s3.generate_presigned_post(B, "post/public", Fields={"acl": "public-read"
 st, _, doc = post_form(post, "p.txt", b"public")
 check("post public acl refused (ACLs off)", st == 400 and b"AccessControlListNotSupported" in doc, (st, doc[:300]))
 check("post refused acl wrote nothing", error_code(lambda: s3.head_object(Bucket=B, Key="post/public"))[1] == 404)
+# Digests a form states in its fields are checked as a PUT's headers are.
+wrong = base64.b64encode(hashlib.sha256(b"other bytes").digest()).decode()
+post = s3.generate_presigned_post(B, "post/digest", Fields={"x-amz-checksum-sha256": wrong},
+                                  Conditions=[{"x-amz-checksum-sha256": wrong}])
+st, _, doc = post_form(post, "d.txt", b"digested")
+check("post wrong checksum field refused", st == 400, (st, doc[:300]))
+check("post wrong checksum wrote nothing", error_code(lambda: s3.head_object(Bucket=B, Key="post/digest"))[1] == 404)
+right = base64.b64encode(hashlib.sha256(b"digested").digest()).decode()
+post = s3.generate_presigned_post(B, "post/digest", Fields={"x-amz-checksum-sha256": right},
+                                  Conditions=[{"x-amz-checksum-sha256": right}])
+st, _, doc = post_form(post, "d.txt", b"digested")
+check("post checksum field kept", st == 204 and s3.head_object(Bucket=B, Key="post/digest", ChecksumMode="ENABLED")
+      .get("ChecksumSHA256") == right, (st, doc[:300]))
 # A field that breaks its policy's condition is refused as S3 refuses it (403), a missing key 400.
 post = s3.generate_presigned_post(B, "post/x", Conditions=[["starts-with", "$key", "post/"]])
 post["fields"]["key"] = "elsewhere/x"

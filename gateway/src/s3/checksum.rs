@@ -189,6 +189,21 @@ impl Claims {
         })
     }
 
+    /// Adds the digests a browser form states in its fields (`Content-MD5`, `x-amz-checksum-*`),
+    /// which s3s puts in the upload's input rather than its headers, where the headers state
+    /// none. For other requests s3s read those fields from the same headers: nothing changes.
+    pub(crate) fn with_fields(mut self, content_md5: Option<&str>, fields: &Checksums) -> Self {
+        if self.content_md5.is_none() {
+            self.content_md5 = content_md5.map(str::to_owned);
+        }
+        for a in Algo::ALL {
+            if self.checksums.get(a).is_none() {
+                self.checksums.set(a, fields.get(a).cloned());
+            }
+        }
+        self
+    }
+
     /// Whether the request states any digest of its body (`Content-MD5` or a checksum value).
     pub(crate) fn claims_any(&self) -> bool {
         self.content_md5.is_some() || !self.checksums.is_empty()

@@ -9,7 +9,7 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use penstock_backends::layout::instance as layout_instance;
 use penstock_backends::{Announce, Announced, ObjectPath, StagingFile};
-use penstock_metadata::{on_blocking_thread, MetaResult, ObjectAttrs, ObjectRecord, Versioning};
+use penstock_metadata::{on_blocking_thread, Checksums, MetaResult, ObjectAttrs, ObjectRecord, Versioning};
 
 use super::acl::write_grants;
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
@@ -44,7 +44,16 @@ impl Gateway {
             if_match: input.if_match.take(),
             if_none_match: input.if_none_match.take(),
         };
-        let claims = Claims::from_headers(&req.headers, input_algo(input.checksum_algorithm.as_ref())?)?;
+        let stated = Checksums {
+            crc32: input.checksum_crc32.clone(),
+            crc32c: input.checksum_crc32c.clone(),
+            crc64nvme: input.checksum_crc64nvme.clone(),
+            sha1: input.checksum_sha1.clone(),
+            sha256: input.checksum_sha256.clone(),
+            checksum_type: None,
+        };
+        let claims = Claims::from_headers(&req.headers, input_algo(input.checksum_algorithm.as_ref())?)?
+            .with_fields(input.content_md5.as_deref(), &stated);
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
         let body = input.body.take();
 
