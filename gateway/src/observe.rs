@@ -50,6 +50,8 @@ pub struct Observed {
     body_stall: Option<Duration>,
     cors: Option<Arc<CorsSite>>,
     direct: Option<Arc<crate::s3::DirectReads>>,
+    /// The region this gateway answers for (`region` in the configuration).
+    region: Arc<str>,
 }
 
 /// What CORS handling needs outside s3s: the gateway (bucket rules) and how requests name buckets.
@@ -109,7 +111,15 @@ impl Observed {
             body_stall: None,
             cors: None,
             direct: None,
+            region: Arc::from("us-east-1"),
         }
+    }
+
+    /// The region this gateway answers for, named to clients that sign for a region that is
+    /// not one (see [`unusable_region`]).
+    pub fn with_region(mut self, region: &str) -> Self {
+        self.region = Arc::from(region);
+        self
     }
 
     /// Answers plain reads without s3s's dispatch (see [`crate::s3::DirectReads`]).
@@ -233,6 +243,51 @@ fn drop_empty_authorization<B>(req: &mut Request<B>) {
     }
 }
 
+/// The region a SigV4 credential (the `Authorization` header's, or a presigned URL's
+/// `X-Amz-Credential`) names, when it is not a region name at all (`[a-z0-9-]+`): s3cmd's
+/// default configuration signs for `US`. S3 answers such a request, as any signed for another
+/// region, with `AuthorizationHeaderMalformed` naming the region to use, and clients resend it
+/// there; s3s would refuse it with an `InvalidRequest` that tells them nothing.
+fn unusable_region<B>(req: &Request<B>) -> Option<String> {
+    let from_header = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.starts_with("AWS4-HMAC-SHA256"))
+        .and_then(|v| v.split_once("Credential="))
+        .map(|(_, rest)| rest.split(',').next().unwrap_or_default().trim().to_owned());
+    let credential = from_header.or_else(|| {
+        let q = req.uri().query()?;
+        let v = q.split('&').find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
+        Some(percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned())
+    })?;
+    let region = credential.split('/').nth(2)?;
+    let usable = region.is_empty()
+        || region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    (!usable).then(|| region.to_owned())
+}
+
+/// 400 `AuthorizationHeaderMalformed` for a request signed for region `asked`, naming `ours`
+/// in the message and in `<Region>`, where clients (s3cmd, botocore) read it.
+fn wrong_region_answer(asked: &str, ours: &str) -> Response<Body> {
+    let esc = crate::s3::post_form::xml_escape;
+    let doc = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AuthorizationHeaderMalformed</Code>\
+         <Message>The authorization header is malformed; the region &apos;{}&apos; is wrong; expecting &apos;{}&apos;</Message>\
+         <Region>{}</Region></Error>",
+        esc(asked),
+        esc(ours),
+        esc(ours)
+    );
+    let mut resp = Response::new(Body::from(doc));
+    *resp.status_mut() = http::StatusCode::BAD_REQUEST;
+    resp.headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+    resp
+}
+
 fn unsent_body(req: &Request<Incoming>) -> bool {
     req.method() == http::Method::PUT
         && crate::s3::rdma_has_token(req.headers())
@@ -315,6 +370,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
         drop_empty_authorization(&mut req);
+        let wrong_region = unusable_region(&req);
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
@@ -337,9 +393,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 let metrics = &this.metrics;
                 metrics.in_flight().inc();
                 let start = Instant::now();
-                let served = match &this.direct {
-                    Some(d) => d.serve(&req, &slot, this.peer).await,
-                    None => None,
+                let served = match (&wrong_region, &this.direct) {
+                    (Some(r), _) => Some(wrong_region_answer(r, &this.region)),
+                    (None, Some(d)) => d.serve(&req, &slot, this.peer).await,
+                    (None, None) => None,
                 };
                 let (method, origin, named, result) = match served {
                     Some(resp) => (req.method().clone(), None, None, Ok(resp)),
@@ -458,6 +515,38 @@ mod tests {
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"
         );
+    }
+
+    #[test]
+    fn credentials_for_no_region_are_told_where_to_go() {
+        let signed = |cred: &str| {
+            Request::builder()
+                .uri("/b/k")
+                .header(
+                    "authorization",
+                    format!("AWS4-HMAC-SHA256 Credential={cred}, SignedHeaders=host, Signature=ab"),
+                )
+                .body(())
+                .unwrap()
+        };
+        assert_eq!(
+            unusable_region(&signed("AK/20261126/US/s3/aws4_request")).as_deref(),
+            Some("US")
+        );
+        assert_eq!(unusable_region(&signed("AK/20261126/us-east-1/s3/aws4_request")), None);
+        assert_eq!(
+            unusable_region(&signed("AK/20261126/eu-west-1/s3/aws4_request")),
+            None,
+            "another region is s3s's call"
+        );
+        let presigned = Request::builder()
+            .uri("/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2FEU%2Fs3%2Faws4_request")
+            .body(())
+            .unwrap();
+        assert_eq!(unusable_region(&presigned).as_deref(), Some("EU"));
+        assert_eq!(unusable_region(&Request::builder().uri("/b/k").body(()).unwrap()), None);
+        let a = wrong_region_answer("US", "us-east-1");
+        assert_eq!(a.status(), 400);
     }
 
     #[test]

@@ -301,7 +301,7 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     // The route re-dispatches through the service it is part of.
     let _ = itself.set(service.clone());
     let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
-    let observed = Observed::new(service, metrics, auth);
+    let observed = Observed::new(service, metrics, auth).with_region(&cfg.region);
     let observed = if cfg.direct_reads {
         observed.with_direct_reads(DirectReads::new(gateway.clone(), domains.clone()))
     } else {
