@@ -334,6 +334,43 @@ impl Gateway {
         self.grants_for(&b.rec, &asked).await
     }
 
+    /// Sets up new bucket `rec` as its CreateBucket asks: `x-amz-object-ownership`, then the
+    /// ACL (`x-amz-acl`, `x-amz-grant-*`), checked against that ownership as S3 checks it
+    /// (anything but the owner's full control where ACLs are disabled is 400
+    /// `InvalidBucketAclWithObjectOwnership`), so no bucket is made without what was asked.
+    pub(crate) async fn creation_acl(&self, rec: &mut BucketRecord, i: &CreateBucketInput) -> S3Result<()> {
+        if let Some(o) = &i.object_ownership {
+            let o = o.as_str();
+            if !OWNERSHIPS.contains(&o) {
+                return Err(s3_error!(InvalidArgument, "Invalid x-amz-object-ownership header: {o}"));
+            }
+            rec.ownership = (o != "BucketOwnerEnforced").then(|| o.to_owned());
+        }
+        let asked = Requested {
+            canned: i.acl.as_ref().map(BucketCannedACL::as_str),
+            grant_headers: [
+                i.grant_full_control.as_deref(),
+                i.grant_read.as_deref(),
+                i.grant_read_acp.as_deref(),
+                i.grant_write.as_deref(),
+                i.grant_write_acp.as_deref(),
+            ],
+            policy: None,
+        };
+        if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        check_form(&asked)?;
+        if !acls_enabled(rec) && !asked.is_owner_only(&owner_of(rec)) {
+            return Err(s3_error!(
+                InvalidBucketAclWithObjectOwnership,
+                "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
+            ));
+        }
+        rec.acl = self.grants_for(rec, &asked).await?;
+        Ok(())
+    }
+
     /// GetBucketAcl: the owner's full control, then the bucket's grants.
     pub(crate) async fn get_bucket_acl(
         &self,

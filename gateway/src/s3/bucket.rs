@@ -79,7 +79,7 @@ impl Gateway {
             id: Uuid::new_v4(),
         };
         let volume = self.volume(&self.default_volume)?.clone();
-        let rec = BucketRecord::new(
+        let mut rec = BucketRecord::new(
             name.clone(),
             who.user.domain.clone(),
             loc.id,
@@ -87,6 +87,7 @@ impl Gateway {
             loc.scope,
             now_ms(),
         );
+        self.creation_acl(&mut rec, &req.input).await?;
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.
         let meta = self.meta.clone();

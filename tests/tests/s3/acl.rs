@@ -136,3 +136,32 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     let e = c.get_bucket_acl().bucket("nosuchbucket").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
 }
+
+/// CreateBucket applies its `x-amz-object-ownership` and ACL headers, or refuses them as S3
+/// does; it never makes a bucket without what was asked.
+#[tokio::test]
+async fn create_bucket_applies_ownership_and_acl_or_refuses_them() {
+    use aws_sdk_s3::types::{BucketCannedAcl, ObjectOwnership};
+    let (_gw, c) = Gateway::with_bucket("first").await;
+    let e = c.create_bucket().bucket("enforced").acl(BucketCannedAcl::PublicRead).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("InvalidBucketAclWithObjectOwnership", 400));
+    assert_eq!(status(&c.head_bucket().bucket("enforced").send().await.unwrap_err()), 404, "no bucket made");
+    c.create_bucket().bucket("enforced").acl(BucketCannedAcl::Private).send().await.unwrap();
+
+    c.create_bucket()
+        .bucket("writer")
+        .object_ownership(ObjectOwnership::ObjectWriter)
+        .acl(BucketCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap();
+    let oc = c.get_bucket_ownership_controls().bucket("writer").send().await.unwrap();
+    let rules = oc.ownership_controls().map(|o| o.rules().to_vec()).unwrap_or_default();
+    assert_eq!(rules[0].object_ownership(), &ObjectOwnership::ObjectWriter);
+    let acl = c.get_bucket_acl().bucket("writer").send().await.unwrap();
+    let public = acl.grants().iter().any(|g| {
+        g.grantee().and_then(|e| e.uri()) == Some("http://acs.amazonaws.com/groups/global/AllUsers")
+            && g.permission().map(|p| p.as_str()) == Some("READ")
+    });
+    assert!(public, "the bucket's ACL is the one asked for: {acl:?}");
+}
