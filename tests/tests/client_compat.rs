@@ -303,6 +303,30 @@ async fn ranges_s3_ignores_give_the_whole_object() {
         let e = c.get_object().bucket("rng").key("empty").range(r).send().await.unwrap_err();
         assert_eq!(e.raw_response().unwrap().status().as_u16(), 416, "{r}");
     }
+    // Date conditions that are not dates are ignored too (RFC 9110), signed or not; real ones
+    // still hold, and a 304 names the object's validators.
+    for (name, value) in [("if-modified-since", "garbage"), ("if-unmodified-since", "Tue, 99 Foo 1994")] {
+        let o = c
+            .get_object()
+            .bucket("rng")
+            .key("obj")
+            .customize()
+            .mutate_request(move |r| {
+                r.headers_mut().insert(name, value);
+            })
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), b"0123456789", "{name}: {value}");
+    }
+    let mut conn = Conn::open(&gw);
+    let url = c.get_object().bucket("rng").key("obj").presigned(presigning()).await.unwrap();
+    conn.send_head(&url, &[("If-Modified-Since", "Sun, 06 Nov 2094 08:49:37 GMT".into())]);
+    let a = conn.answer(false);
+    assert_eq!(a.status, 304);
+    let etag = c.head_object().bucket("rng").key("obj").send().await.unwrap().e_tag().unwrap().to_owned();
+    assert_eq!(a.header("etag"), Some(etag.as_str()), "a 304 carries the ETag");
+    assert!(a.header("last-modified").is_some(), "and Last-Modified");
     // Missing objects and buckets answer as without the header.
     let e = c.get_object().bucket("rng").key("nope").range("bytes=5-2").send().await.unwrap_err();
     assert_eq!(e.code(), Some("NoSuchKey"));

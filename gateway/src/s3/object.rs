@@ -272,7 +272,19 @@ impl Conditions<'_> {
                     "At least one of the pre-conditions you specified did not hold"
                 )
             } else {
-                s3_error!(NotModified)
+                // A 304 carries the validators a 200 would (RFC 9110 15.4.5): caches and
+                // browsers refresh what they hold with them.
+                let mut e = s3_error!(NotModified);
+                let mut h = http::HeaderMap::new();
+                if let Ok(v) = http::HeaderValue::from_str(&format!("\"{etag}\"")) {
+                    h.insert(http::header::ETAG, v);
+                }
+                if let Some(v) = format_http_date(&last_modified(st)).and_then(|d| http::HeaderValue::from_str(&d).ok())
+                {
+                    h.insert(http::header::LAST_MODIFIED, v);
+                }
+                e.set_headers(h);
+                e
             }
         };
         match self.if_match {
@@ -356,6 +368,9 @@ mod tests {
         assert!(c(None, None, None, Some(&earlier)).check("e", &s, false).is_err());
         let e = c(None, Some(&same), None, None).check("e", &s, false).unwrap_err();
         assert_eq!(e.code(), &s3s::S3ErrorCode::NotModified);
+        let h = e.headers().expect("a 304 carries validators");
+        assert_eq!(h.get("etag").unwrap(), "\"e\"");
+        assert_eq!(h.get("last-modified").unwrap(), "Thu, 01 Jan 1970 00:16:40 GMT");
         let e = c(None, Some(&same), None, None).check("e", &s, true).unwrap_err();
         assert_eq!(e.code(), &s3s::S3ErrorCode::PreconditionFailed);
         // If-None-Match false wins over a failing If-Modified-Since.

@@ -1,14 +1,16 @@
-//! Range headers that S3 ignores.
+//! Read headers that S3 ignores: Range headers, and conditions on dates that are not dates.
 //!
 //! HTTP lets a server ignore a Range header it cannot or will not honour, and S3 does so for
 //! several ranges (`bytes=0-1,4-5`), a first byte past the last (`bytes=5-2`), other units and
-//! malformed values: the answer is 200 with the whole object. s3s parses Range while it decodes
-//! the GetObject/HeadObject input and refuses what it cannot parse with 400; the header is
-//! usually signed, so it cannot be dropped before the signature is checked.
+//! malformed values: the answer is 200 with the whole object. Likewise an `If-Modified-Since` or
+//! `If-Unmodified-Since` that is not an HTTP date must be ignored (RFC 9110 13.1.3, 13.1.4). s3s
+//! parses these headers while it decodes the GetObject/HeadObject input and refuses what it
+//! cannot parse with 400; the headers are usually signed, so they cannot be dropped before the
+//! signature is checked.
 //!
 //! [`IgnoredRange`] is an s3s custom route, which s3s consults after verifying the signature:
-//! it takes the GET and HEAD requests whose Range s3s would refuse and dispatches them once more
-//! through the same service without the Range header. That second pass carries no signature (the
+//! it takes the GET and HEAD requests with such a header and dispatches them once more
+//! through the same service without it. That second pass carries no signature (the
 //! first one was verified); the access check accepts it through [`Verified`], an extension only
 //! this route sets, so clients cannot forge it.
 
@@ -53,6 +55,17 @@ pub(crate) fn ignored(headers: &HeaderMap) -> bool {
     first.to_str().map_or(true, |v| s3s::dto::Range::parse(v).is_err())
 }
 
+/// Conditions on a date that do not hold a date, which a read ignores.
+const DATE_CONDITIONS: [http::header::HeaderName; 2] =
+    [http::header::IF_MODIFIED_SINCE, http::header::IF_UNMODIFIED_SINCE];
+
+/// Whether `headers` has `name` with a value that is not an HTTP date.
+fn unreadable_date(headers: &HeaderMap, name: &http::header::HeaderName) -> bool {
+    headers
+        .get(name)
+        .is_some_and(|v| v.to_str().ok().and_then(super::parse_http_date).is_none())
+}
+
 /// `uri` without the presigning parameters.
 fn without_presign(uri: &Uri) -> S3Result<Uri> {
     let Some(q) = uri.query() else { return Ok(uri.clone()) };
@@ -76,7 +89,8 @@ fn without_presign(uri: &Uri) -> S3Result<Uri> {
 #[async_trait::async_trait]
 impl S3Route for IgnoredRange {
     fn is_match(&self, method: &Method, _uri: &Uri, headers: &HeaderMap, _ext: &mut Extensions) -> bool {
-        (method == Method::GET || method == Method::HEAD) && ignored(headers)
+        (method == Method::GET || method == Method::HEAD)
+            && (ignored(headers) || DATE_CONDITIONS.iter().any(|n| unreadable_date(headers, n)))
     }
 
     async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
@@ -100,8 +114,16 @@ impl S3Route for IgnoredRange {
         let mut again = http::Request::new(req.input);
         *again.method_mut() = req.method;
         *again.uri_mut() = without_presign(&req.uri)?;
-        *again.headers_mut() = req.headers;
-        again.headers_mut().remove(http::header::RANGE);
+        let mut headers = req.headers;
+        if ignored(&headers) {
+            headers.remove(http::header::RANGE);
+        }
+        for name in DATE_CONDITIONS {
+            if unreadable_date(&headers, &name) {
+                headers.remove(name);
+            }
+        }
+        *again.headers_mut() = headers;
         again.headers_mut().remove(http::header::AUTHORIZATION);
         *again.extensions_mut() = req.extensions;
         again.extensions_mut().insert(Verified(cred.access_key));
