@@ -607,7 +607,9 @@ impl Gateway {
 /// lookup. Each retry races only the next overwrite's few-microsecond window.
 pub(crate) const MAX_REOPENS: u32 = 8;
 
-const DEFAULT_TYPE: &str = "application/octet-stream";
+/// The Content-Type of an object stored without one (and of a file whose name gives no type):
+/// what S3 answers for an upload that named none.
+const DEFAULT_TYPE: &str = "binary/octet-stream";
 
 /// Checksum headers to return: the whole object's, or one part's for `?partNumber=` reads of a
 /// multipart object. Ranged reads carry none (S3 has no checksum for an arbitrary range).

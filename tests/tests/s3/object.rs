@@ -30,6 +30,14 @@ async fn objects_metadata_ranges_and_conditions() {
     assert_eq!(h.content_length(), Some(body.len() as i64));
     assert_eq!(h.content_type(), Some("application/x-test"));
     assert_eq!(h.content_disposition(), Some("attachment"));
+    // Stored without a type, an object reads back with S3's default one.
+    let mut conn = penstock_tests::raw::Conn::open(&gw);
+    let url = c.put_object().bucket("objs").key("untyped").presigned(presigning()).await.unwrap();
+    conn.send_head(&url, &[("Content-Length", "1".into())]);
+    conn.send(b"x");
+    assert_eq!(conn.answer(false).status, 200);
+    let untyped = c.head_object().bucket("objs").key("untyped").send().await.unwrap();
+    assert_eq!(untyped.content_type(), Some("binary/octet-stream"));
     assert_eq!(h.cache_control(), Some("max-age=5"));
     assert_eq!(h.metadata().unwrap().get("color").map(String::as_str), Some("blue"));
     let etag = h.e_tag().unwrap().to_owned();
@@ -268,6 +276,10 @@ async fn reads_right_after_an_overwrite_see_it() {
         let o = &listed.contents()[0];
         assert_eq!((o.e_tag(), o.size()), (Some(etag.as_str()), Some(body.len() as i64)), "listing after write {i}");
     }
+}
+
+fn presigning() -> aws_sdk_s3::presigning::PresigningConfig {
+    aws_sdk_s3::presigning::PresigningConfig::expires_in(std::time::Duration::from_secs(600)).unwrap()
 }
 
 /// Server-side encryption and object lock are not offered: a request asking for either is
