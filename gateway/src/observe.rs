@@ -247,35 +247,48 @@ fn drop_empty_authorization<B>(req: &mut Request<B>) {
 /// `X-Amz-Credential`) names, when it is not a region name at all (`[a-z0-9-]+`): s3cmd's
 /// default configuration signs for `US`. S3 answers such a request, as any signed for another
 /// region, with `AuthorizationHeaderMalformed` naming the region to use, and clients resend it
-/// there; s3s would refuse it with an `InvalidRequest` that tells them nothing.
-fn unusable_region<B>(req: &Request<B>) -> Option<String> {
+/// there; s3s would refuse it with an `InvalidRequest` that tells them nothing. Also whether the
+/// credential came in the query (a presigned URL), which S3 answers with another code.
+fn unusable_region<B>(req: &Request<B>) -> Option<(String, bool)> {
     let from_header = req
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .filter(|v| v.starts_with("AWS4-HMAC-SHA256"))
         .and_then(|v| v.split_once("Credential="))
-        .map(|(_, rest)| rest.split(',').next().unwrap_or_default().trim().to_owned());
-    let credential = from_header.or_else(|| {
+        .map(|(_, rest)| (rest.split(',').next().unwrap_or_default().trim().to_owned(), false));
+    let (credential, in_query) = from_header.or_else(|| {
         let q = req.uri().query()?;
         let v = q.split('&').find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
-        Some(percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned())
+        Some((
+            percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned(),
+            true,
+        ))
     })?;
     let region = credential.split('/').nth(2)?;
     let usable = region.is_empty()
         || region
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    (!usable).then(|| region.to_owned())
+    (!usable).then(|| (region.to_owned(), in_query))
 }
 
-/// 400 `AuthorizationHeaderMalformed` for a request signed for region `asked`, naming `ours`
-/// in the message and in `<Region>`, where clients (s3cmd, botocore) read it.
-fn wrong_region_answer(asked: &str, ours: &str) -> Response<Body> {
+/// 400 for a request signed for region `asked`, naming `ours` in the message and in
+/// `<Region>`, where clients (s3cmd, botocore) read it: `AuthorizationHeaderMalformed`, or
+/// `AuthorizationQueryParametersError` for a presigned URL (`in_query`).
+fn wrong_region_answer(asked: &str, in_query: bool, ours: &str) -> Response<Body> {
     let esc = crate::s3::post_form::xml_escape;
+    let (code, what) = if in_query {
+        (
+            "AuthorizationQueryParametersError",
+            "Error parsing the X-Amz-Credential parameter",
+        )
+    } else {
+        ("AuthorizationHeaderMalformed", "The authorization header is malformed")
+    };
     let doc = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AuthorizationHeaderMalformed</Code>\
-         <Message>The authorization header is malformed; the region &apos;{}&apos; is wrong; expecting &apos;{}&apos;</Message>\
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code>\
+         <Message>{what}; the region &apos;{}&apos; is wrong; expecting &apos;{}&apos;</Message>\
          <Region>{}</Region></Error>",
         esc(asked),
         esc(ours),
@@ -394,7 +407,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 metrics.in_flight().inc();
                 let start = Instant::now();
                 let served = match (&wrong_region, &this.direct) {
-                    (Some(r), _) => Some(wrong_region_answer(r, &this.region)),
+                    (Some((r, in_query)), _) => Some(wrong_region_answer(r, *in_query, &this.region)),
                     (None, Some(d)) => d.serve(&req, &slot, this.peer).await,
                     (None, None) => None,
                 };
@@ -530,8 +543,8 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(
-            unusable_region(&signed("AK/20261126/US/s3/aws4_request")).as_deref(),
-            Some("US")
+            unusable_region(&signed("AK/20261126/US/s3/aws4_request")),
+            Some(("US".to_owned(), false))
         );
         assert_eq!(unusable_region(&signed("AK/20261126/us-east-1/s3/aws4_request")), None);
         assert_eq!(
@@ -543,10 +556,9 @@ mod tests {
             .uri("/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2FEU%2Fs3%2Faws4_request")
             .body(())
             .unwrap();
-        assert_eq!(unusable_region(&presigned).as_deref(), Some("EU"));
+        assert_eq!(unusable_region(&presigned), Some(("EU".to_owned(), true)));
         assert_eq!(unusable_region(&Request::builder().uri("/b/k").body(()).unwrap()), None);
-        let a = wrong_region_answer("US", "us-east-1");
-        assert_eq!(a.status(), 400);
+        assert_eq!(wrong_region_answer("US", false, "us-east-1").status(), 400);
     }
 
     #[test]
