@@ -77,6 +77,17 @@ never_set! {
 /// never encrypted with one.
 const READS: [&str; 3] = ["GetObject", "HeadObject", "GetObjectAttributes"];
 
+/// Operations that write object data, where encryption and object lock headers would apply.
+/// Other operations take no notice of them, as on S3.
+const WRITES: [&str; 6] = [
+    "PutObject",
+    "PostObject",
+    "CreateMultipartUpload",
+    "UploadPart",
+    "CopyObject",
+    "UploadPartCopy",
+];
+
 /// Refuses a request that asks for server-side encryption or object lock on the objects it
 /// writes or reads, since objects here are plain files in the tenant's folder (what a compute
 /// session that mounts it reads) and no bucket has object lock:
@@ -92,7 +103,7 @@ pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
     let mut lock = false;
     for name in headers.keys() {
         let n = name.as_str();
-        if n.starts_with("x-amz-copy-source-server-side-encryption-customer-") {
+        if n.starts_with("x-amz-copy-source-server-side-encryption-customer-") && WRITES.contains(&op) {
             return Err(s3_error!(
                 InvalidRequest,
                 "The encryption parameters are not applicable to this object."
@@ -104,13 +115,13 @@ pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
         }
         lock |= n.starts_with("x-amz-object-lock-");
     }
-    if sse && READS.contains(&op) {
-        if customer {
-            return Err(s3_error!(
-                InvalidRequest,
-                "The encryption parameters are not applicable to this object."
-            ));
-        }
+    if customer && READS.contains(&op) {
+        return Err(s3_error!(
+            InvalidRequest,
+            "The encryption parameters are not applicable to this object."
+        ));
+    }
+    if !WRITES.contains(&op) {
         return Ok(());
     }
     if sse {
@@ -119,7 +130,7 @@ pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
             "A header you provided implies functionality that is not implemented: server-side encryption"
         ));
     }
-    if lock && !READS.contains(&op) {
+    if lock {
         return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
     }
     Ok(())
@@ -162,8 +173,18 @@ mod tests {
             invalid
         );
         assert_eq!(answer("PutObject", &[("x-amz-object-lock-legal-hold", "ON")]), invalid);
-        // What asks for nothing unoffered passes.
+        // What asks for nothing unoffered passes, and operations that write no object data
+        // take no notice of these headers.
         assert_eq!(answer("GetObject", &[("x-amz-server-side-encryption", "AES256")]), None);
+        assert_eq!(
+            answer("DeleteObject", &[("x-amz-server-side-encryption", "AES256")]),
+            None
+        );
+        assert_eq!(answer("ListObjectsV2", &[ssec]), None);
+        assert_eq!(
+            answer("DeleteObject", &[("x-amz-object-lock-mode", "GOVERNANCE")]),
+            None
+        );
         assert_eq!(answer("PutObject", &[("x-amz-meta-server-side-encryption", "x")]), None);
         assert_eq!(answer("PutObject", &[("content-type", "text/plain")]), None);
     }
