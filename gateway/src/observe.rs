@@ -64,6 +64,24 @@ pub struct CorsSite {
 impl CorsSite {
     /// The bucket a request names: `<bucket>.<domain>` in `Host`, else the path's first segment.
     fn bucket_of<B>(&self, req: &Request<B>) -> Option<String> {
+        if let Some(b) = self.host_bucket(req) {
+            return Some(b);
+        }
+        let first = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let name = percent_encoding::percent_decode_str(first)
+            .decode_utf8_lossy()
+            .into_owned();
+        (!name.is_empty()).then_some(name)
+    }
+
+    /// The bucket `Host` names (`<bucket>.<domain>`, virtual-hosted style), if it names one.
+    fn host_bucket<B>(&self, req: &Request<B>) -> Option<String> {
         let host = req
             .headers()
             .get(http::header::HOST)
@@ -79,22 +97,10 @@ impl CorsSite {
             })
             .unwrap_or_default()
             .to_ascii_lowercase();
-        for d in &self.domains {
-            if let Some(b) = host.strip_suffix(d.as_str()).and_then(|p| p.strip_suffix('.')) {
-                return Some(b.to_owned());
-            }
-        }
-        let first = req
-            .uri()
-            .path()
-            .trim_start_matches('/')
-            .split('/')
-            .next()
-            .unwrap_or_default();
-        let name = percent_encoding::percent_decode_str(first)
-            .decode_utf8_lossy()
-            .into_owned();
-        (!name.is_empty()).then_some(name)
+        self.domains.iter().find_map(|d| {
+            let b = host.strip_suffix(d.as_str())?.strip_suffix('.')?;
+            Some(b.to_owned())
+        })
     }
 }
 
@@ -153,7 +159,8 @@ impl Observed {
             req.map(|_| Body::empty())
         } else {
             let guarded = req.map(|b| StallGuard::new(b, self.body_stall, self.metrics.clone()));
-            crate::s3::body_digest::inspect(guarded).await
+            let virtual_hosted = self.cors.as_ref().is_some_and(|c| c.host_bucket(&guarded).is_some());
+            crate::s3::body_digest::inspect(guarded, virtual_hosted).await
         };
         let method = req.method().clone();
         let origin = req

@@ -75,6 +75,11 @@ async fn refused_uploads_are_answered_before_their_body() {
     conn.send(head.as_bytes());
     let a = conn.answer(false);
     assert_eq!(a.status, 403, "no 100 Continue for an anonymous upload to a private bucket");
+    // The same addressed virtual-hosted style (the Host names the bucket, the path is the key).
+    let mut conn = Conn::open(&gw);
+    let head = "PUT /obj HTTP/1.1\r\nHost: guarded.localhost\r\nContent-Length: 123\r\nExpect: 100-continue\r\n\r\n";
+    conn.send(head.as_bytes());
+    assert_eq!(conn.answer(false).status, 403, "virtual-hosted style too");
 
     let put = c.put_object().bucket("guarded").key("obj").presigned(presigning()).await.unwrap();
     let mut conn = Conn::open(&gw);

@@ -41,7 +41,7 @@ pub(crate) enum BodyDigest {
 }
 
 /// Whether the body of `req` is a document to check here rather than object data.
-fn is_document(method: &Method, path: &str, query: &str, headers: &HeaderMap) -> bool {
+fn is_document(method: &Method, path: &str, virtual_hosted: bool, query: &str, headers: &HeaderMap) -> bool {
     let streaming = headers
         .get("x-amz-content-sha256")
         .and_then(|v| v.to_str().ok())
@@ -76,7 +76,7 @@ fn is_document(method: &Method, path: &str, query: &str, headers: &HeaderMap) ->
         // the body (botocore always does): reading it here would ask for the body before the
         // access check, and a refused upload must be answered without (403, no interim).
         Method::PUT if names.is_empty() => {
-            len <= MAX_UNQUALIFIED_PUT && !(names_a_key(path) && expects_continue(headers))
+            len <= MAX_UNQUALIFIED_PUT && !(names_a_key(path, virtual_hosted) && expects_continue(headers))
         }
         Method::PUT => true,
         // POST without a query is a browser form upload (object data).
@@ -86,10 +86,14 @@ fn is_document(method: &Method, path: &str, query: &str, headers: &HeaderMap) ->
 }
 
 /// Buffers the body of a document request and records its [`BodyDigest`]; other requests pass
-/// through with their body untouched.
-pub(crate) async fn inspect(req: Request<StallGuard<hyper::body::Incoming>>) -> Request<s3s::Body> {
+/// through with their body untouched. `virtual_hosted`: the Host named the bucket, so the path
+/// is all key.
+pub(crate) async fn inspect(
+    req: Request<StallGuard<hyper::body::Incoming>>,
+    virtual_hosted: bool,
+) -> Request<s3s::Body> {
     let query = req.uri().query().unwrap_or("");
-    if !is_document(req.method(), req.uri().path(), query, req.headers()) {
+    if !is_document(req.method(), req.uri().path(), virtual_hosted, query, req.headers()) {
         return req.map(s3s::Body::http_body);
     }
     let (mut parts, body) = req.into_parts();
@@ -121,11 +125,14 @@ fn expects_continue(headers: &HeaderMap) -> bool {
         .any(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
-/// Whether a path-style `path` names an object (`/bucket/key`), not just a bucket (`/bucket`).
-fn names_a_key(path: &str) -> bool {
-    path.trim_start_matches('/')
-        .split_once('/')
-        .is_some_and(|(_, key)| !key.is_empty())
+/// Whether `path` names an object: `/bucket/key` path-style, any `/key` when the Host named the
+/// bucket (`virtual_hosted`); not just a bucket (`/bucket`, or `/`).
+fn names_a_key(path: &str, virtual_hosted: bool) -> bool {
+    let path = path.trim_start_matches('/');
+    if virtual_hosted {
+        return !path.is_empty();
+    }
+    path.split_once('/').is_some_and(|(_, key)| !key.is_empty())
 }
 
 pub(crate) async fn verdict(headers: &HeaderMap, body: &Bytes) -> BodyDigest {
@@ -183,38 +190,58 @@ mod tests {
     #[test]
     fn documents_are_told_from_object_data() {
         let small = headers(&[("content-length", "100")]);
-        assert!(is_document(&Method::POST, "/b", "delete", &small));
-        assert!(is_document(&Method::POST, "/b", "uploadId=abc", &small));
-        assert!(is_document(&Method::PUT, "/b", "tagging", &small));
-        assert!(is_document(&Method::PUT, "/b", "", &small));
-        assert!(is_document(&Method::PUT, "/b/", "", &small));
+        assert!(is_document(&Method::POST, "/b", false, "delete", &small));
+        assert!(is_document(&Method::POST, "/b", false, "uploadId=abc", &small));
+        assert!(is_document(&Method::PUT, "/b", false, "tagging", &small));
+        assert!(is_document(&Method::PUT, "/b", false, "", &small));
+        assert!(is_document(&Method::PUT, "/b/", false, "", &small));
         assert!(
-            is_document(&Method::PUT, "/b/key", "", &small),
+            is_document(&Method::PUT, "/b/key", false, "", &small),
             "a small PutObject is read whole"
         );
         let expecting = headers(&[("content-length", "100"), ("expect", "100-continue")]);
         assert!(
-            !is_document(&Method::PUT, "/b/key", "", &expecting),
+            !is_document(&Method::PUT, "/b/key", false, "", &expecting),
             "unless the client waits"
         );
         assert!(
-            is_document(&Method::PUT, "/b", "", &expecting),
+            is_document(&Method::PUT, "/b", false, "", &expecting),
             "a CreateBucketConfiguration"
         );
-        assert!(is_document(&Method::PUT, "/b/key", "tagging", &small));
-        assert!(!is_document(&Method::PUT, "/b", "partNumber=1&uploadId=abc", &small));
-        assert!(!is_document(&Method::POST, "/b", "", &small));
-        assert!(!is_document(&Method::GET, "/b", "tagging", &small));
+        assert!(
+            !is_document(&Method::PUT, "/key", true, "", &expecting),
+            "a key under a virtual host"
+        );
+        assert!(
+            is_document(&Method::PUT, "/", true, "", &expecting),
+            "CreateBucket under a virtual host"
+        );
+        assert!(is_document(&Method::PUT, "/b/key", false, "tagging", &small));
+        assert!(!is_document(
+            &Method::PUT,
+            "/b",
+            false,
+            "partNumber=1&uploadId=abc",
+            &small
+        ));
+        assert!(!is_document(&Method::POST, "/b", false, "", &small));
+        assert!(!is_document(&Method::GET, "/b", false, "tagging", &small));
         let big = headers(&[("content-length", "1000000")]);
-        assert!(!is_document(&Method::PUT, "/b", "", &big));
-        assert!(!is_document(&Method::PUT, "/b", "X-Amz-Signature=x&X-Amz-Date=y", &big));
-        assert!(is_document(&Method::POST, "/b", "delete", &big));
+        assert!(!is_document(&Method::PUT, "/b", false, "", &big));
+        assert!(!is_document(
+            &Method::PUT,
+            "/b",
+            false,
+            "X-Amz-Signature=x&X-Amz-Date=y",
+            &big
+        ));
+        assert!(is_document(&Method::POST, "/b", false, "delete", &big));
         let streamed = headers(&[
             ("content-length", "100"),
             ("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
         ]);
-        assert!(!is_document(&Method::POST, "/b", "delete", &streamed));
-        assert!(!is_document(&Method::POST, "/b", "delete", &HeaderMap::new()));
+        assert!(!is_document(&Method::POST, "/b", false, "delete", &streamed));
+        assert!(!is_document(&Method::POST, "/b", false, "delete", &HeaderMap::new()));
     }
 
     #[tokio::test]
