@@ -333,24 +333,20 @@ impl S3Access for GatewayAccess {
         }
         // A form asks for encryption or object lock in its fields, not in headers.
         let i = &req.input;
-        if i.server_side_encryption.is_some()
-            || i.sse_customer_algorithm.is_some()
-            || i.sse_customer_key.is_some()
-            || i.ssekms_key_id.is_some()
-            || i.ssekms_encryption_context.is_some()
-            || i.bucket_key_enabled.is_some()
-        {
-            return Err(s3_error!(
-                NotImplemented,
-                "A header you provided implies functionality that is not implemented: server-side encryption"
-            ));
+        let customer_key = i.sse_customer_algorithm.is_some() || i.sse_customer_key.is_some();
+        crate::s3::Unoffered {
+            sse: customer_key
+                || i.server_side_encryption.is_some()
+                || i.ssekms_key_id.is_some()
+                || i.ssekms_encryption_context.is_some()
+                || i.bucket_key_enabled.is_some(),
+            customer_key,
+            source_customer_key: false,
+            lock: i.object_lock_mode.is_some()
+                || i.object_lock_retain_until_date.is_some()
+                || i.object_lock_legal_hold_status.is_some(),
         }
-        if i.object_lock_mode.is_some()
-            || i.object_lock_retain_until_date.is_some()
-            || i.object_lock_legal_hold_status.is_some()
-        {
-            return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
-        }
+        .refuse("PostObject")?;
         let slot = req.extensions.get::<InfoSlot>().cloned();
         let peer = req.extensions.get::<PeerAddr>().map(|p| p.0.ip());
         let asked = Asked {

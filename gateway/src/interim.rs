@@ -39,13 +39,15 @@ impl ContinueSignal {
 /// Whether an HTTP/1.1 request expects `100 Continue` and will never read a body (so hyper
 /// would not send the interim response).
 pub fn wants_interim_continue<B: hyper::body::Body>(req: &http::Request<B>) -> bool {
-    req.version() == http::Version::HTTP_11
-        && req.body().is_end_stream()
-        && req
-            .headers()
-            .get_all(http::header::EXPECT)
-            .iter()
-            .any(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+    req.version() == http::Version::HTTP_11 && req.body().is_end_stream() && expects_continue(req.headers())
+}
+
+/// Whether the client waits for `100 Continue` before it sends the body.
+pub fn expects_continue(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::EXPECT)
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// A connection's byte stream that writes a requested `100 Continue` before the next response.

@@ -159,7 +159,9 @@ impl Observed {
             req.map(|_| Body::empty())
         } else {
             let guarded = req.map(|b| StallGuard::new(b, self.body_stall, self.metrics.clone()));
-            let virtual_hosted = self.cors.as_ref().is_some_and(|c| c.host_bucket(&guarded).is_some());
+            // Only a PUT's reading depends on it (body_digest.rs); the Host is not parsed for others.
+            let virtual_hosted = guarded.method() == http::Method::PUT
+                && self.cors.as_ref().is_some_and(|c| c.host_bucket(&guarded).is_some());
             crate::s3::body_digest::inspect(guarded, virtual_hosted).await
         };
         let method = req.method().clone();
@@ -233,9 +235,6 @@ impl Observed {
     }
 }
 
-/// A PUT with an RDMA token whose declared body never comes (LMCache's cuObject connector sends
-/// `Content-Length: <size>` and no bytes): s3s must not wait for it, and the connection, whose
-/// byte stream no longer lines up with HTTP framing, is closed after the response.
 /// An `Authorization` header with nothing in it names no credentials: S3 serves such a request
 /// as an anonymous one (403 `AccessDenied` unless a policy or ACL lets anyone in), where s3s
 /// would refuse the header itself as malformed (400).
@@ -257,27 +256,34 @@ fn drop_empty_authorization<B>(req: &mut Request<B>) {
 /// there; s3s would refuse it with an `InvalidRequest` that tells them nothing. Also whether the
 /// credential came in the query (a presigned URL), which S3 answers with another code.
 fn unusable_region<B>(req: &Request<B>) -> Option<(String, bool)> {
-    let from_header = req
+    // Checked on every request: nothing is allocated unless the region is unusable.
+    let header = req
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .filter(|v| v.starts_with("AWS4-HMAC-SHA256"))
-        .and_then(|v| v.split_once("Credential="))
-        .map(|(_, rest)| (rest.split(',').next().unwrap_or_default().trim().to_owned(), false));
-    let (credential, in_query) = from_header.or_else(|| {
-        let q = req.uri().query()?;
-        let v = q.split('&').find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
-        Some((
-            percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned(),
-            true,
-        ))
-    })?;
+        .filter(|v| v.starts_with("AWS4-HMAC-SHA256"));
+    if let Some(v) = header {
+        let credential = v.split_once("Credential=")?.1.split(',').next()?.trim();
+        return unusable_in(credential).map(|r| (r.to_owned(), false));
+    }
+    let v = req
+        .uri()
+        .query()?
+        .split('&')
+        .find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
+    let credential = percent_encoding::percent_decode_str(v).decode_utf8_lossy();
+    unusable_in(&credential).map(|r| (r.to_owned(), true))
+}
+
+/// The region of credential scope `AK/date/region/service/aws4_request`, if it is not a region
+/// name (`[a-z0-9-]+`; empty is left to s3s).
+fn unusable_in(credential: &str) -> Option<&str> {
     let region = credential.split('/').nth(2)?;
     let usable = region.is_empty()
         || region
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    (!usable).then(|| (region.to_owned(), in_query))
+    (!usable).then_some(region)
 }
 
 /// 400 for a request signed for region `asked`, naming `ours` in the message and in
@@ -308,6 +314,9 @@ fn wrong_region_answer(asked: &str, in_query: bool, ours: &str) -> Response<Body
     resp
 }
 
+/// A PUT with an RDMA token whose declared body never comes (LMCache's cuObject connector sends
+/// `Content-Length: <size>` and no bytes): s3s must not wait for it, and the connection, whose
+/// byte stream no longer lines up with HTTP framing, is closed after the response.
 fn unsent_body(req: &Request<Incoming>) -> bool {
     req.method() == http::Method::PUT
         && crate::s3::rdma_has_token(req.headers())
@@ -334,8 +343,6 @@ fn error_code(xml: &[u8]) -> Option<String> {
     Some(s[start..end].to_owned())
 }
 
-/// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
-/// client reports from the body is the one in the `x-amz-request-id` header and in our log.
 /// The element S3 adds to an error document to name what was not there or in the way:
 /// `<BucketName>` or `<Key>`, from the request's own bucket and key. A copy's errors may be
 /// about its source, which the request's path does not name, so they get none.
@@ -353,8 +360,9 @@ fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
     Some((tag, crate::s3::post_form::xml_escape(value)))
 }
 
-/// `xml` with a `<RequestId>` (and `detail`, see [`detail_of`]) before its `</Error>`, unless it
-/// has one already.
+/// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
+/// client reports from the body is the one in the `x-amz-request-id` header and in our log; and
+/// `detail` (see [`detail_of`]) before it. Unchanged if it has a request id already.
 fn with_request_id(xml: Bytes, id: &str, detail: Option<(&str, String)>) -> Bytes {
     const END: &[u8] = b"</Error>";
     let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");

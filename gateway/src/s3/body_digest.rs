@@ -76,7 +76,8 @@ fn is_document(method: &Method, path: &str, virtual_hosted: bool, query: &str, h
         // the body (botocore always does): reading it here would ask for the body before the
         // access check, and a refused upload must be answered without (403, no interim).
         Method::PUT if names.is_empty() => {
-            len <= MAX_UNQUALIFIED_PUT && !(names_a_key(path, virtual_hosted) && expects_continue(headers))
+            len <= MAX_UNQUALIFIED_PUT
+                && !(names_a_key(path, virtual_hosted) && crate::interim::expects_continue(headers))
         }
         Method::PUT => true,
         // POST without a query is a browser form upload (object data).
@@ -115,14 +116,6 @@ pub(crate) async fn inspect(
     };
     parts.extensions.insert(verdict);
     Request::from_parts(parts, s3s::Body::from(bytes))
-}
-
-/// Whether the client waits for `100 Continue` before it sends the body.
-fn expects_continue(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(http::header::EXPECT)
-        .iter()
-        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// Whether `path` names an object: `/bucket/key` path-style, any `/key` when the Host named the

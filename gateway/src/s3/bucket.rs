@@ -48,10 +48,7 @@ impl Gateway {
         // A bucket asked for with object lock would be served without it: refused, as setting
         // its object lock configuration is.
         if req.input.object_lock_enabled_for_bucket == Some(true) {
-            return Err(s3_error!(
-                NotImplemented,
-                "A header you provided implies functionality that is not implemented: object lock"
-            ));
+            return Err(super::not_offered("object lock"));
         }
         let (d, n) = (who.user.domain.clone(), name.clone());
         if let Some(existing) = self.meta.bucket(&d, &n).await.map_err(meta_err)? {

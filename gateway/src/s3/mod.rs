@@ -62,7 +62,7 @@ pub(crate) use range::ignored as range_ignored;
 pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 pub(crate) use sharing::RequestFacts;
-pub(crate) use unconfigured::refuse_unoffered;
+pub(crate) use unconfigured::{not_offered, refuse_unoffered, Unoffered};
 
 pub(crate) use error::{internal, meta_err, presigned_too_long};
 

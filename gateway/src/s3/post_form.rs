@@ -141,10 +141,8 @@ pub(crate) fn watch(req: Request<s3s::Body>) -> (Request<s3s::Body>, Option<Arc<
     let watched = FileNameWatch {
         inner: body,
         seen: Some(Vec::new()),
-        scanned: 0,
+        place: Place::default(),
         delimiter: [b"--".as_slice(), boundary.as_bytes()].concat(),
-        part: None,
-        fields: FormFields::default(),
         upload: upload.clone(),
     };
     (Request::from_parts(parts, s3s::Body::http_body(watched)), Some(upload))
@@ -171,12 +169,9 @@ struct FileNameWatch<B> {
     seen: Option<Vec<u8>>,
     /// Where in `seen` the scan goes on: the parts before it were read whole, so a frame costs
     /// a look at what is new, not the whole form again.
-    scanned: usize,
+    place: Place,
     /// `--` and the boundary.
     delimiter: Vec<u8>,
-    /// The name of the part whose value starts at `scanned`, and the fields kept so far.
-    part: Option<String>,
-    fields: FormFields,
     upload: Arc<FormUpload>,
 }
 
@@ -184,18 +179,11 @@ impl<B> FileNameWatch<B> {
     fn look(&mut self, data: &Bytes) {
         let Some(seen) = self.seen.as_mut() else { return };
         seen.extend_from_slice(data);
-        let mut at = Place {
-            at: self.scanned,
-            part: self.part.take(),
-            fields: std::mem::take(&mut self.fields),
-        };
-        let scan = scan_from(seen, &self.delimiter, &mut at);
-        (self.scanned, self.part, self.fields) = (at.at, at.part, at.fields);
-        match scan {
+        match scan_from(seen, &self.delimiter, &mut self.place) {
             Scan::More if seen.len() <= MAX_WATCHED => {}
             Scan::Found(name) => {
                 let _ = self.upload.file_name.set(name);
-                let _ = self.upload.fields.set(std::mem::take(&mut self.fields));
+                let _ = self.upload.fields.set(std::mem::take(&mut self.place.fields));
                 self.seen = None;
             }
             Scan::More | Scan::NoFile => self.seen = None,
@@ -504,10 +492,8 @@ bytes--XyZ--\r\n";
             let mut w = FileNameWatch {
                 inner: (),
                 seen: Some(Vec::new()),
-                scanned: 0,
+                place: Place::default(),
                 delimiter: b"--XyZ".to_vec(),
-                part: None,
-                fields: FormFields::default(),
                 upload: upload.clone(),
             };
             for chunk in FORM.chunks(frame) {

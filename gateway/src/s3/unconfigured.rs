@@ -11,7 +11,7 @@
 //! had been applied, so no client believes an object encrypted or locked that is not.
 
 use s3s::dto::*;
-use s3s::{s3_error, S3Request, S3Response, S3Result};
+use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use http::HeaderMap;
 
@@ -88,52 +88,79 @@ const WRITES: [&str; 6] = [
     "UploadPartCopy",
 ];
 
-/// Refuses a request that asks for server-side encryption or object lock on the objects it
-/// writes or reads, since objects here are plain files in the tenant's folder (what a compute
-/// session that mounts it reads) and no bucket has object lock:
-/// - SSE-C headers on a read, or SSE-C headers for a copy's source: 400 `InvalidRequest`, as S3
-///   answers when the object was not encrypted with a customer key;
-/// - any other server-side encryption header (SSE-C, SSE-KMS, SSE-S3): 501 `NotImplemented`,
-///   S3's answer to a header that implies functionality it does not implement;
-/// - object lock headers on a write: 400 `InvalidRequest`, as S3 answers for a bucket without
-///   an object lock configuration.
-pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
-    let mut sse = false;
-    let mut customer = false;
-    let mut lock = false;
-    for name in headers.keys() {
-        let n = name.as_str();
-        if n.starts_with("x-amz-copy-source-server-side-encryption-customer-") && WRITES.contains(&op) {
+/// 501 `NotImplemented` for a request asking for `what` (server-side encryption, object lock):
+/// S3's answer to a header that implies functionality it does not implement.
+pub(crate) fn not_offered(what: &str) -> S3Error {
+    s3_error!(
+        NotImplemented,
+        "A header you provided implies functionality that is not implemented: {what}"
+    )
+}
+
+/// What a request asks for of encryption and object lock, from its headers or (for a browser
+/// form) its fields.
+#[derive(Debug, Default)]
+pub(crate) struct Unoffered {
+    /// Any server-side encryption (SSE-C, SSE-KMS, SSE-S3).
+    pub sse: bool,
+    /// A customer-provided key (SSE-C).
+    pub customer_key: bool,
+    /// A customer-provided key for a copy's source.
+    pub source_customer_key: bool,
+    /// Object lock (mode, retention, legal hold).
+    pub lock: bool,
+}
+
+impl Unoffered {
+    fn of_headers(headers: &HeaderMap) -> Self {
+        let mut asked = Self::default();
+        for name in headers.keys() {
+            let n = name.as_str();
+            asked.source_customer_key |= n.starts_with("x-amz-copy-source-server-side-encryption-customer-");
+            if let Some(rest) = n.strip_prefix("x-amz-server-side-encryption") {
+                asked.sse = true;
+                asked.customer_key |= rest.starts_with("-customer-");
+            }
+            asked.lock |= n.starts_with("x-amz-object-lock-");
+        }
+        asked
+    }
+
+    /// Refuses what is asked of operation `op`, since objects here are plain files in the
+    /// tenant's folder (what a compute session that mounts it reads) and no bucket has object
+    /// lock:
+    /// - a customer key on a read, or for a copy's source: 400 `InvalidRequest`, as S3 answers
+    ///   when the object was not encrypted with a customer key;
+    /// - any server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]);
+    /// - object lock on a write: 400 `InvalidRequest`, as S3 answers for a bucket without an
+    ///   object lock configuration.
+    ///
+    /// Other operations take no notice, as on S3.
+    pub(crate) fn refuse(&self, op: &str) -> S3Result<()> {
+        let write = WRITES.contains(&op);
+        if (self.customer_key && READS.contains(&op)) || (self.source_customer_key && write) {
             return Err(s3_error!(
                 InvalidRequest,
                 "The encryption parameters are not applicable to this object."
             ));
         }
-        if let Some(rest) = n.strip_prefix("x-amz-server-side-encryption") {
-            sse = true;
-            customer |= rest.starts_with("-customer-");
+        if write && self.sse {
+            return Err(not_offered("server-side encryption"));
         }
-        lock |= n.starts_with("x-amz-object-lock-");
+        if write && self.lock {
+            return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
+        }
+        Ok(())
     }
-    if customer && READS.contains(&op) {
-        return Err(s3_error!(
-            InvalidRequest,
-            "The encryption parameters are not applicable to this object."
-        ));
-    }
-    if !WRITES.contains(&op) {
+}
+
+/// [`Unoffered::refuse`] for what a request's headers ask; the headers are not read for
+/// operations that neither read nor write object data.
+pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
+    if !WRITES.contains(&op) && !READS.contains(&op) {
         return Ok(());
     }
-    if sse {
-        return Err(s3_error!(
-            NotImplemented,
-            "A header you provided implies functionality that is not implemented: server-side encryption"
-        ));
-    }
-    if lock {
-        return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
-    }
-    Ok(())
+    Unoffered::of_headers(headers).refuse(op)
 }
 
 #[cfg(test)]
