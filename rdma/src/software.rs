@@ -30,12 +30,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::token::{TokenError, Window};
@@ -403,67 +404,107 @@ impl Drop for Region {
     }
 }
 
-/// Most bytes a connection stages at once between the socket and registered memory.
-const BOUNCE: usize = 1 << 20;
-
-async fn serve_connection(mut s: TcpStream, registry: Arc<Registry>) {
+async fn serve_connection(s: TcpStream, registry: Arc<Registry>) {
     let mut h = [0u8; HEADER];
-    // Registered memory is reached only by raw copies to and from this private buffer, never
-    // through a Rust reference: the owner and other connections may touch the same range at
-    // the same time (the protocol, like RDMA, leaves such bytes unspecified), and a `&mut [u8]`
-    // over memory someone else writes, held across an `.await`, is undefined behaviour.
-    let mut bounce = Vec::new();
     loop {
-        if s.read_exact(&mut h).await.is_err() {
+        if recv_exact(&s, Raw(h.as_mut_ptr()), HEADER).await.is_err() {
             return;
         }
         let status = match check(&h, &registry) {
             Ok((op, mem, off, len)) => {
-                bounce.resize(len.min(BOUNCE), 0);
-                let mut done = 0;
-                if op == OP_WRITE {
-                    while done < len {
-                        let n = (len - done).min(BOUNCE);
-                        if s.read_exact(&mut bounce[..n]).await.is_err() {
-                            return;
-                        }
-                        // SAFETY: `check` confined [off, off+len) to the registration, which
-                        // `mem` keeps alive; `bounce` is ours, so the ranges cannot overlap.
-                        unsafe { std::ptr::copy_nonoverlapping(bounce.as_ptr(), mem.ptr.add(off + done), n) };
-                        done += n;
+                // SAFETY: `check` confined [off, off+len) to the registration, which `mem` keeps
+                // alive for the whole transfer.
+                let at = Raw(unsafe { mem.ptr.add(off) });
+                let moved = async {
+                    if op == OP_WRITE {
+                        recv_exact(&s, at, len).await?;
+                        answer(&s, ST_OK).await
+                    } else {
+                        answer(&s, ST_OK).await?;
+                        send_all(&s, at, len).await
                     }
-                    if s.write_all(&reply(ST_OK)).await.is_err() {
-                        return;
-                    }
-                } else {
-                    if s.write_all(&reply(ST_OK)).await.is_err() {
-                        return;
-                    }
-                    while done < len {
-                        let n = (len - done).min(BOUNCE);
-                        // SAFETY: as above, in the other direction.
-                        unsafe { std::ptr::copy_nonoverlapping(mem.ptr.add(off + done), bounce.as_mut_ptr(), n) };
-                        if s.write_all(&bounce[..n]).await.is_err() {
-                            return;
-                        }
-                        done += n;
-                    }
+                }
+                .await;
+                drop(mem);
+                if moved.is_err() {
+                    return;
                 }
                 continue;
             }
             Err(st) => st,
         };
         // A refused write's payload is still on the wire: answer and close.
-        let _ = s.write_all(&reply(status)).await;
-        let _ = s.shutdown().await;
+        let _ = answer(&s, status).await;
         return;
     }
 }
 
-fn reply(status: u8) -> [u8; 8] {
+/// An address the socket calls read from or write to, carried across `.await` points.
+///
+/// Registered memory is reached only through raw pointers handed to the kernel, never through
+/// a Rust reference: its owner and other connections may touch the same range at the same time
+/// (the protocol, like RDMA, leaves such bytes unspecified), and a `&mut [u8]` over memory
+/// someone else writes is undefined behaviour. Handing the kernel the registered memory itself
+/// also spares a copy through a bounce buffer on every byte the target moves.
+#[derive(Clone, Copy)]
+struct Raw(*mut u8);
+
+// SAFETY: a plain address; every dereference (by the kernel, in `recv_exact`/`send_all`) is
+// covered by the caller's guarantee that the range stays valid until the call returns.
+unsafe impl Send for Raw {}
+// SAFETY: as for Send: sharing the address shares no access; only the kernel dereferences it.
+unsafe impl Sync for Raw {}
+
+/// Receives exactly `len` bytes from `s` into `ptr..ptr + len`, straight from the socket.
+///
+/// The caller keeps `ptr..ptr + len` valid for writes until this returns.
+async fn recv_exact(s: &TcpStream, ptr: Raw, len: usize) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        s.readable().await?;
+        let got = s.try_io(Interest::READABLE, || {
+            // SAFETY: `ptr + done .. ptr + len` lies inside the range the caller keeps valid;
+            // the kernel writes it without any Rust reference to it existing.
+            let n = unsafe { libc::recv(s.as_raw_fd(), ptr.0.add(done).cast(), len - done, 0) };
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        });
+        match got {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => done += n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends `ptr..ptr + len` on `s`, straight from that memory.
+///
+/// The caller keeps `ptr..ptr + len` valid for reads until this returns.
+async fn send_all(s: &TcpStream, ptr: Raw, len: usize) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        s.writable().await?;
+        let sent = s.try_io(Interest::WRITABLE, || {
+            // SAFETY: as in `recv_exact`; the kernel only reads the range. MSG_NOSIGNAL: a peer
+            // that went away is an error here, not a SIGPIPE for the whole process.
+            let n = unsafe { libc::send(s.as_raw_fd(), ptr.0.add(done).cast(), len - done, libc::MSG_NOSIGNAL) };
+            usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        });
+        match sent {
+            Ok(n) => done += n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends the 8-byte response that starts with `status`.
+async fn answer(s: &TcpStream, status: u8) -> io::Result<()> {
     let mut r = [0u8; 8];
     r[0] = status;
-    r
+    send_all(s, Raw(r.as_mut_ptr()), r.len()).await
 }
 
 fn u64_at(h: &[u8], at: usize) -> u64 {
