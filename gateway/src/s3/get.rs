@@ -343,13 +343,24 @@ impl Gateway {
         let Some(h) = plan.handle.clone() else {
             return Ok(0);
         };
-        let source = read_blocks(h, plan.start, plan.len, || penstock_rdma::transport::CHUNK);
-        let moved = penstock_rdma::transport::push(a.transport.clone(), a.token.clone(), source)
-            .await
-            .map_err(|e| match e {
-                PushError::Source(e) => backend_err(e),
-                PushError::Transfer(e) => transfer_failed(&e, &self.metrics, a.token.kind()),
-            })?;
+        let start = plan.start;
+        let read = move |off: u64, n: usize| {
+            let h = h.clone();
+            async move { h.read_at(start + off, n).await }
+        };
+        let moved = penstock_rdma::transport::push(
+            a.transport.clone(),
+            a.token.clone(),
+            plan.len,
+            penstock_rdma::transport::CHUNK,
+            read,
+        )
+        .await
+        .map_err(|e| match e {
+            PushError::Source(e) => backend_err(e),
+            PushError::Short { .. } => s3_error!(InternalError, "the object's file shrank while it was read"),
+            PushError::Transfer(e) => transfer_failed(&e, &self.metrics, a.token.kind()),
+        })?;
         self.metrics.payload(a.data_path(), Direction::Out, moved);
         Ok(moved)
     }
