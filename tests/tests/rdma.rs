@@ -265,3 +265,51 @@ async fn concurrent_token_gets_into_distinct_windows_of_one_registration() {
         assert!(region.to_vec(i * stride + size, stride - size).iter().all(|&b| b == 0));
     }
 }
+
+/// A file truncated while a token GET reads it (a compute session rewriting it in the folder):
+/// the GET fails with 500 `InternalError`; it must not report a short transfer as the object.
+/// A target of the test's own (the wire format of docs/rdma.md) truncates the file before it
+/// acknowledges the first operation, so the operations after the first four read past the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_file_that_shrinks_during_a_token_get_fails_the_get() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let gw = Gateway::start();
+    let c = Client::new(&gw.endpoint, ACCESS_KEY, SECRET_KEY);
+    c.create_bucket("gpu").await.unwrap();
+    let chunk = penstock_rdma::transport::CHUNK;
+    let data = pattern(6, 6 * chunk);
+    c.put_object("gpu", "big", data.clone().into()).await.unwrap();
+    let file = gw.folder_dir("big").join("big");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let truncated = Arc::new(AtomicBool::new(false));
+    let t = truncated.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let (mut s, file, t) = (conn.unwrap(), file.clone(), t.clone());
+            std::thread::spawn(move || {
+                let mut h = [0u8; 48];
+                while s.read_exact(&mut h).is_ok() {
+                    assert_eq!((&h[..4], h[4]), (&b"PSW1"[..], 1), "the gateway only writes on a GET");
+                    let len = u64::from_le_bytes(h[40..48].try_into().unwrap()) as usize;
+                    let mut payload = vec![0; len];
+                    s.read_exact(&mut payload).unwrap();
+                    if !t.swap(true, Ordering::SeqCst) {
+                        std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(1 << 20).unwrap();
+                    }
+                    s.write_all(&[0; 8]).unwrap();
+                }
+            });
+        }
+    });
+    let token = format!("swt1:127.0.0.1:{port}:{:016x}:{}:{:016x}:{:016x}", 1, "0".repeat(32), 0, data.len());
+    let r = c
+        .send(Method::GET, &c.url("gpu", Some("big")), &[("x-amz-rdma-token", &token)], bytes::Bytes::new())
+        .await
+        .unwrap();
+    assert!(truncated.load(Ordering::SeqCst), "the target never saw an operation");
+    assert_eq!((r.status.as_u16(), code(&r).as_str()), (500, "InternalError"), "{:?}", r.headers);
+}

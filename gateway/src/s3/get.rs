@@ -308,7 +308,7 @@ impl Gateway {
                     Some(h) if plan.len <= WHOLE_READ as u64 => {
                         let bytes = h.read_at(plan.start, plan.len as usize).await.map_err(backend_err)?;
                         if bytes.len() as u64 != plan.len {
-                            return Err(s3_error!(InternalError, "the object's file shrank while it was read"));
+                            return Err(file_shrank());
                         }
                         self.metrics.payload(DataPath::Http, Direction::Out, plan.len);
                         Some(StreamingBlob::from(s3s::Body::from(bytes)))
@@ -358,7 +358,7 @@ impl Gateway {
         .await
         .map_err(|e| match e {
             PushError::Source(e) => backend_err(e),
-            PushError::Short { .. } => s3_error!(InternalError, "the object's file shrank while it was read"),
+            PushError::Short { .. } => file_shrank(),
             PushError::Transfer(e) => transfer_failed(&e, &self.metrics, a.token.kind()),
         })?;
         self.metrics.payload(a.data_path(), Direction::Out, moved);
@@ -659,6 +659,12 @@ impl ObjectHeaders {
             checksum_type,
         }
     }
+}
+
+/// A file that had fewer bytes than its stat when read (a session truncated it mid-GET): the GET
+/// fails rather than answer with bytes missing.
+fn file_shrank() -> s3s::S3Error {
+    s3_error!(InternalError, "the object's file shrank while it was read")
 }
 
 /// `len` bytes from `start`, read in blocks of `block()` bytes (asked as each read starts) with
