@@ -49,7 +49,7 @@ for gw in "${GATEWAY_ENDPOINTS[@]}"; do
   step "GET from $gw"
   got=$("$AWS" --endpoint-url "$gw" s3 cp "s3://$B/data/big.bin" - | md5sum | cut -d' ' -f1)
   [ "$got" = "$want" ] || fail "$gw served other bytes"
-  "$AWS" --endpoint-url "$gw" s3 ls "s3://$B/data/" | grep -q " 104857600 big.bin" || fail "$gw does not list big.bin"
+  "$AWS" --endpoint-url "$gw" s3 ls "s3://$B/data/" | has " 104857600 big.bin" || fail "$gw does not list big.bin"
 done
 
 mkdir -p "$WORK/tree/sub/deeper"
@@ -71,7 +71,7 @@ diff -r "$WORK/tree" "$WORK/back" || fail "sync down differs"
 step "bucket made on gateway 1, seen on the others"
 "$AWS" --endpoint-url "${GATEWAY_ENDPOINTS[0]}" s3 mb "s3://$B-direct" >/dev/null
 for gw in "${GATEWAY_ENDPOINTS[@]:1}"; do
-  "$AWS" --endpoint-url "$gw" s3 ls | grep -q " $B-direct$" || fail "$gw does not list $B-direct"
+  "$AWS" --endpoint-url "$gw" s3 ls | has " $B-direct$" || fail "$gw does not list $B-direct"
 done
 step "rm, rb"
 aws_ s3 rm "s3://$B" --recursive --only-show-errors

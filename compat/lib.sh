@@ -54,6 +54,10 @@ for _ in $(seq 1 200); do
 done
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# `producer | has PATTERN`: grep -q after reading all of stdin. A bare `| grep -q` exits at its
+# first match, and a producer still writing (s3cmd prints line by line) then dies of a broken
+# pipe, failing the pipeline under pipefail even though the line was there.
+has() { local all; all=$(cat); grep -q -- "$1" <<<"$all"; }
 step() { echo "  - $*"; }
 
 # With an `aws_` function (aws cli with --endpoint-url): makes bucket $1, uploads 100 MiB of random
@@ -63,7 +67,7 @@ aws_mb_and_big_upload() {
   step mb; aws_ s3 mb "s3://$b" >/dev/null
   head -c $((100 * 1024 * 1024)) /dev/urandom >"$WORK/big.bin"
   step "cp 100 MiB"; aws_ s3 cp "$WORK/big.bin" "s3://$b/data/big.bin" --only-show-errors
-  aws_ s3 ls "s3://$b/data/" | grep -q " 104857600 big.bin" || fail "ls does not show the 100 MiB object"
+  aws_ s3 ls "s3://$b/data/" | has " 104857600 big.bin" || fail "ls does not show the 100 MiB object"
   local etag
   etag=$(aws_ s3api head-object --bucket "$b" --key data/big.bin --query ETag --output text)
   case "$etag" in *-*) ;; *) fail "expected a multipart ETag, got $etag" ;; esac

@@ -29,7 +29,7 @@ folder=${onfs%/data/big.bin}
 head -c 3000000 /dev/urandom >"$WORK/session.bin"
 nfs-cp "$WORK/session.bin" "$(libnfs_url "${folder#"$NFS_EXPORT"}/data/session.bin")" >/dev/null ||
   fail "nfs-cp into the folder failed"
-aws_ s3 ls "s3://$B/data/" | grep -q " 3000000 session.bin" || fail "file written by nfs-cp not listed"
+aws_ s3 ls "s3://$B/data/" | has " 3000000 session.bin" || fail "file written by nfs-cp not listed"
 aws_ s3 cp "s3://$B/data/session.bin" "$WORK/session.back" --only-show-errors
 cmp "$WORK/session.bin" "$WORK/session.back" || fail "file written by nfs-cp downloads different bytes"
 

@@ -31,16 +31,16 @@ cmp "$WORK/big" "$WORK/big.back" || fail "multipart object read back differs"
 step "sync up"; s3c sync "$WORK/up/" "s3://$B/tree/" >/dev/null
 n=$(s3c ls -r "s3://$B/tree/" | wc -l)
 [ "$n" -eq 4 ] || fail "ls -r shows $n objects, expected 4"
-s3c la | grep -q "s3://$B/big" || fail "la does not list the bucket's objects"
+s3c la | has "s3://$B/big" || fail "la does not list the bucket's objects"
 step "sync down"; s3c sync "s3://$B/tree/" "$WORK/down/" >/dev/null
 diff -r "$WORK/up" "$WORK/down" || fail "synced tree differs"
 step "cp, mv"; s3c cp "s3://$B/tree/f1" "s3://$B/copy" >/dev/null
 s3c mv "s3://$B/copy" "s3://$B/moved" >/dev/null
 s3c get "s3://$B/moved" "$WORK/moved" >/dev/null
 cmp "$WORK/up/f1" "$WORK/moved" || fail "moved object differs"
-s3c ls "s3://$B/copy" | grep -q . && fail "mv left its source"
+s3c ls "s3://$B/copy" | has . && fail "mv left its source"
 step modify; s3c modify --add-header="Cache-Control: max-age=60" "s3://$B/moved" >/dev/null
-aws --endpoint-url "$ENDPOINT" s3api head-object --bucket "$B" --key moved | grep -q '"CacheControl": "max-age=60"' \
+aws --endpoint-url "$ENDPOINT" s3api head-object --bucket "$B" --key moved | has '"CacheControl": "max-age=60"' \
   || fail "modify did not set Cache-Control"
 step signurl
 url=$(s3c signurl "s3://$B/moved" +300)
@@ -53,10 +53,10 @@ curl -sf "$ENDPOINT/$B/tree/f2" -o "$WORK/public" || fail "policy did not make t
 cmp "$WORK/up/f2" "$WORK/public" || fail "public read served other bytes"
 s3c delpolicy "s3://$B" >/dev/null
 step lifecycle; s3c expire "s3://$B" --expiry-days=30 >/dev/null
-s3c getlifecycle "s3://$B" | grep -q "<Days>30</Days>" || fail "expiry rule not read back"
+s3c getlifecycle "s3://$B" | has "<Days>30</Days>" || fail "expiry rule not read back"
 s3c dellifecycle "s3://$B" >/dev/null
-step du; s3c du "s3://$B" | grep -q "6 objects" || fail "du: $(s3c du "s3://$B")"
+step du; s3c du "s3://$B" | has "6 objects" || fail "du: $(s3c du "s3://$B")"
 step "del, rb"; s3c del --recursive --force "s3://$B" >/dev/null
 s3c rb "s3://$B" >/dev/null
-s3c ls | grep -q "s3://$B" && fail "bucket still listed after rb"
+s3c ls | has "s3://$B" && fail "bucket still listed after rb"
 echo "PASS: s3cmd"

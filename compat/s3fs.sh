@@ -24,7 +24,7 @@ $T cp "$WORK/big" "$MNT/dir/big" || fail "cp big"
 $T cmp "$WORK/big" "$MNT/dir/big" || fail "big differs through the mount"
 aws --endpoint-url "$ENDPOINT" s3 cp "s3://$B/dir/big" "$WORK/big.s3" --only-show-errors
 cmp "$WORK/big" "$WORK/big.s3" || fail "big differs through S3"
-step ls; $T ls -la "$MNT/dir" | grep -q hello.txt || fail "ls"
+step ls; $T ls -la "$MNT/dir" | has hello.txt || fail "ls"
 step mv; $T mv "$MNT/dir/hello.txt" "$MNT/dir/renamed.txt" || fail mv
 $T test ! -e "$MNT/dir/hello.txt" || fail "old name still there"
 [ "$($T cat "$MNT/dir/renamed.txt")" = hello ] || fail "renamed content"

@@ -9,7 +9,7 @@ aws_() { "$AWS" --endpoint-url "$ENDPOINT" --ca-bundle "$CA_FILE" "$@"; }
 head -c $((20 << 20)) /dev/urandom >"$WORK/f"
 aws_ s3 mb s3://tlsbucket >/dev/null || fail "mb"
 aws_ s3 cp "$WORK/f" s3://tlsbucket/f >/dev/null || fail "cp up"
-aws_ s3 ls s3://tlsbucket | grep -q " f$" || fail "ls"
+aws_ s3 ls s3://tlsbucket | has " f$" || fail "ls"
 aws_ s3 cp s3://tlsbucket/f "$WORK/g" >/dev/null || fail "cp down"
 cmp "$WORK/f" "$WORK/g" || fail "bytes differ"
 aws_ s3 rm s3://tlsbucket/f >/dev/null && aws_ s3 rb s3://tlsbucket >/dev/null || fail "rm/rb"
