@@ -690,7 +690,18 @@ fn read_blocks(
     futures::stream::iter(blocks)
         .map(move |(off, n)| {
             let h = h.clone();
-            async move { h.read_at(off, n).await }
+            async move {
+                let b = h.read_at(off, n).await?;
+                // A short block would end the body early (or leave a gap): fail the stream, so
+                // the connection or HTTP/2 stream is reset instead of ending as if complete.
+                if b.len() != n {
+                    return Err(BackendError::Io(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the object's file shrank while it was read",
+                    )));
+                }
+                Ok(b)
+            }
         })
         .buffered(2)
 }
@@ -721,10 +732,10 @@ mod tests {
 
         async fn read_at(&self, offset: u64, len: usize) -> penstock_backends::Result<bytes::Bytes> {
             self.reads.lock().unwrap().push((offset, len));
-            let at = offset as usize;
-            Ok(bytes::Bytes::copy_from_slice(
-                &self.bytes[at..(at + len).min(self.bytes.len())],
-            ))
+            // Like pread: short at the end of the file, empty past it.
+            let end = (offset as usize + len).min(self.bytes.len());
+            let at = (offset as usize).min(end);
+            Ok(bytes::Bytes::copy_from_slice(&self.bytes[at..end]))
         }
     }
 
@@ -761,6 +772,23 @@ mod tests {
             reads.len(),
             "one size per read, asked lazily"
         );
+    }
+
+    #[tokio::test]
+    async fn a_file_shorter_than_its_range_fails_the_stream() {
+        let h = Arc::new(Recorded {
+            stat: Stat {
+                kind: EntryKind::File,
+                size: 5_000,
+                inode: 1,
+                mtime_ns: 0,
+            },
+            bytes: vec![7; 2_500],
+            reads: Mutex::new(Vec::new()),
+        });
+        let got: Vec<_> = read_blocks(h, 0, 5_000, || 1_000).collect().await;
+        assert!(got[..2].iter().all(|r| r.as_ref().is_ok_and(|b| b.len() == 1_000)));
+        assert!(got[2].is_err(), "the half block is an error, not a short body");
     }
 
     #[tokio::test]
