@@ -11,8 +11,8 @@ export AWS_ACCESS_KEY_ID=PKCLUSTERCOMPAT0001
 export AWS_SECRET_ACCESS_KEY=cluster-secret-0123456789abcdefghijklmn
 export AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 unset AWS_PROFILE AWS_SESSION_TOKEN || true
-fail() { echo "FAIL: $*" >&2; exit 1; }
-step() { echo "  - $*"; }
+# shellcheck source=compat/helpers.sh
+source "$ROOT/compat/helpers.sh"
 
 WORK=$(mktemp -d /tmp/penstock-cluster-compat.XXXXXX)
 chmod 755 "$WORK"  # the PostgreSQL cluster below belongs to an unprivileged user

@@ -2,6 +2,8 @@
 # Source it from a scenario script; it starts the gateway and exports ENDPOINT and AWS_* vars.
 set -euo pipefail
 COMPAT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=compat/helpers.sh
+source "$COMPAT_ROOT/compat/helpers.sh"
 PENSTOCK_BIN=${PENSTOCK_BIN:-$COMPAT_ROOT/target/debug/penstock}
 [ -x "$PENSTOCK_BIN" ] || { echo "FAIL: $PENSTOCK_BIN missing; build with cargo build -p penstock" >&2; exit 1; }
 
@@ -52,13 +54,6 @@ for _ in $(seq 1 200); do
   if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then break; fi
   sleep 0.05
 done
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# `producer | has PATTERN`: grep -q after reading all of stdin. A bare `| grep -q` exits at its
-# first match, and a producer still writing (s3cmd prints line by line) then dies of a broken
-# pipe, failing the pipeline under pipefail even though the line was there.
-has() { local all; all=$(cat); grep -q -- "$1" <<<"$all"; }
-step() { echo "  - $*"; }
 
 # With an `aws_` function (aws cli with --endpoint-url): makes bucket $1, uploads 100 MiB of random
 # bytes from $WORK/big.bin to data/big.bin (multipart), checks ls and the multipart ETag.
