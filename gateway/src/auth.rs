@@ -281,7 +281,7 @@ impl GatewayAccess {
 #[async_trait::async_trait]
 impl S3Access for GatewayAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
-        // A request re-dispatched after s3s verified its signature (s3/range.rs) carries the
+        // A request re-dispatched after s3s verified its signature (s3/ignored_headers.rs) carries the
         // verified access key in an extension that only the gateway sets.
         check_presigned_lifetime(cx.uri())?;
         let verified = cx.extensions_mut().get::<Verified>().map(|v| v.0.clone());

@@ -14,6 +14,7 @@ mod delete;
 mod direct;
 mod error;
 mod get;
+mod ignored_headers;
 mod janitor;
 mod lifecycle;
 mod lifecycle_worker;
@@ -26,7 +27,6 @@ mod policy;
 pub(crate) mod post_form;
 mod put;
 mod quota;
-mod range;
 mod rdma;
 mod sharing;
 mod tagging;
@@ -56,10 +56,10 @@ pub(crate) use object::now_ms;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub use direct::DirectReads;
 pub(crate) use get::select;
+pub(crate) use ignored_headers::range_ignored;
+pub(crate) use ignored_headers::Verified;
 pub(crate) use multipart::{check_part_number, parse_copy_range as copy_range};
 pub(crate) use object::{parse_http_date, parse_key, validate_tags, Conditions};
-pub(crate) use range::ignored as range_ignored;
-pub(crate) use range::Verified;
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 pub(crate) use sharing::RequestFacts;
 pub(crate) use unconfigured::{not_offered, refuse_unoffered, Unoffered};
@@ -294,7 +294,7 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     b.set_auth(GatewayAuth::new(gateway.meta.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway.clone()));
     let itself = Arc::new(std::sync::OnceLock::new());
-    b.set_route(range::IgnoredRange {
+    b.set_route(ignored_headers::IgnoredHeaders {
         service: itself.clone(),
     });
     let service = b.build();

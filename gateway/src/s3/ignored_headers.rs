@@ -8,7 +8,7 @@
 //! cannot parse with 400; the headers are usually signed, so they cannot be dropped before the
 //! signature is checked.
 //!
-//! [`IgnoredRange`] is an s3s custom route, which s3s consults after verifying the signature:
+//! [`IgnoredHeaders`] is an s3s custom route, which s3s consults after verifying the signature:
 //! it takes the GET and HEAD requests with such a header and dispatches them once more
 //! through the same service without it. That second pass carries no signature (the
 //! first one was verified); the access check accepts it through [`Verified`], an extension only
@@ -41,12 +41,12 @@ const PRESIGN_PARAMS: [&str; 10] = [
 ];
 
 /// The custom route; `service` is the service it belongs to, set once that is built.
-pub(crate) struct IgnoredRange {
+pub(crate) struct IgnoredHeaders {
     pub service: Arc<OnceLock<S3Service>>,
 }
 
 /// Whether S3 would ignore this request's Range header (s3s would refuse it).
-pub(crate) fn ignored(headers: &HeaderMap) -> bool {
+pub(crate) fn range_ignored(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(http::header::RANGE).iter();
     let Some(first) = values.next() else { return false };
     if values.next().is_some() {
@@ -87,10 +87,10 @@ fn without_presign(uri: &Uri) -> S3Result<Uri> {
 }
 
 #[async_trait::async_trait]
-impl S3Route for IgnoredRange {
+impl S3Route for IgnoredHeaders {
     fn is_match(&self, method: &Method, _uri: &Uri, headers: &HeaderMap, _ext: &mut Extensions) -> bool {
         (method == Method::GET || method == Method::HEAD)
-            && (ignored(headers) || DATE_CONDITIONS.iter().any(|n| unreadable_date(headers, n)))
+            && (range_ignored(headers) || DATE_CONDITIONS.iter().any(|n| unreadable_date(headers, n)))
     }
 
     async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
@@ -115,7 +115,7 @@ impl S3Route for IgnoredRange {
         *again.method_mut() = req.method;
         *again.uri_mut() = without_presign(&req.uri)?;
         let mut headers = req.headers;
-        if ignored(&headers) {
+        if range_ignored(&headers) {
             headers.remove(http::header::RANGE);
         }
         for name in DATE_CONDITIONS {
@@ -161,13 +161,13 @@ mod tests {
             "bytes=",
             "bytes=1",
         ] {
-            assert!(ignored(&h(&[v])), "{v}");
+            assert!(range_ignored(&h(&[v])), "{v}");
         }
-        assert!(ignored(&h(&["bytes=0-1", "bytes=2-3"])));
+        assert!(range_ignored(&h(&["bytes=0-1", "bytes=2-3"])));
         for v in ["bytes=0-1", "bytes=5-", "bytes=-3", "bytes=100-200"] {
-            assert!(!ignored(&h(&[v])), "{v}");
+            assert!(!range_ignored(&h(&[v])), "{v}");
         }
-        assert!(!ignored(&HeaderMap::new()));
+        assert!(!range_ignored(&HeaderMap::new()));
     }
 
     #[test]
