@@ -188,9 +188,14 @@ struct Requested<'a> {
     policy: Option<&'a AccessControlPolicy>,
 }
 
-/// The [`Requested`] of a PutBucketAcl or PutObjectAcl input (both carry the same fields).
+/// The [`Requested`] of an ACL-carrying input: PutBucketAcl and PutObjectAcl (headers and an
+/// AccessControlPolicy body), or CreateBucket (headers only; the policy is given as `None`).
 macro_rules! acl_request {
     ($i:expr, $canned:ty) => {
+        acl_request!($i, $canned, $i.access_control_policy.as_ref())
+    };
+    // CreateBucket's input has no AccessControlPolicy: headers only.
+    ($i:expr, $canned:ty, $policy:expr) => {
         Requested {
             canned: $i.acl.as_ref().map(<$canned>::as_str),
             grant_headers: [
@@ -200,7 +205,7 @@ macro_rules! acl_request {
                 $i.grant_write.as_deref(),
                 $i.grant_write_acp.as_deref(),
             ],
-            policy: $i.access_control_policy.as_ref(),
+            policy: $policy,
         }
     };
 }
@@ -346,17 +351,7 @@ impl Gateway {
             }
             rec.ownership = (o != "BucketOwnerEnforced").then(|| o.to_owned());
         }
-        let asked = Requested {
-            canned: i.acl.as_ref().map(BucketCannedACL::as_str),
-            grant_headers: [
-                i.grant_full_control.as_deref(),
-                i.grant_read.as_deref(),
-                i.grant_read_acp.as_deref(),
-                i.grant_write.as_deref(),
-                i.grant_write_acp.as_deref(),
-            ],
-            policy: None,
-        };
+        let asked = acl_request!(i, BucketCannedACL, None);
         if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {
             return Ok(());
         }
