@@ -425,7 +425,6 @@ async fn serve_connection(s: TcpStream, registry: Arc<Registry>) {
                     }
                 }
                 .await;
-                drop(mem);
                 if moved.is_err() {
                     return;
                 }
