@@ -29,6 +29,7 @@ mod put;
 mod quota;
 mod rdma;
 mod sharing;
+mod stream;
 mod tagging;
 mod unconfigured;
 mod version_list;
