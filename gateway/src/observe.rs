@@ -299,14 +299,12 @@ fn wrong_region_answer(asked: &str, in_query: bool, ours: &str) -> Response<Body
     } else {
         ("AuthorizationHeaderMalformed", "The authorization header is malformed")
     };
-    let doc = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code>\
-         <Message>{what}; the region &apos;{}&apos; is wrong; expecting &apos;{}&apos;</Message>\
-         <Region>{}</Region></Error>",
+    let message = format!(
+        "{what}; the region &apos;{}&apos; is wrong; expecting &apos;{}&apos;",
         esc(asked),
-        esc(ours),
         esc(ours)
     );
+    let doc = crate::s3::error_document(code, &message, &format!("<Region>{}</Region>", esc(ours)));
     let mut resp = Response::new(Body::from(doc));
     *resp.status_mut() = http::StatusCode::BAD_REQUEST;
     resp.headers_mut()

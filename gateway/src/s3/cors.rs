@@ -114,9 +114,7 @@ fn allow(h: &mut HeaderMap, rule: &CorsRule, origin: &str) {
 
 /// A CORS error body as S3 writes one (403 `AccessForbidden`, 400 `BadRequest`).
 fn refusal(status: StatusCode, code: &str, msg: &str) -> (StatusCode, HeaderMap, String) {
-    let body = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{msg}</Message></Error>"
-    );
+    let body = super::error_document(code, msg, "");
     let mut h = HeaderMap::new();
     set(&mut h, "content-type", "application/xml");
     (status, h, body)

@@ -8,6 +8,15 @@ use s3s::{S3Error, S3ErrorCode};
 use penstock_backends::{BackendError, KeyError, QuotaScope};
 use penstock_metadata::MetaError;
 
+/// An S3 error document as S3 writes one, for answers made outside s3s's error path: `code`,
+/// `message` (already XML-escaped) and any further elements (`extra`, such as `<Region>`).
+pub(crate) fn error_document(code: &str, message: &str, extra: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{message}</Message>\
+         {extra}</Error>"
+    )
+}
+
 pub(crate) fn custom(code: &'static str, status: StatusCode, msg: impl Into<String>) -> S3Error {
     let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), msg.into());
     e.set_status_code(status);

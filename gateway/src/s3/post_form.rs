@@ -27,6 +27,8 @@ use http_body_util::BodyExt;
 use s3s::dto::{ObjectCannedACL, PostObjectInput, Tagging};
 use s3s::{s3_error, S3Result};
 
+use super::error_document;
+
 /// What S3 replaces with the uploaded file's name in a form's `key`.
 const FILENAME: &str = "${filename}";
 
@@ -348,17 +350,17 @@ async fn policy_refusal(resp: Response<s3s::Body>) -> Response<s3s::Body> {
     // s3s checks the conditions before it looks for the key: a form without one fails the key's
     // condition first, where S3 answers that the key is missing.
     if message.contains("field &apos;key&apos; failed") && message.ends_with("got &apos;&apos;") {
-        let missing = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InvalidArgument</Code>\
-            <Message>Bucket POST must contain a field named &apos;key&apos;.</Message></Error>";
+        let missing = error_document(
+            "InvalidArgument",
+            "Bucket POST must contain a field named &apos;key&apos;.",
+            "",
+        );
         parts
             .headers
             .insert(http::header::CONTENT_LENGTH, HeaderValue::from(missing.len()));
-        return Response::from_parts(parts, s3s::Body::from(missing.to_owned()));
+        return Response::from_parts(parts, s3s::Body::from(missing));
     }
-    let refused = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>\
-         <Message>Invalid according to Policy: {message}</Message></Error>"
-    );
+    let refused = error_document("AccessDenied", &format!("Invalid according to Policy: {message}"), "");
     parts.status = http::StatusCode::FORBIDDEN;
     parts
         .headers
