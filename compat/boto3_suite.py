@@ -299,12 +299,16 @@ post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action
 st, _, doc = post_form(post, "a&b.txt", b"named")
 check("post ${filename} 201", st == 201 and b"<Key>post/a&amp;b.txt</Key>" in doc, (st, doc[:300]))
 check("post ${filename} object", s3.get_object(Bucket=B, Key="post/a&b.txt")["Body"].read() == b"named")
+named_etag = s3.head_object(Bucket=B, Key="post/a&b.txt")["ETag"]
+check("post 201 quotes the etag", f"<ETag>{named_etag}</ETag>".encode() in doc, (named_etag, doc[:300]))
 post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_redirect": "http://example.com/done"},
                                   Conditions=[["starts-with", "$key", "post/"],
                                               {"success_action_redirect": "http://example.com/done"}])
 st, location, _ = post_form(post, "c d.txt", b"redirected")
 check("post ${filename} 303", st == 303 and "key=post%2Fc+d.txt" in (location or ""), (st, location))
 check("post ${filename} 303 object", s3.get_object(Bucket=B, Key="post/c d.txt")["Body"].read() == b"redirected")
+redirected_etag = s3.head_object(Bucket=B, Key="post/c d.txt")["ETag"].strip('"')
+check("post 303 quotes the etag", (location or "").endswith(f"&etag=%22{redirected_etag}%22"), location)
 
 # A form's `tagging` (an XML tag set) and `acl` fields are applied as a PUT's headers would be.
 tag_doc = "<Tagging><TagSet><Tag><Key>team</Key><Value>a&amp;b</Value></Tag></TagSet></Tagging>"

@@ -378,7 +378,9 @@ impl Gateway {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = max_keys(i.max_keys)?;
-        let marker = match &i.continuation_token {
+        // An empty token reads as none (ceph's s3-tests, MinIO, RGW): clients that
+        // thread `NextContinuationToken` through unconditionally send `continuation-token=`.
+        let marker = match i.continuation_token.as_deref().filter(|t| !t.is_empty()) {
             Some(t) => decode_token(t)?,
             None => Marker {
                 after: i.start_after.clone().unwrap_or_default(),

@@ -9,7 +9,8 @@
 //!   as S3 does, and only then authorizes the request, for the key that will be written (a bucket
 //!   policy's Deny on a prefix holds for form uploads as for PUTs, and its Allow of a prefix
 //!   admits anonymous form uploads there);
-//! - the answer (201's document, 303's `Location`) names the key written ([`rename_answer`]).
+//! - the answer (201's document, 303's `Location`) names the key written, with the ETag quoted as
+//!   S3 quotes it ([`rename_answer`]).
 //!
 //! The same watch reads the two form fields s3s leaves out of the PutObject it makes of a form:
 //! `acl` (s3s reads `x-amz-acl` only) and `tagging` (an XML tag set; s3s reads only the header
@@ -368,11 +369,14 @@ async fn policy_refusal(resp: Response<s3s::Body>) -> Response<s3s::Body> {
     Response::from_parts(parts, s3s::Body::from(refused))
 }
 
-/// The answer to a form upload whose key had `${filename}` replaced, naming the key written:
-/// s3s writes the form's spelling into the 201 document and the 303 `Location`.
+/// The answer to a form upload as S3 gives it. s3s writes the form's spelling of the key into
+/// the 201 document and the 303 `Location`, where S3 names the key written (`${filename}`
+/// replaced), and the ETag without its quotes, where S3 sends `"…"` (`etag=%22…%22` in the
+/// `Location`; browsers' scripts and ceph's s3-tests compare them with the object's ETag).
 async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
-    let (Some((form_key, key)), Some(Some(name))) = (upload.renamed.get(), upload.file_name.get()) else {
-        return resp;
+    let renamed = match (upload.renamed.get(), upload.file_name.get()) {
+        (Some((form_key, key)), Some(Some(name))) => Some((form_key.as_str(), key.as_str(), name.as_str())),
+        _ => None,
     };
     match resp.status() {
         http::StatusCode::SEE_OTHER => {
@@ -386,10 +390,10 @@ async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Respon
                     let pairs: Vec<(String, String)> = url
                         .query_pairs()
                         .map(|(k, v)| {
-                            let v = if k == "key" && v == form_key.as_str() {
-                                key.clone()
-                            } else {
-                                v.into_owned()
+                            let v = match (k.as_ref(), renamed) {
+                                ("key", Some((form_key, key, _))) if v == form_key => key.to_owned(),
+                                ("etag", _) => quoted(&v),
+                                _ => v.into_owned(),
                             };
                             (k.into_owned(), v)
                         })
@@ -407,9 +411,13 @@ async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Respon
             let Ok(collected) = body.collect().await else {
                 return Response::from_parts(parts, s3s::Body::empty());
             };
-            // The form's spelling differs from the key only where `${filename}` stood, which
-            // needs no escaping in XML; the name put there does.
-            let doc = String::from_utf8_lossy(&collected.to_bytes()).replace(FILENAME, &xml_escape(name));
+            let mut doc = String::from_utf8_lossy(&collected.to_bytes()).into_owned();
+            if let Some((_, _, name)) = renamed {
+                // The form's spelling differs from the key only where `${filename}` stood, which
+                // needs no escaping in XML; the name put there does.
+                doc = doc.replace(FILENAME, &xml_escape(name));
+            }
+            doc = quote_etag_element(&doc);
             parts
                 .headers
                 .insert(http::header::CONTENT_LENGTH, HeaderValue::from(doc.len()));
@@ -417,6 +425,31 @@ async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Respon
         }
         _ => resp,
     }
+}
+
+/// An ETag value with S3's quotes (unchanged if it has them).
+fn quoted(etag: &str) -> String {
+    if etag.starts_with('"') {
+        etag.to_owned()
+    } else {
+        format!("\"{etag}\"")
+    }
+}
+
+/// A 201 form answer's document with its `<ETag>` value quoted.
+fn quote_etag_element(doc: &str) -> String {
+    let (open, close) = ("<ETag>", "</ETag>");
+    let Some(start) = doc.find(open).map(|i| i + open.len()) else {
+        return doc.to_owned();
+    };
+    let Some(len) = doc[start..].find(close) else {
+        return doc.to_owned();
+    };
+    let value = &doc[start..start + len];
+    if value.starts_with('"') || value.starts_with("&quot;") {
+        return doc.to_owned();
+    }
+    format!("{}\"{value}\"{}", &doc[..start], &doc[start + len..])
 }
 
 /// `s` with XML's five special characters escaped.
@@ -509,6 +542,20 @@ bytes--XyZ--\r\n";
             assert_eq!(upload.fields.get(), Some(&form_fields()), "frames of {frame}");
             assert!(w.seen.is_none(), "the buffer is dropped once the name is known");
         }
+    }
+
+    #[test]
+    fn form_answers_quote_the_etag_as_s3_does() {
+        assert_eq!(quoted("abc"), "\"abc\"");
+        assert_eq!(quoted("\"abc\""), "\"abc\"");
+        let doc = "<PostResponse><Bucket>b</Bucket><Key>k</Key><ETag>abc</ETag></PostResponse>";
+        assert_eq!(
+            quote_etag_element(doc),
+            "<PostResponse><Bucket>b</Bucket><Key>k</Key><ETag>\"abc\"</ETag></PostResponse>"
+        );
+        let quoted_doc = quote_etag_element(doc);
+        assert_eq!(quote_etag_element(&quoted_doc), quoted_doc, "quoted once");
+        assert_eq!(quote_etag_element("<Error/>"), "<Error/>");
     }
 
     #[test]

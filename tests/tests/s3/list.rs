@@ -66,6 +66,9 @@ async fn listing_order_delimiters_and_pagination() {
     assert_eq!(r.contents()[0].key(), Some("a0"));
     let r = c.list_objects_v2().bucket("lst").delimiter("").send().await.unwrap();
     assert_eq!(r.contents().len(), keys.len(), "an empty delimiter means none");
+    let r = c.list_objects_v2().bucket("lst").continuation_token("").start_after("a/c/d").send().await.unwrap();
+    assert_eq!(r.contents()[0].key(), Some("a0"), "an empty continuation token means none");
+    assert_eq!(r.continuation_token(), Some(""));
 
     let r = c.list_objects().bucket("lst").max_keys(3).send().await.unwrap();
     assert_eq!(r.contents().len(), 3);
