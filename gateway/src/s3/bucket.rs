@@ -202,8 +202,10 @@ impl Gateway {
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
             owner: Some(Owner {
+                // The same ID and name as the owner of the caller's own buckets (`owner_of`),
+                // so ListBuckets and the ACLs name one owner one way.
                 id: Some(who.user.id.simple().to_string()),
-                display_name: Some(who.access_key),
+                display_name: Some(QuotaScope::user(who.user.id).to_string()),
             }),
             prefix: i.prefix.clone(),
             continuation_token,

@@ -13,9 +13,13 @@ async fn bucket_lifecycle() {
     c.head_bucket().bucket("alpha").send().await.unwrap();
     let e = c.head_bucket().bucket("nope-nope").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
-    let names: Vec<String> =
-        c.list_buckets().send().await.unwrap().buckets().iter().map(|b| b.name().unwrap().to_owned()).collect();
+    let listed = c.list_buckets().send().await.unwrap();
+    let names: Vec<String> = listed.buckets().iter().map(|b| b.name().unwrap().to_owned()).collect();
     assert_eq!(names, ["alpha"]);
+    // ListBuckets names its caller as the ACLs name the owner of the caller's buckets.
+    let acl_owner = c.get_bucket_acl().bucket("alpha").send().await.unwrap().owner().unwrap().clone();
+    let owner = listed.owner().unwrap();
+    assert_eq!((owner.id(), owner.display_name()), (acl_owner.id(), acl_owner.display_name()));
     // Names S3 reserves for access point aliases, directory buckets and the like, and labels that
     // start or end with a hyphen.
     for reserved in ["data-s3alias", "data--ol-s3", "data.mrap", "sthree-data", "xn--data", "foo.-bar", "foo-.bar"] {
