@@ -507,7 +507,8 @@ pub struct UploadRecord {
     pub key: String,
     /// Unix milliseconds.
     pub initiated_ms: i64,
-    /// Access key that started the upload.
+    /// Who started the upload: the user's ID in simple (hex) form. Records written before
+    /// 2026-11-26 hold the access key instead; both read back as the upload's initiator.
     pub initiator: String,
     #[serde(default)]
     pub attrs: ObjectAttrs,

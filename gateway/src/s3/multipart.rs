@@ -69,7 +69,7 @@ impl Gateway {
             upload_id: UploadId::generate(),
             key: input.key.clone(),
             initiated_ms: now_ms(),
-            initiator: who.access_key,
+            initiator: who.user.id.simple().to_string(),
             tags: parse_tagging_header(input.tagging.as_deref())?,
             attrs: {
                 let mut a = attr_input!(input).into_attrs()?;
@@ -491,10 +491,7 @@ impl Gateway {
             is_truncated: Some(truncated),
             checksum_algorithm: up.checksum_algorithm.map(s3_algo),
             checksum_type: up.checksum_type.map(s3_type),
-            initiator: Some(Initiator {
-                id: Some(up.initiator.clone()),
-                display_name: Some(up.initiator.clone()),
-            }),
+            initiator: Some(initiator(&up.initiator)),
             owner: Some(owner),
             storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
             parts: Some(
@@ -599,10 +596,7 @@ impl Gateway {
                         key: Some(u.key),
                         upload_id: Some(u.upload_id.into()),
                         initiated: Some(ts_ms(u.initiated_ms)),
-                        initiator: Some(Initiator {
-                            id: Some(u.initiator.clone()),
-                            display_name: Some(u.initiator),
-                        }),
+                        initiator: Some(initiator(&u.initiator)),
                         owner: Some(owner.clone()),
                         storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
                         checksum_algorithm: u.checksum_algorithm.map(s3_algo),
@@ -678,9 +672,36 @@ fn completed(input: &CompleteMultipartUploadInput, rec: &ObjectRecord) -> Comple
     )
 }
 
+/// An upload's initiator as S3 names it: the user's canonical ID, with the display name the
+/// ACLs and ListBuckets give that user (`user:<id>`). A record from before initiators were user
+/// IDs holds an access key, shown as it is.
+fn initiator(stored: &str) -> Initiator {
+    let display_name = match uuid::Uuid::try_parse(stored) {
+        Ok(id) => penstock_backends::QuotaScope::user(id).to_string(),
+        Err(_) => stored.to_owned(),
+    };
+    Initiator {
+        id: Some(stored.to_owned()),
+        display_name: Some(display_name),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn initiators_are_users() {
+        let id = uuid::Uuid::new_v4();
+        let i = initiator(&id.simple().to_string());
+        assert_eq!(i.id.as_deref(), Some(id.simple().to_string().as_str()));
+        assert_eq!(i.display_name, Some(format!("user:{id}")));
+        let old = initiator("PKOLDACCESSKEY");
+        assert_eq!(
+            (old.id.as_deref(), old.display_name.as_deref()),
+            (Some("PKOLDACCESSKEY"), Some("PKOLDACCESSKEY"))
+        );
+    }
 
     #[test]
     fn copy_ranges() {

@@ -16,6 +16,11 @@ async fn multipart_uploads() {
     assert_eq!(parts.parts()[1].size(), Some(p2.len() as i64));
     let ups = c.list_multipart_uploads().bucket("mpu").send().await.unwrap();
     assert_eq!(ups.uploads().len(), 1);
+    // The initiator is named as ListBuckets names the caller (its user's ID), not by access key.
+    let me = c.list_buckets().send().await.unwrap().owner().unwrap().clone();
+    let initiator = ups.uploads()[0].initiator().unwrap();
+    assert_eq!((initiator.id(), initiator.display_name()), (me.id(), me.display_name()));
+    assert_eq!(parts.initiator().unwrap().id(), me.id());
 
     // Out of order.
     let err = up.try_complete(&[(2, &e2), (1, &e1)]).await.unwrap_err();
