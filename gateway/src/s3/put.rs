@@ -411,12 +411,15 @@ pub(crate) async fn sync_if(staging: &mut dyn StagingFile, durable: bool) -> pen
     }
 }
 
-/// `x-amz-version-id` of a write: the new version's id in a versioned bucket (`null` while
-/// suspended), none in a bucket never versioned.
+/// `x-amz-version-id` of a write: the new version's id in a versioning-enabled bucket. A write
+/// while versioning is suspended makes the `null` version, which S3 does not name in its answer
+/// (PutObject, CopyObject, CompleteMultipartUpload and POST answers carry no version id then;
+/// reads and listings name it `null`); a bucket never versioned has none.
 pub(crate) fn version_out(b: &BucketCtx, written: Option<String>) -> Option<String> {
     b.rec
         .versioning
-        .map(|_| written.unwrap_or_else(|| penstock_metadata::NULL_VERSION.to_owned()))
+        .and(written)
+        .filter(|v| v != penstock_metadata::NULL_VERSION)
 }
 
 /// The size a PUT or UploadPart payload declares: the token's window, or the body's length.
