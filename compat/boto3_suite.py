@@ -558,6 +558,10 @@ n = s3.get_bucket_notification_configuration(Bucket=B)
 check("no notifications", not any(k.endswith("Configurations") for k in n), n)
 check("no acceleration", "Status" not in s3.get_bucket_accelerate_configuration(Bucket=B))
 check("owner pays", s3.get_bucket_request_payment(Bucket=B).get("Payer") == "BucketOwner")
+# Deleting one leaves it unset: 204, as S3 answers for a bucket without it.
+for name, fn in [("encryption", s3.delete_bucket_encryption), ("website", s3.delete_bucket_website),
+                 ("replication", s3.delete_bucket_replication)]:
+    check(f"delete {name} configuration", fn(Bucket=B)["ResponseMetadata"]["HTTPStatusCode"] == 204)
 check("missing bucket's settings", error_code(lambda: s3.get_bucket_encryption(Bucket="no-such-bucket-x"))
       == ("NoSuchBucket", 404))
 sse = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}

@@ -89,8 +89,8 @@ operations! {
     GetBucketTagging => get_bucket_tagging(GetBucketTaggingInput) -> GetBucketTaggingOutput, ro;
     PutBucketTagging => put_bucket_tagging(PutBucketTaggingInput) -> PutBucketTaggingOutput, wd;
     DeleteBucketTagging => delete_bucket_tagging(DeleteBucketTaggingInput) -> DeleteBucketTaggingOutput, wd;
-    // Settings not offered here, read as never set (`unconfigured.rs`); setting them stays
-    // NotImplemented.
+    // Settings not offered here, read as never set and deleted as no-ops (`unconfigured.rs`);
+    // setting them stays NotImplemented.
     GetBucketEncryption => get_bucket_encryption(GetBucketEncryptionInput) -> GetBucketEncryptionOutput, ro;
     GetBucketWebsite => get_bucket_website(GetBucketWebsiteInput) -> GetBucketWebsiteOutput, ro;
     GetBucketLogging => get_bucket_logging(GetBucketLoggingInput) -> GetBucketLoggingOutput, ro;
@@ -103,6 +103,11 @@ operations! {
     GetBucketRequestPayment => get_bucket_request_payment(GetBucketRequestPaymentInput)
         -> GetBucketRequestPaymentOutput, ro;
     GetBucketReplication => get_bucket_replication(GetBucketReplicationInput) -> GetBucketReplicationOutput, ro;
+    DeleteBucketEncryption => delete_bucket_encryption(DeleteBucketEncryptionInput)
+        -> DeleteBucketEncryptionOutput, wd;
+    DeleteBucketWebsite => delete_bucket_website(DeleteBucketWebsiteInput) -> DeleteBucketWebsiteOutput, wd;
+    DeleteBucketReplication => delete_bucket_replication(DeleteBucketReplicationInput)
+        -> DeleteBucketReplicationOutput, wd;
     PutBucketOwnershipControls => put_bucket_ownership_controls(PutBucketOwnershipControlsInput)
         -> PutBucketOwnershipControlsOutput, wd;
     DeleteBucketOwnershipControls => delete_bucket_ownership_controls(DeleteBucketOwnershipControlsInput)

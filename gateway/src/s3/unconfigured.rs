@@ -3,8 +3,9 @@
 //!
 //! Tools that manage buckets read every setting of a bucket before they change one (Terraform's
 //! AWS provider, console-like UIs, `aws s3api` scripts) and stop at `NotImplemented`. What S3
-//! answers for a bucket where the setting was never made is true here, so that is the answer;
-//! setting one stays `NotImplemented`, because nothing here would act on it.
+//! answers for a bucket where the setting was never made is true here, so that is the answer,
+//! to reads and to deletes (which leave it unset); setting one stays `NotImplemented`, because
+//! nothing here would act on it.
 //!
 //! The same holds for requests that ask for one of these features per object (server-side
 //! encryption headers, object lock headers): they are refused, never served as if the feature
@@ -71,6 +72,16 @@ never_set! {
         ReplicationConfigurationNotFoundError,
         "The replication configuration was not found"
     ));
+    /// DeleteBucketEncryption: 204, as S3 answers for a bucket without one (scripts and tools
+    /// that reset a bucket's settings delete each of them).
+    delete_bucket_encryption(DeleteBucketEncryptionInput) -> DeleteBucketEncryptionOutput =>
+        Ok(S3Response::with_status(DeleteBucketEncryptionOutput::default(), http::StatusCode::NO_CONTENT));
+    /// DeleteBucketWebsite: 204, as for a bucket without a website configuration.
+    delete_bucket_website(DeleteBucketWebsiteInput) -> DeleteBucketWebsiteOutput =>
+        Ok(S3Response::with_status(DeleteBucketWebsiteOutput::default(), http::StatusCode::NO_CONTENT));
+    /// DeleteBucketReplication: 204, as for a bucket without replication.
+    delete_bucket_replication(DeleteBucketReplicationInput) -> DeleteBucketReplicationOutput =>
+        Ok(S3Response::with_status(DeleteBucketReplicationOutput::default(), http::StatusCode::NO_CONTENT));
 }
 
 /// Operations that only read an object: SSE-C headers there name a key for an object that was

@@ -11,7 +11,7 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     use aws_sdk_s3::types::{
         AccessControlPolicy, BucketCannedAcl, Grant, Grantee, ObjectCannedAcl, ObjectOwnership, Permission, Type,
     };
-    let (_gw, c) = Gateway::with_bucket("acl").await;
+    let (gw, c) = Gateway::with_bucket("acl").await;
     put(&c, "acl", "k", b"body").await;
 
     let acl = c.get_bucket_acl().bucket("acl").send().await.unwrap();
@@ -133,6 +133,16 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
         .await
         .unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (501, "NotImplemented"));
+    // Deleting a setting not offered leaves it unset (204, as S3 answers for a bucket without
+    // one), for those who may change the bucket's settings only.
+    let bob = gw.tenant("default", "bob", "user");
+    let e = bob.s3.delete_bucket_encryption().bucket("acl").send().await.unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
+    c.delete_bucket_encryption().bucket("acl").send().await.unwrap();
+    c.delete_bucket_website().bucket("acl").send().await.unwrap();
+    c.delete_bucket_replication().bucket("acl").send().await.unwrap();
+    let e = c.get_bucket_website().bucket("acl").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchWebsiteConfiguration");
     let e = c.get_bucket_acl().bucket("nosuchbucket").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
 }

@@ -317,6 +317,15 @@ fn globs_and_actions() {
     assert_eq!(action_of("DeleteBucketTagging", false), "s3:PutBucketTagging");
     assert_eq!(action_of("GetBucketEncryption", false), "s3:GetEncryptionConfiguration");
     assert_eq!(
+        action_of("DeleteBucketEncryption", false),
+        "s3:PutEncryptionConfiguration"
+    );
+    assert_eq!(action_of("DeleteBucketWebsite", false), "s3:DeleteBucketWebsite");
+    assert_eq!(
+        action_of("DeleteBucketReplication", false),
+        "s3:PutReplicationConfiguration"
+    );
+    assert_eq!(
         action_of("GetObjectLockConfiguration", false),
         "s3:GetBucketObjectLockConfiguration"
     );
