@@ -93,6 +93,24 @@ check("checksum stored", any(k.startswith("Checksum") and k != "ChecksumType" fo
 rg = s3.get_object(Bucket=B, Key="dir/obj.bin", Range="bytes=10-19")
 check("range", rg["Body"].read() == body[10:20] and rg["ResponseMetadata"]["HTTPStatusCode"] == 206)
 check("if-none-match", error_code(lambda: s3.get_object(Bucket=B, Key="dir/obj.bin", IfNoneMatch=r["ETag"]))[1] == 304)
+
+def failed_condition(call):
+    """The `Condition` a 412 names (S3 writes it into the error document)."""
+    try:
+        call()
+    except ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Condition")
+    return None
+
+
+check("if-match names its condition",
+      failed_condition(lambda: s3.get_object(Bucket=B, Key="dir/obj.bin", IfMatch='"nope"')) == (412, "If-Match"))
+check("conditional create names its condition",
+      failed_condition(lambda: s3.put_object(Bucket=B, Key="dir/obj.bin", Body=b"x", IfNoneMatch="*"))
+      == (412, "If-None-Match"))
+check("conditional overwrite names its condition",
+      failed_condition(lambda: s3.put_object(Bucket=B, Key="dir/obj.bin", Body=b"x", IfMatch='"0"'))
+      == (412, "If-Match"))
 check("if-match", error_code(lambda: s3.get_object(Bucket=B, Key="dir/obj.bin", IfMatch='"x"'))[1] == 412)
 ov = s3.get_object(Bucket=B, Key="dir/obj.bin", ResponseContentType="text/plain", ResponseContentDisposition="inline")
 check("response overrides", ov["ContentType"] == "text/plain" and ov["ContentDisposition"] == "inline")

@@ -443,11 +443,20 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         Err(_) => Bytes::new(),
                     };
                     let found = error_code(&bytes);
-                    let detail = found
-                        .as_deref()
-                        .and_then(|c| slot.0.lock().ok().and_then(|i| detail_of(c, &i)));
-                    code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     let mut parts = parts;
+                    // A failed precondition names itself (see `s3::precondition_failed`); the
+                    // header that carried the name stops here.
+                    let condition = parts
+                        .headers
+                        .remove(crate::s3::CONDITION_HEADER)
+                        .and_then(|v| v.to_str().ok().map(crate::s3::post_form::xml_escape));
+                    let detail = match condition {
+                        Some(c) => Some(("Condition", c)),
+                        None => found
+                            .as_deref()
+                            .and_then(|c| slot.0.lock().ok().and_then(|i| detail_of(c, &i))),
+                    };
+                    code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     let bytes = with_request_id(bytes, &id, detail);
                     if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
                         parts

@@ -53,6 +53,25 @@ pub(crate) fn no_encryption_configuration() -> S3Error {
     e
 }
 
+/// The header an error carries inside the gateway to name the precondition it failed; the HTTP
+/// layer (`observe.rs`) turns it into the document's `<Condition>` element and removes it, so
+/// it never reaches a client.
+pub(crate) const CONDITION_HEADER: &str = "x-penstock-failed-condition";
+
+/// 412 `PreconditionFailed` naming the condition that failed (`If-Match`, `If-None-Match`,
+/// `If-Unmodified-Since`), as S3's error document names it in `<Condition>`: SDKs surface the
+/// element (boto3's `Error.Condition`), and clients of conditional writes read it.
+pub(crate) fn precondition_failed(condition: &'static str) -> S3Error {
+    let mut e = S3Error::with_message(
+        S3ErrorCode::PreconditionFailed,
+        "At least one of the pre-conditions you specified did not hold",
+    );
+    let mut h = HeaderMap::new();
+    h.insert(CONDITION_HEADER, HeaderValue::from_static(condition));
+    e.set_headers(h);
+    e
+}
+
 /// 400 `AuthorizationQueryParametersError`: a presigned URL that claims to live too long.
 pub(crate) fn presigned_too_long(max_secs: u64) -> S3Error {
     custom(

@@ -287,21 +287,25 @@ impl Conditions<'_> {
                 e
             }
         };
-        match self.if_match {
-            Some(c) if !matches(c, etag) => {
-                return Err(s3_error!(
+        // A copy's conditions are on its source (`x-amz-copy-source-if-*`); their failures name
+        // no condition here.
+        let failed = |condition| {
+            if copy {
+                s3_error!(
                     PreconditionFailed,
                     "At least one of the pre-conditions you specified did not hold"
-                ))
+                )
+            } else {
+                super::error::precondition_failed(condition)
             }
+        };
+        match self.if_match {
+            Some(c) if !matches(c, etag) => return Err(failed("If-Match")),
             Some(_) => {}
             None => {
                 if let Some(t) = self.if_unmodified_since {
                     if lm > unix(t) {
-                        return Err(s3_error!(
-                            PreconditionFailed,
-                            "At least one of the pre-conditions you specified did not hold"
-                        ));
+                        return Err(failed("If-Unmodified-Since"));
                     }
                 }
             }

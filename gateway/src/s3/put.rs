@@ -364,16 +364,10 @@ impl Gateway {
             }
             _ => None,
         };
-        let failed = || {
-            s3_error!(
-                PreconditionFailed,
-                "At least one of the pre-conditions you specified did not hold"
-            )
-        };
         if let Some(cond) = &c.if_none_match {
             if let Some(cur) = &current {
                 if matches!(cond, ETagCondition::Any) || cond.as_etag().is_some_and(|t| t.value() == cur) {
-                    return Err(failed());
+                    return Err(super::error::precondition_failed("If-None-Match"));
                 }
             }
         }
@@ -382,7 +376,7 @@ impl Gateway {
                 None => return Err(s3_error!(NoSuchKey, "The specified key does not exist.")),
                 Some(cur) => {
                     if !matches!(cond, ETagCondition::Any) && cond.as_etag().is_none_or(|t| t.value() != cur) {
-                        return Err(failed());
+                        return Err(super::error::precondition_failed("If-Match"));
                     }
                 }
             }
