@@ -214,14 +214,27 @@ pub(crate) fn parse_tagging_header(h: Option<&str>) -> S3Result<Vec<(String, Str
         };
         tags.push((dec(k)?, dec(v)?));
     }
-    validate_tags(&tags)?;
+    validate_object_tags(&tags)?;
     Ok(tags)
 }
 
-/// S3's rules for an object's tags: at most 10, unique keys of 1..=128 chars, values up to 256
-/// chars.
+/// S3's rules for a set of up to 10 tags (an object's, a lifecycle filter's): unique keys of
+/// 1..=128 chars, values up to 256 chars.
 pub(crate) fn validate_tags(tags: &[(String, String)]) -> S3Result<()> {
     check_tags(tags, 10, "Object tags cannot be greater than 10")
+}
+
+/// The tags a request sets on an object: [`validate_tags`], and no key that starts with `aws:`
+/// (in any case), which S3 reserves for the tags AWS itself sets.
+pub(crate) fn validate_object_tags(tags: &[(String, String)]) -> S3Result<()> {
+    validate_tags(tags)?;
+    if tags
+        .iter()
+        .any(|(k, _)| k.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("aws:")))
+    {
+        return Err(s3_error!(InvalidTag, "Your TagKey cannot be prefixed with aws:"));
+    }
+    Ok(())
 }
 
 /// The rules of every tag set: at most `most` tags (else `InvalidTag` with `too_many`), unique
@@ -405,5 +418,11 @@ mod tests {
             ]
         );
         assert!(parse_tagging_header(Some("a=1&a=2")).is_err());
+        // `aws:` keys are AWS's own (in any case); `aws` alone or inside a key is the user's.
+        for reserved in ["aws:tag=1", "AWS:x=1", "a=1&aws:cloudformation:stack=s"] {
+            let e = parse_tagging_header(Some(reserved)).unwrap_err();
+            assert_eq!(e.code(), &s3s::S3ErrorCode::InvalidTag, "{reserved}");
+        }
+        assert!(parse_tagging_header(Some("aws=1&my:aws:x=2&awsx=3")).is_ok());
     }
 }

@@ -3,7 +3,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::object::{check_tags, parse_key, validate_tags};
+use super::object::{check_tags, parse_key, validate_object_tags};
 use super::versioning::{no_such_version, Found};
 use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
@@ -86,7 +86,7 @@ impl Gateway {
     ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
         let i = &req.input;
         let tags = pairs(&i.tagging.tag_set)?;
-        validate_tags(&tags)?;
+        validate_object_tags(&tags)?;
         let version_id = self
             .edit_record(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
                 r.tags = tags

@@ -2,7 +2,7 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Tag, Tagging};
-use penstock_tests::{code, Gateway};
+use penstock_tests::{code, status, Gateway};
 
 #[tokio::test]
 async fn tagging() {
@@ -31,4 +31,23 @@ async fn tagging() {
     assert!(c.get_object_tagging().bucket("tags").key("t").send().await.unwrap().tag_set().is_empty());
     let e = c.get_object_tagging().bucket("tags").key("nope").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
+    // Keys starting with `aws:` are AWS's own: refused on every way in, and nothing changes.
+    let reserved = Tagging::builder().tag_set(Tag::builder().key("aws:x").value("1").build().unwrap()).build().unwrap();
+    let e = c.put_object_tagging().bucket("tags").key("t").tagging(reserved).send().await.unwrap_err();
+    assert_eq!(code(&e), "InvalidTag");
+    let e = c.put_object().bucket("tags").key("n").tagging("aws:x=1").send().await.unwrap_err();
+    assert_eq!(code(&e), "InvalidTag");
+    let e = c
+        .copy_object()
+        .bucket("tags")
+        .key("n")
+        .copy_source("tags/t")
+        .tagging_directive(aws_sdk_s3::types::TaggingDirective::Replace)
+        .tagging("AWS:x=1")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidTag");
+    assert_eq!(c.head_object().bucket("tags").key("n").send().await.map_err(|e| status(&e)).unwrap_err(), 404);
+    assert!(c.get_object_tagging().bucket("tags").key("t").send().await.unwrap().tag_set().is_empty());
 }
