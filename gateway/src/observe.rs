@@ -382,6 +382,24 @@ fn with_request_id(xml: Bytes, id: &str, detail: Option<(&str, String)>) -> Byte
     Bytes::from(out)
 }
 
+/// A GetObjectAttributes document with its `<ETag>` value unquoted, as S3 writes it there (and
+/// nowhere else); SDKs hand the value over as it came.
+fn bare_attributes_etag(xml: Bytes) -> Bytes {
+    const OPEN: &[u8] = b"<ETag>\"";
+    let Some(at) = xml.windows(OPEN.len()).position(|w| w == OPEN) else {
+        return xml;
+    };
+    let value_start = at + OPEN.len();
+    let Some(len) = xml[value_start..].windows(8).position(|w| w == b"\"</ETag>") else {
+        return xml;
+    };
+    let mut out = Vec::with_capacity(xml.len());
+    out.extend_from_slice(&xml[..at + "<ETag>".len()]);
+    out.extend_from_slice(&xml[value_start..value_start + len]);
+    out.extend_from_slice(&xml[value_start + len + 1..]);
+    Bytes::from(out)
+}
+
 impl hyper::service::Service<Request<Incoming>> for Observed {
     type Response = Response<Body>;
     type Error = s3s::HttpError;
@@ -433,6 +451,22 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 let mut resp = result?;
                 let elapsed = start.elapsed();
                 let status = resp.status();
+
+                // GetObjectAttributes is the one answer where S3 writes the ETag without its
+                // quotes; s3s quotes every ETag it serializes (`bare_attributes_etag`).
+                if status == http::StatusCode::OK && slot.0.lock().is_ok_and(|i| i.operation == "GetObjectAttributes") {
+                    let (mut parts, body) = resp.into_parts();
+                    let bytes = match http_body_util::Limited::new(body, MAX_ERROR_BODY).collect().await {
+                        Ok(c) => bare_attributes_etag(c.to_bytes()),
+                        Err(_) => Bytes::new(),
+                    };
+                    if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+                        parts
+                            .headers
+                            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+                    }
+                    resp = Response::from_parts(parts, Body::from(bytes));
+                }
 
                 // Read the error code of failures (small, buffered bodies) and put it back.
                 let mut code = None;
@@ -519,6 +553,20 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attribute_etags_lose_their_quotes() {
+        let doc = Bytes::from_static(
+            b"<GetObjectAttributesOutput><ETag>\"abc-2\"</ETag><ObjectSize>3</ObjectSize></GetObjectAttributesOutput>",
+        );
+        assert_eq!(
+            &bare_attributes_etag(doc)[..],
+            b"<GetObjectAttributesOutput><ETag>abc-2</ETag><ObjectSize>3</ObjectSize></GetObjectAttributesOutput>"
+        );
+        let without =
+            Bytes::from_static(b"<GetObjectAttributesOutput><ObjectSize>3</ObjectSize></GetObjectAttributesOutput>");
+        assert_eq!(bare_attributes_etag(without.clone()), without);
+    }
 
     #[test]
     fn reads_error_codes() {

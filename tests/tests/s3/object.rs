@@ -105,7 +105,8 @@ async fn object_attributes() {
         .send()
         .await
         .unwrap();
-    assert_eq!(a.e_tag().map(|e| e.trim_matches('"')), put.e_tag().map(|e| e.trim_matches('"')));
+    // S3 writes this one ETag without its quotes.
+    assert_eq!(a.e_tag(), put.e_tag().map(|e| e.trim_matches('"')));
     assert_eq!(a.object_size(), Some(16));
     assert_eq!(a.storage_class(), Some(&StorageClass::Standard));
     assert_eq!(a.checksum().and_then(|c| c.checksum_crc32()), put.checksum_crc32());
