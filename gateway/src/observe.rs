@@ -358,10 +358,18 @@ fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
     Some((tag, crate::s3::post_form::xml_escape(value)))
 }
 
+/// Elements added to an error document before its request id.
+enum Detail {
+    /// `<tag>value</tag>` from the request (see [`detail_of`]); the value is escaped.
+    Named(&'static str, String),
+    /// A fragment the handler built with its error (`s3::DETAIL_HEADER`).
+    Given(String),
+}
+
 /// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
 /// client reports from the body is the one in the `x-amz-request-id` header and in our log; and
-/// `detail` (see [`detail_of`]) before it. Unchanged if it has a request id already.
-fn with_request_id(xml: Bytes, id: &str, detail: Option<(&str, String)>) -> Bytes {
+/// `detail` before it. Unchanged if it has a request id already.
+fn with_request_id(xml: Bytes, id: &str, detail: Option<Detail>) -> Bytes {
     const END: &[u8] = b"</Error>";
     let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");
     let Some(at) = xml.windows(END.len()).rposition(|w| w == END) else {
@@ -372,8 +380,10 @@ fn with_request_id(xml: Bytes, id: &str, detail: Option<(&str, String)>) -> Byte
     }
     let mut out = Vec::with_capacity(xml.len() + id.len() + 24);
     out.extend_from_slice(&xml[..at]);
-    if let Some((tag, value)) = detail {
-        out.extend_from_slice(format!("<{tag}>{value}</{tag}>").as_bytes());
+    match detail {
+        Some(Detail::Named(tag, value)) => out.extend_from_slice(format!("<{tag}>{value}</{tag}>").as_bytes()),
+        Some(Detail::Given(xml)) => out.extend_from_slice(xml.as_bytes()),
+        None => {}
     }
     out.extend_from_slice(b"<RequestId>");
     out.extend_from_slice(id.as_bytes());
@@ -478,17 +488,18 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     };
                     let found = error_code(&bytes);
                     let mut parts = parts;
-                    // A failed precondition names itself (see `s3::precondition_failed`); the
-                    // header that carried the name stops here.
-                    let condition = parts
+                    // Elements a handler gave its error (`s3::DETAIL_HEADER`, already escaped);
+                    // the header that carried them stops here.
+                    let given = parts
                         .headers
-                        .remove(crate::s3::CONDITION_HEADER)
-                        .and_then(|v| v.to_str().ok().map(crate::s3::post_form::xml_escape));
-                    let detail = match condition {
-                        Some(c) => Some(("Condition", c)),
+                        .remove(crate::s3::DETAIL_HEADER)
+                        .and_then(|v| v.to_str().ok().map(str::to_owned));
+                    let detail = match given {
+                        Some(xml) => Some(Detail::Given(xml)),
                         None => found
                             .as_deref()
-                            .and_then(|c| slot.0.lock().ok().and_then(|i| detail_of(c, &i))),
+                            .and_then(|c| slot.0.lock().ok().and_then(|i| detail_of(c, &i)))
+                            .map(|(tag, value)| Detail::Named(tag, value)),
                     };
                     code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     let bytes = with_request_id(bytes, &id, detail);
@@ -593,7 +604,8 @@ mod tests {
             key: Some("a<b".into()),
             ..RequestInfo::default()
         };
-        let out = with_request_id(xml, "ID", detail_of("NoSuchKey", &info));
+        let detail = detail_of("NoSuchKey", &info).map(|(t, v)| Detail::Named(t, v));
+        let out = with_request_id(xml, "ID", detail);
         assert_eq!(
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"

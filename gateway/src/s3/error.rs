@@ -53,23 +53,46 @@ pub(crate) fn no_encryption_configuration() -> S3Error {
     e
 }
 
-/// The header an error carries inside the gateway to name the precondition it failed; the HTTP
-/// layer (`observe.rs`) turns it into the document's `<Condition>` element and removes it, so
-/// it never reaches a client.
-pub(crate) const CONDITION_HEADER: &str = "x-penstock-failed-condition";
+/// The header an error carries inside the gateway with the elements S3 adds to that error's
+/// document (`<Condition>`, `<ProposedSize>`, ...), as an XML fragment already escaped. The HTTP
+/// layer (`observe.rs`) writes the fragment into the document and removes the header, so it
+/// never reaches a client.
+pub(crate) const DETAIL_HEADER: &str = "x-penstock-error-detail";
+
+/// `e` with the document elements `xml` (escaped by the caller; see [`DETAIL_HEADER`]).
+fn with_detail(mut e: S3Error, xml: &str) -> S3Error {
+    if let Ok(v) = HeaderValue::from_str(xml) {
+        let mut h = HeaderMap::new();
+        h.insert(DETAIL_HEADER, v);
+        e.set_headers(h);
+    }
+    e
+}
 
 /// 412 `PreconditionFailed` naming the condition that failed (`If-Match`, `If-None-Match`,
 /// `If-Unmodified-Since`), as S3's error document names it in `<Condition>`: SDKs surface the
 /// element (boto3's `Error.Condition`), and clients of conditional writes read it.
 pub(crate) fn precondition_failed(condition: &'static str) -> S3Error {
-    let mut e = S3Error::with_message(
+    let e = S3Error::with_message(
         S3ErrorCode::PreconditionFailed,
         "At least one of the pre-conditions you specified did not hold",
     );
-    let mut h = HeaderMap::new();
-    h.insert(CONDITION_HEADER, HeaderValue::from_static(condition));
-    e.set_headers(h);
-    e
+    with_detail(e, &format!("<Condition>{condition}</Condition>"))
+}
+
+/// 400 `EntityTooSmall`: part `part` of a completed upload is `size` bytes, under `min`. S3's
+/// message is fixed; the part and sizes go in elements of their own.
+pub(crate) fn part_too_small(part: u32, size: u64, min: u64) -> S3Error {
+    let e = S3Error::with_message(
+        S3ErrorCode::EntityTooSmall,
+        "Your proposed upload is smaller than the minimum allowed object size.",
+    );
+    with_detail(
+        e,
+        &format!(
+            "<ProposedSize>{size}</ProposedSize><MinSizeAllowed>{min}</MinSizeAllowed><PartNumber>{part}</PartNumber>"
+        ),
+    )
 }
 
 /// 400 `AuthorizationQueryParametersError`: a presigned URL that claims to live too long.

@@ -56,7 +56,7 @@ use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub use direct::DirectReads;
-pub(crate) use error::{error_document, CONDITION_HEADER};
+pub(crate) use error::{error_document, DETAIL_HEADER};
 pub(crate) use get::select;
 pub(crate) use ignored_headers::range_ignored;
 pub(crate) use ignored_headers::Verified;

@@ -302,12 +302,7 @@ impl Gateway {
         }
         for p in &chosen[..chosen.len() - 1] {
             if p.size < MIN_PART_SIZE {
-                return Err(s3_error!(
-                    EntityTooSmall,
-                    "Your proposed upload is smaller than the minimum allowed object size. Part {} is {} bytes.",
-                    p.part_number,
-                    p.size
-                ));
+                return Err(super::error::part_too_small(p.part_number, p.size, MIN_PART_SIZE));
             }
         }
 

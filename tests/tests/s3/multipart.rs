@@ -59,6 +59,18 @@ async fn multipart_uploads() {
     let etags = [small.part(1, vec![1; 1000]).await, small.part(2, vec![2; 1000]).await];
     let err = small.try_complete(&[(1, &etags[0]), (2, &etags[1])]).await.unwrap_err();
     assert_eq!(code(&err), "EntityTooSmall");
+    // S3's message, with the part and its size in elements of their own.
+    let doc = String::from_utf8_lossy(err.raw_response().unwrap().body().bytes().unwrap()).into_owned();
+    assert!(
+        doc.contains("<Message>Your proposed upload is smaller than the minimum allowed object size.</Message>"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains(
+            "<ProposedSize>1000</ProposedSize><MinSizeAllowed>5242880</MinSizeAllowed><PartNumber>1</PartNumber>"
+        ),
+        "{doc}"
+    );
     small.abort().await;
     let err = small.try_list_parts().await.unwrap_err();
     assert_eq!(code(&err), "NoSuchUpload");
