@@ -334,6 +334,10 @@ fn request_id() -> String {
 /// Error responses are small XML documents; the code is read from them for metrics and logs.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// The largest GetObjectAttributes document read whole: one with 1,000 parts (its most per page)
+/// is ~250 KiB.
+const MAX_ATTRIBUTES_BODY: usize = 8 << 20;
+
 fn error_code(xml: &[u8]) -> Option<String> {
     let s = std::str::from_utf8(xml).ok()?;
     let start = s.find("<Code>")? + "<Code>".len();
@@ -466,7 +470,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 // quotes; s3s quotes every ETag it serializes (`bare_attributes_etag`).
                 if status == http::StatusCode::OK && slot.0.lock().is_ok_and(|i| i.operation == "GetObjectAttributes") {
                     let (mut parts, body) = resp.into_parts();
-                    let bytes = match http_body_util::Limited::new(body, MAX_ERROR_BODY).collect().await {
+                    let bytes = match http_body_util::Limited::new(body, MAX_ATTRIBUTES_BODY).collect().await {
                         Ok(c) => bare_attributes_etag(c.to_bytes()),
                         Err(_) => Bytes::new(),
                     };
