@@ -219,6 +219,12 @@ impl GatewayAccess {
             info.operation = op.to_owned();
             info.bucket.clone_from(&bucket);
             info.key.clone_from(&key);
+            if matches!(op, "CopyObject" | "UploadPartCopy") {
+                info.copy_source_key = headers
+                    .get("x-amz-copy-source")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(crate::observe::copy_source_key);
+            }
             info.tenant = Some(if caller.is_anonymous() {
                 "anonymous".to_owned()
             } else {

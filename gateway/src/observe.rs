@@ -32,6 +32,16 @@ pub struct RequestInfo {
     pub tenant: Option<String>,
     /// The bucket record the access check found (CORS headers are read from it).
     pub bucket_record: Option<Arc<penstock_metadata::BucketRecord>>,
+    /// The key a copy reads (`x-amz-copy-source`, decoded, without its version).
+    pub copy_source_key: Option<String>,
+}
+
+/// The key named by an `x-amz-copy-source` value (`[/]bucket/key[?versionId=...]`, URL-encoded).
+pub(crate) fn copy_source_key(value: &str) -> Option<String> {
+    let path = value.split('?').next()?.trim_start_matches('/');
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8().ok()?;
+    let (_, key) = decoded.split_once('/')?;
+    (!key.is_empty()).then(|| key.to_owned())
 }
 
 /// The slot shared between this layer and the access check.
@@ -346,11 +356,12 @@ fn error_code(xml: &[u8]) -> Option<String> {
 }
 
 /// The element S3 adds to an error document to name what was not there or in the way:
-/// `<BucketName>` or `<Key>`, from the request's own bucket and key. A copy's errors may be
-/// about its source, which the request's path does not name, so they get none.
+/// `<BucketName>` or `<Key>`, from the request's own bucket and key. A copy's missing key is its
+/// source's, which S3 names; a copy's missing bucket may be either, so it is not named.
 fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
     if matches!(info.operation.as_str(), "CopyObject" | "UploadPartCopy") {
-        return None;
+        let key = info.copy_source_key.as_ref().filter(|_| code == "NoSuchKey")?;
+        return Some(("Key", crate::s3::post_form::xml_escape(key)));
     }
     let (tag, value) = match code {
         "NoSuchKey" => ("Key", info.key.as_ref()?),
@@ -648,7 +659,7 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_what_was_missing_but_not_for_a_copy_s_source() {
+    fn errors_name_what_was_missing_and_a_copy_names_its_source_key() {
         let mut info = RequestInfo {
             operation: "GetObject".into(),
             bucket: Some("b".into()),
@@ -659,6 +670,12 @@ mod tests {
         assert_eq!(detail_of("NoSuchBucket", &info), Some(("BucketName", "b".to_owned())));
         assert_eq!(detail_of("AccessDenied", &info), None);
         info.operation = "CopyObject".into();
-        assert_eq!(detail_of("NoSuchKey", &info), None);
+        assert_eq!(detail_of("NoSuchKey", &info), None, "no source known");
+        info.copy_source_key = copy_source_key("/src/a%20b%26c.txt?versionId=3");
+        assert_eq!(info.copy_source_key.as_deref(), Some("a b&c.txt"));
+        assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "a b&amp;c.txt".to_owned())));
+        assert_eq!(detail_of("NoSuchBucket", &info), None, "source or destination");
+        assert_eq!(copy_source_key("src"), None);
+        assert_eq!(copy_source_key("src/d/e"), Some("d/e".to_owned()));
     }
 }

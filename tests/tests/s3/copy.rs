@@ -62,6 +62,9 @@ async fn copy_object_directives() {
         .await
         .unwrap_err();
     assert_eq!(status(&e), 412);
-    let e = c.copy_object().bucket("dst-b").key("x").copy_source("src-b/missing").send().await.unwrap_err();
+    let e = c.copy_object().bucket("dst-b").key("x").copy_source("src-b/missing%20one").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
+    // As S3 does, the document names the source's key, the one that is missing.
+    let doc = String::from_utf8_lossy(e.raw_response().unwrap().body().bytes().unwrap()).into_owned();
+    assert!(doc.contains("<Key>missing one</Key>"), "{doc}");
 }
