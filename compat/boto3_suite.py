@@ -319,6 +319,9 @@ check("post ${filename} 201", st == 201 and b"<Key>post/a&amp;b.txt</Key>" in do
 check("post ${filename} object", s3.get_object(Bucket=B, Key="post/a&b.txt")["Body"].read() == b"named")
 named_etag = s3.head_object(Bucket=B, Key="post/a&b.txt")["ETag"]
 check("post 201 quotes the etag", f"<ETag>{named_etag}</ETag>".encode() in doc, (named_etag, doc[:300]))
+st, _, doc = post_form(post, "C:\\Users\\me\\from-windows.txt", b"windows")
+check("post ${filename} drops a browser's path", st == 201 and b"<Key>post/from-windows.txt</Key>" in doc
+      and s3.get_object(Bucket=B, Key="post/from-windows.txt")["Body"].read() == b"windows", (st, doc[:300]))
 post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_redirect": "http://example.com/done"},
                                   Conditions=[["starts-with", "$key", "post/"],
                                               {"success_action_redirect": "http://example.com/done"}])

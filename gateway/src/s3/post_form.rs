@@ -71,9 +71,17 @@ impl FormFields {
     }
 }
 
+/// The file name in a file part's `filename`, without the path some browsers send with it
+/// (`C:\Program Files\a.txt` and `dir/a.txt` are `a.txt`), as S3 puts it in place of
+/// `${filename}`.
+fn base_name(name: &str) -> &str {
+    name.rsplit(['/', '\\']).next().unwrap_or(name)
+}
+
 impl FormUpload {
-    /// The key to write for the form's `key`: `${filename}` replaced by the file part's name.
-    /// Records the change for the answer.
+    /// The key to write for the form's `key`: `${filename}` replaced by the file part's name,
+    /// without any path a browser put before it ([`base_name`]). Records the change for the
+    /// answer.
     pub(crate) fn key_for(&self, form_key: &str) -> String {
         let Some(Some(name)) = self.file_name.get() else {
             return form_key.to_owned();
@@ -81,7 +89,7 @@ impl FormUpload {
         if !form_key.contains(FILENAME) {
             return form_key.to_owned();
         }
-        let key = form_key.replace(FILENAME, name);
+        let key = form_key.replace(FILENAME, base_name(name));
         let _ = self.renamed.set((form_key.to_owned(), key.clone()));
         key
     }
@@ -415,7 +423,7 @@ async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Respon
             if let Some((_, _, name)) = renamed {
                 // The form's spelling differs from the key only where `${filename}` stood, which
                 // needs no escaping in XML; the name put there does.
-                doc = doc.replace(FILENAME, &xml_escape(name));
+                doc = doc.replace(FILENAME, &xml_escape(base_name(name)));
             }
             doc = quote_etag_element(&doc);
             parts
@@ -580,5 +588,10 @@ bytes--XyZ--\r\n";
         let unnamed = FormUpload::default();
         unnamed.file_name.set(None).unwrap();
         assert_eq!(unnamed.key_for("up/${filename}"), "up/${filename}");
+        for path in ["C:\\Program Files\\dir\\file.txt", "home/me/file.txt", "file.txt"] {
+            let u = FormUpload::default();
+            u.file_name.set(Some(path.into())).unwrap();
+            assert_eq!(u.key_for("up/${filename}"), "up/file.txt", "{path}");
+        }
     }
 }
