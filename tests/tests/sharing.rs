@@ -439,18 +439,21 @@ async fn form_uploads_are_authorized_for_the_key_they_write() {
     // The key written is the one authorized: `${filename}` is replaced before the check.
     assert_eq!(anon_form(&gw, "drop", "incoming/${filename}", "b.txt", b"b").status, 204);
     assert_eq!(get(&c, "drop", "incoming/b.txt").await, b"b");
+    // A path in the file's name is dropped, as S3 drops it: it cannot steer the key elsewhere.
+    assert_eq!(anon_form(&gw, "drop", "incoming/${filename}", "private/d", b"d").status, 204);
+    assert_eq!(get(&c, "drop", "incoming/d").await, b"d");
     for (key, file_name) in [
         ("incoming/private/c", "x"),
-        ("incoming/${filename}", "private/d"),
         ("elsewhere/e", "x"),
         ("${filename}", "incoming/private/f"),
+        ("${filename}", "incoming\\g"),
     ] {
         let a = anon_form(&gw, "drop", key, file_name, b"no");
         assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "{key} as {file_name}");
     }
     let listed = c.list_objects_v2().bucket("drop").send().await.unwrap();
     let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
-    assert_eq!(keys, ["incoming/a.txt", "incoming/b.txt"], "refused uploads wrote nothing");
+    assert_eq!(keys, ["incoming/a.txt", "incoming/b.txt", "incoming/d"], "refused uploads wrote nothing");
 }
 
 #[tokio::test]
