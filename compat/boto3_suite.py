@@ -63,7 +63,10 @@ print(f"boto3 {boto3.__version__}, botocore {botocore.__version__}")
 # Buckets
 s3.create_bucket(Bucket=B)
 s3.create_bucket(Bucket=B2)
-s3.head_bucket(Bucket=B)
+hb = s3.head_bucket(Bucket=B)["ResponseMetadata"]["HTTPHeaders"]
+check("head bucket headers as S3 sends them",
+      (hb.get("content-type"), hb.get("x-amz-bucket-region"), hb.get("x-amz-access-point-alias"))
+      == ("application/xml", "us-east-1", "false"), hb)
 names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 check("list_buckets", B in names and B2 in names, names)
 s3.get_bucket_location(Bucket=B)

@@ -116,10 +116,17 @@ impl Gateway {
     /// HeadBucket.
     pub(crate) async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
         self.bucket(&caller(&req)?, &req.input.bucket).await?;
-        Ok(S3Response::new(HeadBucketOutput {
+        let mut resp = S3Response::new(HeadBucketOutput {
             bucket_region: Some(self.region.clone()),
+            access_point_alias: Some(false),
             ..Default::default()
-        }))
+        });
+        // S3 labels the (bodiless) answer as XML, like its other bucket answers.
+        resp.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/xml"),
+        );
+        Ok(resp)
     }
 
     /// DeleteBucket: only an empty folder can go, with no noncurrent versions or delete markers.

@@ -10,7 +10,8 @@ async fn bucket_lifecycle() {
     c.create_bucket().bucket("alpha").send().await.unwrap();
     assert_eq!(get(&c, "alpha", "kept").await, b"1");
     c.delete_object().bucket("alpha").key("kept").send().await.unwrap();
-    c.head_bucket().bucket("alpha").send().await.unwrap();
+    let head = c.head_bucket().bucket("alpha").send().await.unwrap();
+    assert_eq!((head.bucket_region(), head.access_point_alias()), (Some("us-east-1"), Some(false)));
     let e = c.head_bucket().bucket("nope-nope").send().await.unwrap_err();
     assert_eq!(status(&e), 404);
     let listed = c.list_buckets().send().await.unwrap();
