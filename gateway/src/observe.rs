@@ -36,12 +36,13 @@ pub struct RequestInfo {
     pub copy_source_key: Option<String>,
 }
 
-/// The key named by an `x-amz-copy-source` value (`[/]bucket/key[?versionId=...]`, URL-encoded).
+/// The key named by an `x-amz-copy-source` value (`[/]bucket/key[?versionId=...]`, URL-encoded),
+/// as s3s parses it for the copy itself.
 pub(crate) fn copy_source_key(value: &str) -> Option<String> {
-    let path = value.split('?').next()?.trim_start_matches('/');
-    let decoded = percent_encoding::percent_decode_str(path).decode_utf8().ok()?;
-    let (_, key) = decoded.split_once('/')?;
-    (!key.is_empty()).then(|| key.to_owned())
+    match s3s::dto::CopySource::parse(value).ok()? {
+        s3s::dto::CopySource::Bucket { key, .. } => Some(key.into()),
+        _ => None,
+    }
 }
 
 /// The slot shared between this layer and the access check.
@@ -373,18 +374,10 @@ fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
     Some((tag, crate::s3::post_form::xml_escape(value)))
 }
 
-/// Elements added to an error document before its request id.
-enum Detail {
-    /// `<tag>value</tag>` from the request (see [`detail_of`]); the value is escaped.
-    Named(&'static str, String),
-    /// A fragment the handler built with its error (`s3::DETAIL_HEADER`).
-    Given(String),
-}
-
 /// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
 /// client reports from the body is the one in the `x-amz-request-id` header and in our log; and
-/// `detail` before it. Unchanged if it has a request id already.
-fn with_request_id(xml: Bytes, id: &str, detail: Option<Detail>) -> Bytes {
+/// `detail` (escaped XML elements) before it. Unchanged if it has a request id already.
+fn with_request_id(xml: Bytes, id: &str, detail: Option<&str>) -> Bytes {
     const END: &[u8] = b"</Error>";
     let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");
     let Some(at) = xml.windows(END.len()).rposition(|w| w == END) else {
@@ -395,16 +388,32 @@ fn with_request_id(xml: Bytes, id: &str, detail: Option<Detail>) -> Bytes {
     }
     let mut out = Vec::with_capacity(xml.len() + id.len() + 24);
     out.extend_from_slice(&xml[..at]);
-    match detail {
-        Some(Detail::Named(tag, value)) => out.extend_from_slice(format!("<{tag}>{value}</{tag}>").as_bytes()),
-        Some(Detail::Given(xml)) => out.extend_from_slice(xml.as_bytes()),
-        None => {}
+    if let Some(xml) = detail {
+        out.extend_from_slice(xml.as_bytes());
     }
     out.extend_from_slice(b"<RequestId>");
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(b"</RequestId>");
     out.extend_from_slice(&xml[at..]);
     Bytes::from(out)
+}
+
+/// A small answer body read whole (empty if it runs past `limit` or fails).
+async fn collect_small(body: Body, limit: usize) -> Bytes {
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(_) => Bytes::new(),
+    }
+}
+
+/// An answer with a rewritten body, its `Content-Length` (where it had one) made to fit.
+fn with_body(mut parts: http::response::Parts, bytes: Bytes) -> Response<Body> {
+    if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+        parts
+            .headers
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// A GetObjectAttributes document with its `<ETag>` value unquoted, as S3 writes it there (and
@@ -480,50 +489,29 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 // GetObjectAttributes is the one answer where S3 writes the ETag without its
                 // quotes; s3s quotes every ETag it serializes (`bare_attributes_etag`).
                 if status == http::StatusCode::OK && slot.0.lock().is_ok_and(|i| i.operation == "GetObjectAttributes") {
-                    let (mut parts, body) = resp.into_parts();
-                    let bytes = match http_body_util::Limited::new(body, MAX_ATTRIBUTES_BODY).collect().await {
-                        Ok(c) => bare_attributes_etag(c.to_bytes()),
-                        Err(_) => Bytes::new(),
-                    };
-                    if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
-                        parts
-                            .headers
-                            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-                    }
-                    resp = Response::from_parts(parts, Body::from(bytes));
+                    let (parts, body) = resp.into_parts();
+                    let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
+                    resp = with_body(parts, bare_attributes_etag(bytes));
                 }
 
                 // Read the error code of failures (small, buffered bodies) and put it back.
                 let mut code = None;
                 if status.as_u16() >= 400 {
-                    let (parts, body) = resp.into_parts();
-                    let bytes = match http_body_util::Limited::new(body, MAX_ERROR_BODY).collect().await {
-                        Ok(c) => c.to_bytes(),
-                        Err(_) => Bytes::new(),
-                    };
+                    let (mut parts, body) = resp.into_parts();
+                    let bytes = collect_small(body, MAX_ERROR_BODY).await;
                     let found = error_code(&bytes);
-                    let mut parts = parts;
                     // Elements a handler gave its error (`s3::DETAIL_HEADER`, already escaped);
                     // the header that carried them stops here.
                     let given = parts
                         .headers
                         .remove(crate::s3::DETAIL_HEADER)
                         .and_then(|v| v.to_str().ok().map(str::to_owned));
-                    let detail = match given {
-                        Some(xml) => Some(Detail::Given(xml)),
-                        None => found
-                            .as_deref()
-                            .and_then(|c| slot.0.lock().ok().and_then(|i| detail_of(c, &i)))
-                            .map(|(tag, value)| Detail::Named(tag, value)),
-                    };
+                    let detail = given.or_else(|| {
+                        let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;
+                        Some(format!("<{tag}>{value}</{tag}>"))
+                    });
                     code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
-                    let bytes = with_request_id(bytes, &id, detail);
-                    if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
-                        parts
-                            .headers
-                            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
-                    }
-                    resp = Response::from_parts(parts, Body::from(bytes));
+                    resp = with_body(parts, with_request_id(bytes, &id, detail.as_deref()));
                 }
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     resp.headers_mut().insert("x-amz-request-id", v);
@@ -619,8 +607,8 @@ mod tests {
             key: Some("a<b".into()),
             ..RequestInfo::default()
         };
-        let detail = detail_of("NoSuchKey", &info).map(|(t, v)| Detail::Named(t, v));
-        let out = with_request_id(xml, "ID", detail);
+        let (tag, value) = detail_of("NoSuchKey", &info).unwrap();
+        let out = with_request_id(xml, "ID", Some(&format!("<{tag}>{value}</{tag}>")));
         assert_eq!(
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"

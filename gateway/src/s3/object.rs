@@ -228,13 +228,15 @@ pub(crate) fn validate_tags(tags: &[(String, String)]) -> S3Result<()> {
 /// (in any case), which S3 reserves for the tags AWS itself sets.
 pub(crate) fn validate_object_tags(tags: &[(String, String)]) -> S3Result<()> {
     validate_tags(tags)?;
-    if tags
-        .iter()
-        .any(|(k, _)| k.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("aws:")))
-    {
+    if tags.iter().any(|(k, _)| reserved_tag_key(k)) {
         return Err(s3_error!(InvalidTag, "Your TagKey cannot be prefixed with aws:"));
     }
     Ok(())
+}
+
+/// Whether a tag key is one S3 keeps for the tags AWS itself sets (`aws:` in any case).
+pub(crate) fn reserved_tag_key(k: &str) -> bool {
+    k.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("aws:"))
 }
 
 /// The rules of every tag set: at most `most` tags (else `InvalidTag` with `too_many`), unique

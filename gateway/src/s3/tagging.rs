@@ -3,7 +3,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::object::{check_tags, parse_key, validate_object_tags};
+use super::object::{check_tags, parse_key, reserved_tag_key, validate_object_tags};
 use super::versioning::{no_such_version, Found};
 use super::{caller, meta_err, Gateway};
 use crate::auth::Caller;
@@ -35,7 +35,7 @@ impl Gateway {
         let i = &req.input;
         let tags = pairs(&i.tagging.tag_set)?;
         check_tags(&tags, BUCKET_TAGS, "Bucket tag count cannot be greater than 50")?;
-        if tags.iter().any(|(k, _)| k.to_ascii_lowercase().starts_with("aws:")) {
+        if tags.iter().any(|(k, _)| reserved_tag_key(k)) {
             return Err(s3_error!(
                 InvalidTag,
                 "System tags cannot be added/updated by requester"
