@@ -223,6 +223,22 @@ pub struct RdmaConfig {
     pub verbs_gid_index: u8,
     /// The DC access key shared with clients (cuObject's default 0xffeeddcc).
     pub dc_key: u64,
+    /// Transfer operations (4 MiB each) in flight per request, 1 to 16; unset: half the
+    /// host's cores, at least 4 and at most 8 ([`RdmaConfig::effective_depth`]).
+    pub depth: Option<usize>,
+}
+
+impl RdmaConfig {
+    /// Operations in flight per request. Each operation reads its own range of the file, so
+    /// one large object spreads over as many cores: on a 16-core host, 8 took a 1 GiB token GET
+    /// into GPU memory from ~5 to ~9 GiB/s and 16 gave no more; on 2 cores, 8 gave nothing over
+    /// 4 (docs/benchmarks.md, "Session 28"). Each costs a 4 MiB buffer while in flight.
+    pub fn effective_depth(&self) -> usize {
+        self.depth.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cores / 2).clamp(penstock_rdma::transport::DEPTH, 8)
+        })
+    }
 }
 
 impl Default for RdmaConfig {
@@ -236,6 +252,7 @@ impl Default for RdmaConfig {
             verbs_port: 1,
             verbs_gid_index: 3,
             dc_key: 0xffee_ddcc,
+            depth: None,
         }
     }
 }
@@ -384,6 +401,10 @@ impl Config {
                 anyhow::bail!("{name} must be at least 0.01 seconds, not {v}");
             }
         }
+        if let Some(d) = self.rdma.depth.filter(|d| !(1..=16).contains(d)) {
+            // 16: the verbs transport's staging buffers; a deeper request would only wait for them.
+            anyhow::bail!("rdma.depth must be between 1 and 16, not {d}");
+        }
         if self.connections.threads > 1024 {
             anyhow::bail!("connections.threads is at most 1024, not {}", self.connections.threads);
         }
@@ -462,6 +483,19 @@ mod tests {
         let c = Config::default();
         c.validate().unwrap();
         assert_eq!(c.effective_volumes()[0].name(), "local");
+    }
+
+    #[test]
+    fn rdma_depth_is_bounded() {
+        let c: Config = toml::from_str("[rdma]\ndepth = 8\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.rdma.effective_depth(), 8);
+        let auto = Config::default().rdma.effective_depth();
+        assert!((4..=8).contains(&auto), "{auto}");
+        for bad in ["0", "17"] {
+            let c: Config = toml::from_str(&format!("[rdma]\ndepth = {bad}\n")).unwrap();
+            assert!(c.validate().unwrap_err().to_string().contains("rdma.depth"), "{bad}");
+        }
     }
 
     #[test]

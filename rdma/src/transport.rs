@@ -16,7 +16,8 @@ use crate::Token;
 /// Bytes per transfer operation: large enough to amortize per-operation costs, small enough
 /// that a few in flight per request keep memory bounded.
 pub const CHUNK: usize = 4 << 20;
-/// Operations in flight per request.
+/// Operations in flight per request: the least a caller should choose (the gateway's
+/// `[rdma] depth` goes up to 8 on hosts with many cores).
 pub const DEPTH: usize = 4;
 
 /// Why a transfer failed.
@@ -96,7 +97,7 @@ impl<T> Op<T> {
 }
 
 /// Writes `total` bytes into the window from offset 0, `chunk` bytes per operation, with up to
-/// [`DEPTH`] operations in flight. Each operation reads its own bytes (`read(offset, len)`,
+/// `depth` operations in flight ([`DEPTH`] is the usual choice). Each operation reads its own bytes (`read(offset, len)`,
 /// offsets relative to what is pushed) and writes them: the reads of one large object run on
 /// several threads at once, where a single reader feeding the writes in turn held a request to
 /// one core's copy rate (2.4–3 GiB/s into an H100 host's memory, docs/benchmarks.md). Returns
@@ -106,6 +107,7 @@ pub async fn push<R, F, E>(
     token: Arc<Token>,
     total: u64,
     chunk: usize,
+    depth: usize,
     read: R,
 ) -> Result<u64, PushError<E>>
 where
@@ -114,7 +116,7 @@ where
     E: Send + 'static,
 {
     confine(&token, 0, total)?;
-    let chunk = chunk.max(1) as u64;
+    let (chunk, depth) = (chunk.max(1) as u64, depth.max(1));
     let mut inflight: VecDeque<Op<Result<(), PushError<E>>>> = VecDeque::new();
     for offset in (0..total).step_by(chunk as usize) {
         let len = (total - offset).min(chunk) as usize;
@@ -130,7 +132,7 @@ where
             }
             Ok(t.write(&tok, offset, data).await?)
         })));
-        while inflight.len() >= DEPTH {
+        while inflight.len() >= depth {
             let mut op = inflight.pop_front().expect("non-empty");
             op.join().await??;
         }
@@ -142,12 +144,13 @@ where
 }
 
 /// Reads `total` bytes from the window from offset 0 as a stream of chunks of at most `chunk`
-/// bytes, with up to [`DEPTH`] reads in flight ahead of the consumer.
+/// bytes, with up to `depth` reads in flight ahead of the consumer.
 pub fn pull(
     transport: Arc<dyn Transport>,
     token: Arc<Token>,
     total: u64,
     chunk: usize,
+    depth: usize,
 ) -> impl Stream<Item = Result<Bytes, TransferError>> + Send {
     let chunk = chunk.max(1) as u64;
     futures::stream::iter((0..total).step_by(chunk as usize))
@@ -157,7 +160,7 @@ pub fn pull(
             let mut op = Op(tokio::spawn(async move { t.read(&tok, off, n).await }));
             async move { op.join().await? }
         })
-        .buffered(DEPTH)
+        .buffered(depth.max(1))
 }
 
 /// The transports a gateway has, and which one serves a token.
@@ -202,14 +205,14 @@ mod tests {
                 async move { Ok::<_, io::Error>(Bytes::copy_from_slice(&src[off as usize..off as usize + n])) }
             }
         };
-        let n = push(t.clone(), tok.clone(), len as u64, CHUNK, read(src.clone()))
+        let n = push(t.clone(), tok.clone(), len as u64, CHUNK, DEPTH, read(src.clone()))
             .await
             .unwrap();
         assert_eq!(n, len as u64);
         assert_eq!(region.to_vec(100, len), data);
         assert_eq!(region.to_vec(0, 100), vec![0; 100]);
 
-        let back: Vec<Bytes> = pull(t.clone(), tok.clone(), len as u64, CHUNK)
+        let back: Vec<Bytes> = pull(t.clone(), tok.clone(), len as u64, CHUNK, DEPTH)
             .map(|r| r.unwrap())
             .collect()
             .await;
@@ -218,7 +221,7 @@ mod tests {
 
         // More than the window holds is refused before anything moves.
         let other = Arc::new(vec![1u8; len + 1]);
-        let e = push(t.clone(), tok.clone(), len as u64 + 1, CHUNK, read(other))
+        let e = push(t.clone(), tok.clone(), len as u64 + 1, CHUNK, DEPTH, read(other))
             .await
             .unwrap_err();
         assert!(
@@ -235,14 +238,14 @@ mod tests {
                 Ok(Bytes::from(vec![2u8; n]))
             }
         };
-        let e = push(t.clone(), tok.clone(), len as u64, CHUNK, failing)
+        let e = push(t.clone(), tok.clone(), len as u64, CHUNK, DEPTH, failing)
             .await
             .unwrap_err();
         assert!(matches!(e, PushError::Source(_)), "{e}");
         let short = |off: u64, n: usize| async move {
             Ok::<_, io::Error>(Bytes::from(vec![3u8; if off == 0 { n } else { n / 2 }]))
         };
-        let e = push(t, tok, len as u64, CHUNK, short).await.unwrap_err();
+        let e = push(t, tok, len as u64, CHUNK, DEPTH, short).await.unwrap_err();
         assert!(
             matches!(e, PushError::Short { offset, len: l, got } if offset == CHUNK as u64 && l == CHUNK && got == CHUNK / 2),
             "{e}"

@@ -116,6 +116,26 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
     assert!(metrics.contains("penstock_payload_bytes_total{path=\"software\",direction=\"out\"}"), "{metrics}");
 }
 
+/// `[rdma] depth` at its two ends: one operation at a time, and more in flight than the object
+/// has chunks. Both must move every byte to its place, both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn token_transfers_are_byte_exact_at_every_depth() {
+    for depth in [1, 16] {
+        let gw = Gateway::start_with_config(&format!("[rdma]\ndepth = {depth}\n"));
+        let (c, target) = setup(&gw).await;
+        let data = pattern(depth as u64, 5 * penstock_rdma::transport::CHUNK + 777);
+        let region = target.register(2 * data.len());
+        region.write(0, &data);
+        let r = c.put_from("gpu", "o", &region.token(0, data.len() as u64).unwrap(), &[]).await.unwrap();
+        assert_eq!((r.rdma_reply, r.bytes), (Some(200), data.len() as u64), "depth {depth}");
+        assert_eq!(&c.get_object("gpu", "o").await.unwrap()[..], &data[..], "depth {depth}");
+        let back = region.token(data.len() as u64, data.len() as u64).unwrap();
+        let r = c.get_into("gpu", "o", &back, None).await.unwrap();
+        assert_eq!((r.rdma_reply, r.bytes), (Some(200), data.len() as u64), "depth {depth}");
+        assert_eq!(region.to_vec(data.len(), data.len()), data, "depth {depth}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_tokens_small_windows_and_failed_transfers_move_nothing() {
     let gw = Gateway::start();

@@ -309,6 +309,7 @@ impl Gateway {
             a.token.clone(),
             plan.len,
             penstock_rdma::transport::CHUNK,
+            a.depth,
             read,
         )
         .await

@@ -138,6 +138,7 @@ impl Gateway {
             a.token.clone(),
             len,
             penstock_rdma::transport::CHUNK,
+            a.depth,
         );
         let mut chunks = std::pin::pin!(chunks);
         while let Some(c) = chunks.next().await {

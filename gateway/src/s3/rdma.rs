@@ -24,12 +24,15 @@ pub(crate) struct RdmaPath {
     transports: Transports,
     decline: DeclineMode,
     any_host: bool,
+    depth: usize,
 }
 
 /// A token this gateway will serve, with the transport that serves it.
 pub(crate) struct Admitted {
     pub transport: Arc<dyn Transport>,
     pub token: Arc<Token>,
+    /// Transfer operations in flight for this request (`[rdma] depth`).
+    pub depth: usize,
 }
 
 impl Admitted {
@@ -67,6 +70,7 @@ impl RdmaPath {
             transports: Transports { software, dc },
             decline: cfg.decline,
             any_host: cfg.software_any_host,
+            depth: cfg.effective_depth(),
         }
     }
 
@@ -96,6 +100,7 @@ impl RdmaPath {
             Ok(transport) => Ok(Admission::Serve(Admitted {
                 transport,
                 token: Arc::new(token),
+                depth: self.depth,
             })),
             Err(why) => {
                 metrics.rdma_decline(token.kind());
