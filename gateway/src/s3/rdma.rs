@@ -66,11 +66,13 @@ impl RdmaPath {
             Ok(t) => tracing::info!(transport = t.name(), "RDMA DC transport ready"),
             Err(why) => tracing::info!(reason = %why, "RDMA DC transport unavailable; DC tokens will be declined"),
         }
+        let depth = cfg.effective_depth();
+        tracing::info!(depth, "token transfers keep {depth} operations in flight per request");
         Self {
             transports: Transports { software, dc },
             decline: cfg.decline,
             any_host: cfg.software_any_host,
-            depth: cfg.effective_depth(),
+            depth,
         }
     }
 
