@@ -12,6 +12,8 @@ if [ "$what" = cluster ]; then
 fi
 if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
+  # compat/minio-py.sh, compat/s3transfer.sh: public client suites in their own virtual environments.
+  apt_pkgs+=(python3-venv)
   # NFS backend tests: a real NFS server, its portmapper, and libnfs's nfs-cp as a second client.
   apt_pkgs+=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)
   # The shared metadata engine: test fixtures start their own server in a scratch directory.

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# s3transfer's integration suite (boto3's transfer manager, and the awscrt-based CRT transfer
+# manager LMCache-like clients use), from s3transfer 0.19.3's source distribution, over TLS:
+# uploads and downloads below and above the multipart threshold, streams, copies, deletes,
+# progress callbacks, cancellation, many files at once. The suite is written for AWS; what is
+# changed to run it here, and the tests expected to fail, are named below with their reasons.
+export COMPAT_TLS=1
+# The suite's buckets are made in us-west-2.
+export COMPAT_CONFIG='region = "us-west-2"'
+source "$(dirname "$0")/lib.sh"
+source "$COMPAT_ROOT/compat/suites/venv.sh"
+suite_venv s3transfer boto3==1.44.8 'botocore[crt]==1.44.8' s3transfer==0.19.3 pytest==9.2.0
+src=$(suite_sdist s3transfer==0.19.3)
+cd "$src"
+# Its bucket set-up turns on default encryption (SSE-S3), which this gateway refuses rather than
+# claim: objects are the tenant's plain files (README, "Bucket settings"). Everything else of the
+# set-up (ownership controls, public access block) runs as written.
+python3 - <<'PY' || fail "cannot adapt the suite's set-up"
+import re
+p = "tests/integration/__init__.py"
+s = open(p).read()
+s2 = re.sub(r"        cls\.client\.put_bucket_encryption\(.*?\n        \)\n", "", s, count=1, flags=re.S)
+assert s2 != s, "put_bucket_encryption block not found"
+open(p, "w").write(s2)
+p = "tests/integration/test_crt.py"
+s = open(p).read()
+# The CRT client trusts the system's CAs; the gateway's certificate here is self-signed.
+old = "self.region, self._get_crt_credentials_provider()\n"
+assert old in s, "create_s3_crt_client call not found"
+open(p, "w").write(s.replace(old, "self.region, self._get_crt_credentials_provider(), verify=os.environ['CA_FILE']\n"))
+PY
+export AWS_ENDPOINT_URL=$ENDPOINT AWS_CA_BUNDLE=$CA_FILE AWS_DEFAULT_REGION=us-west-2
+# Expected to fail, each for a reason outside what S3 promises:
+#  - *_ssec, *extra_params_on_download: SSE-C, which the gateway refuses
+#    (501) rather than store a plain file it would claim encrypted;
+#  - test_delete_exception_no_such_bucket: asks for a bucket named with capitals, which reaches
+#    AWS lowercased in a virtual-hosted name; sent path-style here, the name is refused with 400
+#    InvalidBucketName before any lookup.
+python3 -m pytest -q -p no:cacheprovider tests/integration \
+  --deselect tests/integration/test_crt.py::TestCRTS3Transfers::test_upload_file_above_threshold_with_ssec \
+  --deselect tests/integration/test_crt.py::TestCRTS3Transfers::test_can_send_extra_params_on_download \
+  --deselect tests/integration/test_crt.py::TestCRTS3Transfers::test_delete_exception_no_such_bucket \
+  --deselect tests/integration/test_s3transfer.py::TestS3Transfers::test_upload_file_above_threshold_with_ssec \
+  --deselect tests/integration/test_s3transfer.py::TestS3Transfers::test_can_send_extra_params_on_download \
+  || fail "s3transfer integration tests failed"
