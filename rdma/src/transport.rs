@@ -16,8 +16,8 @@ use crate::Token;
 /// Bytes per transfer operation: large enough to amortize per-operation costs, small enough
 /// that a few in flight per request keep memory bounded.
 pub const CHUNK: usize = 4 << 20;
-/// Operations in flight per request: the least a caller should choose (the gateway's
-/// `[rdma] depth` goes up to 8 on hosts with many cores).
+/// Operations in flight per request on a small host, and the floor of the gateway's default
+/// (`[rdma] depth` picks up to 8 on hosts with many cores).
 pub const DEPTH: usize = 4;
 
 /// Why a transfer failed.
@@ -97,11 +97,11 @@ impl<T> Op<T> {
 }
 
 /// Writes `total` bytes into the window from offset 0, `chunk` bytes per operation, with up to
-/// `depth` operations in flight ([`DEPTH`] is the usual choice). Each operation reads its own bytes (`read(offset, len)`,
-/// offsets relative to what is pushed) and writes them: the reads of one large object run on
-/// several threads at once, where a single reader feeding the writes in turn held a request to
-/// one core's copy rate (2.4–3 GiB/s into an H100 host's memory, docs/benchmarks.md). Returns
-/// the bytes written.
+/// `depth` operations in flight (at least one). Each operation reads its own bytes
+/// (`read(offset, len)`, offsets relative to what is pushed) and writes them: the reads of one
+/// large object run on several threads at once, where a single reader feeding the writes in turn
+/// held a request to one core's copy rate (2.4–3 GiB/s into an H100 host's memory,
+/// docs/benchmarks.md). Returns the bytes written.
 pub async fn push<R, F, E>(
     transport: Arc<dyn Transport>,
     token: Arc<Token>,
