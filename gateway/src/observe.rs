@@ -374,6 +374,36 @@ fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
     Some((tag, crate::s3::post_form::xml_escape(value)))
 }
 
+/// S3's message for an error that s3s answers with a code alone (a path it cannot parse, a
+/// signature it refuses before any handler runs), so every error document has the `<Message>`
+/// clients show: botocore prints "Unknown" where it is missing.
+fn standard_message(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "InvalidBucketName" => "The specified bucket is not valid.",
+        "InvalidURI" => "Couldn't parse the specified URI.",
+        "KeyTooLongError" => "Your key is too long.",
+        "NotImplemented" => "A header you provided implies functionality that is not implemented.",
+        "SignatureDoesNotMatch" => {
+            "The request signature we calculated does not match the signature you provided. \
+             Check your key and signing method."
+        }
+        "InvalidAccessKeyId" => "The AWS access key Id you provided does not exist in our records.",
+        "MethodNotAllowed" => "The specified method is not allowed against this resource.",
+        "IncompleteBody" => "You did not provide the number of bytes specified by the Content-Length HTTP header.",
+        "MaxMessageLengthExceeded" => "Your request was too big.",
+        "MalformedXML" => "The XML you provided was not well-formed or did not validate against our published schema.",
+        "InternalError" => "We encountered an internal error. Please try again.",
+        _ => return None,
+    })
+}
+
+/// `<Message>` for an error document that has none and whose code has a standard message.
+fn missing_message(xml: &[u8], code: Option<&str>) -> Option<String> {
+    let has = xml.windows(b"<Message>".len()).any(|w| w == b"<Message>");
+    let text = standard_message(code?).filter(|_| !has)?;
+    Some(format!("<Message>{text}</Message>"))
+}
+
 /// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
 /// client reports from the body is the one in the `x-amz-request-id` header and in our log; and
 /// `detail` (escaped XML elements) before it. Unchanged if it has a request id already.
@@ -510,6 +540,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;
                         Some(format!("<{tag}>{value}</{tag}>"))
                     });
+                    let detail = match (missing_message(&bytes, found.as_deref()), detail) {
+                        (Some(m), Some(d)) => Some(m + &d),
+                        (m, d) => m.or(d),
+                    };
                     code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     resp = with_body(parts, with_request_id(bytes, &id, detail.as_deref()));
                 }
@@ -613,6 +647,23 @@ mod tests {
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"
         );
+    }
+
+    #[test]
+    fn errors_without_a_message_get_the_standard_one() {
+        let bare = b"<Error><Code>InvalidBucketName</Code></Error>";
+        assert_eq!(
+            missing_message(bare, Some("InvalidBucketName")).as_deref(),
+            Some("<Message>The specified bucket is not valid.</Message>")
+        );
+        let given = b"<Error><Code>InvalidBucketName</Code><Message>mine</Message></Error>";
+        assert_eq!(
+            missing_message(given, Some("InvalidBucketName")),
+            None,
+            "a message is kept"
+        );
+        assert_eq!(missing_message(bare, Some("SomethingElse")), None);
+        assert_eq!(missing_message(bare, None), None);
     }
 
     #[test]

@@ -27,6 +27,17 @@ async fn bucket_lifecycle() {
         let e = c.create_bucket().bucket(reserved).send().await.unwrap_err();
         assert_eq!(code(&e), "InvalidBucketName", "{reserved}");
     }
+    // Names the request parser refuses before any handler (an underscore, capitals, too short):
+    // 400 InvalidBucketName with S3's message, for a create and for a read alike.
+    let raw = penstock_client::Client::new(&gw.endpoint, penstock_tests::ACCESS_KEY, penstock_tests::SECRET_KEY);
+    for (method, bad) in [(http::Method::PUT, "test1_bucket"), (http::Method::GET, "Caps-Bucket"), (http::Method::PUT, "ab")] {
+        let r = raw.send(method.clone(), &raw.url(bad, None), &[], bytes::Bytes::new()).await.unwrap();
+        let body = String::from_utf8_lossy(&r.body);
+        assert_eq!(r.status, 400, "{method} {bad}: {body}");
+        assert!(body.contains("<Code>InvalidBucketName</Code>"), "{method} {bad}: {body}");
+        assert!(body.contains("<Message>The specified bucket is not valid.</Message>"), "{method} {bad}: {body}");
+        assert!(body.contains("<RequestId>"), "{method} {bad}: {body}");
+    }
     let loc = c.get_bucket_location().bucket("alpha").send().await.unwrap();
     assert!(loc.location_constraint().is_none_or(|l| l.as_str().is_empty()));
 
