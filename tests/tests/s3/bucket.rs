@@ -30,7 +30,9 @@ async fn bucket_lifecycle() {
     // Names the request parser refuses before any handler (an underscore, capitals, too short):
     // 400 InvalidBucketName with S3's message, for a create and for a read alike.
     let raw = penstock_client::Client::new(&gw.endpoint, penstock_tests::ACCESS_KEY, penstock_tests::SECRET_KEY);
-    for (method, bad) in [(http::Method::PUT, "test1_bucket"), (http::Method::GET, "Caps-Bucket"), (http::Method::PUT, "ab")] {
+    for (method, bad) in
+        [(http::Method::PUT, "test1_bucket"), (http::Method::GET, "Caps-Bucket"), (http::Method::PUT, "ab")]
+    {
         let r = raw.send(method.clone(), &raw.url(bad, None), &[], bytes::Bytes::new()).await.unwrap();
         let body = String::from_utf8_lossy(&r.body);
         assert_eq!(r.status, 400, "{method} {bad}: {body}");
