@@ -406,8 +406,9 @@ fn missing_message(xml: &[u8], code: Option<&str>) -> Option<String> {
 
 /// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
 /// client reports from the body is the one in the `x-amz-request-id` header and in our log; and
-/// `detail` (escaped XML elements) before it. Unchanged if it has a request id already.
-fn with_request_id(xml: Bytes, id: &str, detail: Option<&str>) -> Bytes {
+/// `detail` (escaped XML elements, possibly none) before it. Unchanged if it has a request id
+/// already.
+fn with_request_id(xml: Bytes, id: &str, detail: &str) -> Bytes {
     const END: &[u8] = b"</Error>";
     let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");
     let Some(at) = xml.windows(END.len()).rposition(|w| w == END) else {
@@ -418,9 +419,7 @@ fn with_request_id(xml: Bytes, id: &str, detail: Option<&str>) -> Bytes {
     }
     let mut out = Vec::with_capacity(xml.len() + id.len() + 24);
     out.extend_from_slice(&xml[..at]);
-    if let Some(xml) = detail {
-        out.extend_from_slice(xml.as_bytes());
-    }
+    out.extend_from_slice(detail.as_bytes());
     out.extend_from_slice(b"<RequestId>");
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(b"</RequestId>");
@@ -540,12 +539,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;
                         Some(format!("<{tag}>{value}</{tag}>"))
                     });
-                    let detail = match (missing_message(&bytes, found.as_deref()), detail) {
-                        (Some(m), Some(d)) => Some(m + &d),
-                        (m, d) => m.or(d),
-                    };
+                    let message = missing_message(&bytes, found.as_deref()).unwrap_or_default();
+                    let detail = message + detail.as_deref().unwrap_or_default();
                     code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
-                    resp = with_body(parts, with_request_id(bytes, &id, detail.as_deref()));
+                    resp = with_body(parts, with_request_id(bytes, &id, &detail));
                 }
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     resp.headers_mut().insert("x-amz-request-id", v);
@@ -627,14 +624,14 @@ mod tests {
     #[test]
     fn error_documents_carry_the_request_id() {
         let xml = Bytes::from_static(b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code></Error>");
-        let out = with_request_id(xml.clone(), "0123456789ABCDEF", None);
+        let out = with_request_id(xml.clone(), "0123456789ABCDEF", "");
         assert_eq!(
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><RequestId>0123456789ABCDEF</RequestId></Error>"
         );
         // Already there, or not an error document: unchanged.
-        assert_eq!(with_request_id(out.clone(), "X", None), out);
-        assert_eq!(&with_request_id(Bytes::from_static(b"oops"), "X", None)[..], b"oops");
+        assert_eq!(with_request_id(out.clone(), "X", ""), out);
+        assert_eq!(&with_request_id(Bytes::from_static(b"oops"), "X", "")[..], b"oops");
         let info = RequestInfo {
             operation: "GetObject".into(),
             bucket: Some("b".into()),
@@ -642,7 +639,7 @@ mod tests {
             ..RequestInfo::default()
         };
         let (tag, value) = detail_of("NoSuchKey", &info).unwrap();
-        let out = with_request_id(xml, "ID", Some(&format!("<{tag}>{value}</{tag}>")));
+        let out = with_request_id(xml, "ID", &format!("<{tag}>{value}</{tag}>"));
         assert_eq!(
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"
