@@ -555,10 +555,6 @@ fn rw() -> Perm {
 }
 
 async fn create_vfolder(gw: &Gateway, b: VfolderBody, import: bool) -> ApiResult {
-    use s3s::validation::NameValidation as _;
-    if !s3s::validation::AwsNameValidation::new().validate_bucket_name(&b.name) {
-        return Err(bad(format!("{:?} is not a valid bucket name", b.name)));
-    }
     if let Some(why) = crate::s3::bucket::refused_bucket_name(&b.name) {
         return Err(bad(format!("{:?} is not a valid bucket name: {why}", b.name)));
     }

@@ -20,10 +20,35 @@ const RESERVED_SUFFIXES: [&str; 5] = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", 
 /// The region where S3 lets CreateBucket of a bucket you already own succeed.
 const LEGACY_REGION: &str = "us-east-1";
 
-/// Why `name` may not be given to a new bucket, beyond what s3s's name check refuses: a reserved
+/// The names a request may address, as s3s's path parser is told to check them: S3's legacy
+/// (us-east-1) rules, 3 to 255 letters of either case, digits, `.`, `-` and `_`. A name within
+/// them that no bucket has is looked up like any other and answers 404 NoSuchBucket, as S3 does
+/// (clients such as s3transfer's tests rely on that); only CreateBucket holds a name to the
+/// strict DNS rules, in `refused_bucket_name`. Anything else still answers 400
+/// InvalidBucketName before any lookup.
+pub(crate) struct LookupNames;
+
+impl s3s::validation::NameValidation for LookupNames {
+    fn validate_bucket_name(&self, name: &str) -> bool {
+        (3..=255).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+    }
+}
+
+/// Why `name` may not be given to a new bucket: S3's naming rules (s3s's check: 3 to 63
+/// lower-case letters, digits, dots and hyphens, no IP address, no `xn--`), then a reserved
 /// prefix or suffix, or a dot next to a hyphen (each dot-separated label of a DNS name starts and
 /// ends with a letter or digit; S3 refuses `foo.-bar` and `foo-.bar`).
 pub(crate) fn refused_bucket_name(name: &str) -> Option<String> {
+    if !s3s::path::check_bucket_name(name) {
+        return Some(
+            "names are 3 to 63 lower-case letters, digits, dots and hyphens, starting and ending \
+             with a letter or digit"
+                .to_owned(),
+        );
+    }
     if name.contains(".-") || name.contains("-.") {
         return Some("a period may not be next to a hyphen".to_owned());
     }

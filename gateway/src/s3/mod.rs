@@ -293,6 +293,7 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     b.set_host(VirtualHosts {
         domains: domains.clone(),
     });
+    b.set_validation(bucket::LookupNames);
     b.set_auth(GatewayAuth::new(gateway.meta.clone(), gateway.master.clone()));
     b.set_access(GatewayAccess::new(gateway.clone()));
     let itself = Arc::new(std::sync::OnceLock::new());

@@ -27,18 +27,32 @@ async fn bucket_lifecycle() {
         let e = c.create_bucket().bucket(reserved).send().await.unwrap_err();
         assert_eq!(code(&e), "InvalidBucketName", "{reserved}");
     }
-    // Names the request parser refuses before any handler (an underscore, capitals, too short):
-    // 400 InvalidBucketName with S3's message, for a create and for a read alike.
+    // CreateBucket holds a name to S3's rules (an underscore, capitals, too short): 400
+    // InvalidBucketName with a message and a request id.
     let raw = penstock_client::Client::new(&gw.endpoint, penstock_tests::ACCESS_KEY, penstock_tests::SECRET_KEY);
-    for (method, bad) in
-        [(http::Method::PUT, "test1_bucket"), (http::Method::GET, "Caps-Bucket"), (http::Method::PUT, "ab")]
-    {
-        let r = raw.send(method.clone(), &raw.url(bad, None), &[], bytes::Bytes::new()).await.unwrap();
+    for bad in ["test1_bucket", "Caps-Bucket", "ab"] {
+        let r = raw.send(http::Method::PUT, &raw.url(bad, None), &[], bytes::Bytes::new()).await.unwrap();
         let body = String::from_utf8_lossy(&r.body);
-        assert_eq!(r.status, 400, "{method} {bad}: {body}");
-        assert!(body.contains("<Code>InvalidBucketName</Code>"), "{method} {bad}: {body}");
-        assert!(body.contains("<Message>The specified bucket is not valid.</Message>"), "{method} {bad}: {body}");
-        assert!(body.contains("<RequestId>"), "{method} {bad}: {body}");
+        assert_eq!(r.status, 400, "PUT {bad}: {body}");
+        assert!(body.contains("<Code>InvalidBucketName</Code>"), "PUT {bad}: {body}");
+        assert!(body.contains("<Message>The specified bucket is not valid"), "PUT {bad}: {body}");
+        assert!(body.contains("<RequestId>"), "PUT {bad}: {body}");
+    }
+    // Other requests may name a bucket by S3's legacy rules (capitals, underscores): such a
+    // bucket cannot exist here, and S3 answers 404 NoSuchBucket for one that does not exist.
+    // A name outside even those rules is refused before any lookup, with S3's message.
+    for (method, name, key, status, code) in [
+        (http::Method::GET, "Caps-Bucket", None, 404, "NoSuchBucket"),
+        (http::Method::DELETE, "test1_bucket", Some("k"), 404, "NoSuchBucket"),
+        (http::Method::GET, "ab", None, 400, "InvalidBucketName"),
+        (http::Method::GET, "a%21b", Some("k"), 400, "InvalidBucketName"),
+    ] {
+        let r = raw.send(method.clone(), &raw.url(name, key), &[], bytes::Bytes::new()).await.unwrap();
+        let body = String::from_utf8_lossy(&r.body);
+        assert_eq!(r.status, status, "{method} {name}: {body}");
+        assert!(body.contains(&format!("<Code>{code}</Code>")), "{method} {name}: {body}");
+        assert!(body.contains("<Message>"), "{method} {name}: {body}");
+        assert!(body.contains("<RequestId>"), "{method} {name}: {body}");
     }
     let loc = c.get_bucket_location().bucket("alpha").send().await.unwrap();
     assert!(loc.location_constraint().is_none_or(|l| l.as_str().is_empty()));
