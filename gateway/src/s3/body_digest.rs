@@ -61,12 +61,7 @@ fn is_document(method: &Method, path: &str, virtual_hosted: bool, query: &str, h
     if streaming || len > MAX_DOCUMENT {
         return false;
     }
-    let names: Vec<&str> = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
-        .filter(|k| !k.starts_with("X-Amz-") && !k.starts_with("x-amz-"))
-        .collect();
+    let names = query_names(query);
     match *method {
         // UploadPart carries object data; everything else with a query names a sub-resource.
         Method::PUT if names.contains(&"partNumber") => false,
@@ -86,6 +81,23 @@ fn is_document(method: &Method, path: &str, virtual_hosted: bool, query: &str, h
     }
 }
 
+/// The names in a query string, without presigning's `X-Amz-*` parameters.
+fn query_names(query: &str) -> Vec<&str> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
+        .filter(|k| !k.starts_with("X-Amz-") && !k.starts_with("x-amz-"))
+        .collect()
+}
+
+/// Whether a document request is CompleteMultipartUpload (POST with `uploadId`), whose
+/// `x-amz-checksum-*` headers state the whole object's checksum (checked by the handler against
+/// the parts'), not the XML body's. minio-go sends the composite CRC32C there on every upload.
+fn completes_upload(method: &Method, names: Vec<&str>) -> bool {
+    *method == Method::POST && names.contains(&"uploadId")
+}
+
 /// Buffers the body of a document request and records its [`BodyDigest`]; other requests pass
 /// through with their body untouched. `virtual_hosted`: the Host named the bucket, so the path
 /// is all key.
@@ -101,7 +113,8 @@ pub(crate) async fn inspect(
     let (verdict, bytes) = match body.collect().await {
         Ok(c) => {
             let bytes = c.to_bytes();
-            (verdict(&parts.headers, &bytes).await, bytes)
+            let completes = completes_upload(&parts.method, query_names(parts.uri.query().unwrap_or("")));
+            (verdict(&parts.headers, &bytes, completes).await, bytes)
         }
         Err(e) => (
             match e.downcast::<S3Error>() {
@@ -128,8 +141,11 @@ fn names_a_key(path: &str, virtual_hosted: bool) -> bool {
     path.split_once('/').is_some_and(|(_, key)| !key.is_empty())
 }
 
-pub(crate) async fn verdict(headers: &HeaderMap, body: &Bytes) -> BodyDigest {
+/// The verdict on `body`'s claimed digests; with `object_checksums` the `x-amz-checksum-*`
+/// headers are about an object (see `completes_upload`) and only `Content-MD5` is checked.
+pub(crate) async fn verdict(headers: &HeaderMap, body: &Bytes, object_checksums: bool) -> BodyDigest {
     let claims = match Claims::from_headers(headers, None) {
+        Ok(c) if object_checksums => c.content_md5_only(),
         Ok(c) => c,
         Err(e) => return refused(e),
     };
@@ -245,15 +261,22 @@ mod tests {
             use md5::Digest as _;
             base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(&body[..]))
         };
-        assert!(matches!(verdict(&HeaderMap::new(), &body).await, BodyDigest::Unclaimed));
+        assert!(matches!(
+            verdict(&HeaderMap::new(), &body, false).await,
+            BodyDigest::Unclaimed
+        ));
         let good = headers(&[("content-md5", &md5)]);
-        assert!(matches!(verdict(&good, &body).await, BodyDigest::Verified));
+        assert!(matches!(verdict(&good, &body, false).await, BodyDigest::Verified));
         let other = headers(&[("content-md5", "1B2M2Y8AsgTpgAmY7PhCfg==")]);
-        assert!(matches!(verdict(&other, &body).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest));
+        assert!(
+            matches!(verdict(&other, &body, false).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest)
+        );
         let junk = headers(&[("content-md5", "notbase64!!")]);
-        assert!(matches!(verdict(&junk, &body).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::InvalidDigest));
+        assert!(
+            matches!(verdict(&junk, &body, false).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::InvalidDigest)
+        );
         let crc = headers(&[("x-amz-checksum-crc32", "AAAAAA==")]);
-        assert!(matches!(verdict(&crc, &body).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest));
+        assert!(matches!(verdict(&crc, &body, false).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest));
         assert!(enforce("DeleteObjects", Some(&BodyDigest::Unclaimed)).is_err());
         assert!(enforce("PutObjectTagging", Some(&BodyDigest::Unclaimed)).is_ok());
         assert!(enforce(

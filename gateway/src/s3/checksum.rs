@@ -205,6 +205,17 @@ impl Claims {
     }
 
     /// Whether the request states any digest of its body (`Content-MD5` or a checksum value).
+    /// The claims that can be about a document's body when its `x-amz-checksum-*` headers state
+    /// the checksum of an object instead (CompleteMultipartUpload): `Content-MD5` alone.
+    pub(crate) fn content_md5_only(self) -> Self {
+        Self {
+            content_md5: self.content_md5,
+            checksums: Checksums::default(),
+            trailer: None,
+            requested: None,
+        }
+    }
+
     pub(crate) fn claims_any(&self) -> bool {
         self.content_md5.is_some() || !self.checksums.is_empty()
     }

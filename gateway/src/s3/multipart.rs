@@ -358,6 +358,7 @@ impl Gateway {
             if checksums.crc64nvme.is_some() {
                 checksums.checksum_type = Some(ChecksumType::FullObject);
             }
+            verify_complete_checksum(Algo::Crc64Nvme, input, &checksums)?;
         }
         let rec = ObjectRecord {
             etag: etag_value,

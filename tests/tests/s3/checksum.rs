@@ -67,3 +67,64 @@ async fn checksums_are_verified_stored_and_returned() {
     let staging = gw.folder_dir("k-CRC32").join(".penstock/tmp");
     assert_eq!(std::fs::read_dir(staging).unwrap().count(), 0, "no staging file left behind");
 }
+
+/// CompleteMultipartUpload's `x-amz-checksum-*` header states the whole object's checksum (for
+/// a composite upload, the checksum of the parts' checksums, as minio-go sends it on every
+/// upload), not the checksum of the request's XML: a right one completes, a wrong one is
+/// refused with BadDigest and leaves the upload as it was.
+#[tokio::test]
+async fn complete_checks_the_objects_checksum_not_the_documents() {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let (_gw, c) = Gateway::with_bucket("whole").await;
+    let up = c
+        .create_multipart_upload()
+        .bucket("whole")
+        .key("k")
+        .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let mut parts = Vec::new();
+    let mut concat = Vec::new();
+    for (n, body) in [(1, vec![7u8; 5 << 20]), (2, b"tail".to_vec())] {
+        let p = c
+            .upload_part()
+            .bucket("whole")
+            .key("k")
+            .upload_id(id)
+            .part_number(n)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .unwrap();
+        let sum = p.checksum_crc32_c().unwrap().to_owned();
+        concat.extend(b64.decode(&sum).unwrap());
+        parts.push(CompletedPart::builder().part_number(n).e_tag(p.e_tag().unwrap()).checksum_crc32_c(sum).build());
+    }
+    let of_parts = b64.encode(crc32c::crc32c(&concat).to_be_bytes());
+    let done = CompletedMultipartUpload::builder().set_parts(Some(parts)).build();
+    let complete = |sum: &str| {
+        c.complete_multipart_upload()
+            .bucket("whole")
+            .key("k")
+            .upload_id(id)
+            .multipart_upload(done.clone())
+            .checksum_crc32_c(sum)
+            .send()
+    };
+    let e = complete("AAAAAA==").await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "BadDigest"));
+    let listed = c.list_parts().bucket("whole").key("k").upload_id(id).send().await.unwrap();
+    assert_eq!(listed.parts().len(), 2, "a refused completion leaves the upload");
+    let e = c.head_object().bucket("whole").key("k").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+
+    let out = complete(&of_parts).await.unwrap();
+    assert_eq!(out.checksum_crc32_c(), Some(format!("{of_parts}-2").as_str()));
+    let h = c.head_object().bucket("whole").key("k").checksum_mode(ChecksumMode::Enabled).send().await.unwrap();
+    assert_eq!(h.content_length(), Some((5 << 20) + 4));
+}
