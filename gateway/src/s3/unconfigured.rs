@@ -165,11 +165,40 @@ impl Unoffered {
     }
 }
 
-/// [`Unoffered::refuse`] for what a request's headers ask; the headers are not read for
-/// operations that neither read nor write object data.
+/// The storage classes S3 names. Every object here is stored alike (and listed as `STANDARD`),
+/// but a class S3 knows is a placement hint a client may send to any S3; one it does not know is
+/// a mistake S3 refuses, and so does this gateway.
+const STORAGE_CLASSES: [&str; 12] = [
+    "STANDARD",
+    "REDUCED_REDUNDANCY",
+    "STANDARD_IA",
+    "ONEZONE_IA",
+    "INTELLIGENT_TIERING",
+    "GLACIER",
+    "DEEP_ARCHIVE",
+    "OUTPOSTS",
+    "GLACIER_IR",
+    "SNOW",
+    "EXPRESS_ONEZONE",
+    "FSX_OPENZFS",
+];
+
+/// [`Unoffered::refuse`] for what a request's headers ask, and 400 `InvalidStorageClass` for an
+/// `x-amz-storage-class` S3 does not know on an operation that creates an object; the headers
+/// are not read for operations that neither read nor write object data.
 pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
     if !WRITES.contains(&op) && !READS.contains(&op) {
         return Ok(());
+    }
+    if matches!(op, "PutObject" | "CreateMultipartUpload" | "CopyObject") {
+        if let Some(class) = headers.get("x-amz-storage-class") {
+            if !STORAGE_CLASSES.iter().any(|c| c.as_bytes() == class.as_bytes()) {
+                return Err(s3_error!(
+                    InvalidStorageClass,
+                    "The storage class you specified is not valid"
+                ));
+            }
+        }
     }
     Unoffered::of_headers(headers).refuse(op)
 }
@@ -225,5 +254,27 @@ mod tests {
         );
         assert_eq!(answer("PutObject", &[("x-amz-meta-server-side-encryption", "x")]), None);
         assert_eq!(answer("PutObject", &[("content-type", "text/plain")]), None);
+    }
+
+    #[test]
+    fn storage_classes_s3_does_not_know_are_refused() {
+        let invalid = Some(("InvalidStorageClass".to_owned(), 400));
+        for op in ["PutObject", "CreateMultipartUpload", "CopyObject"] {
+            assert_eq!(
+                answer(op, &[("x-amz-storage-class", "INVALID_STORAGE_CLASS")]),
+                invalid,
+                "{op}"
+            );
+            assert_eq!(answer(op, &[("x-amz-storage-class", "standard")]), invalid, "{op}");
+            assert_eq!(answer(op, &[("x-amz-storage-class", "STANDARD_IA")]), None, "{op}");
+            assert_eq!(
+                answer(op, &[("x-amz-storage-class", "REDUCED_REDUNDANCY")]),
+                None,
+                "{op}"
+            );
+        }
+        // A part or a read takes no notice, as on S3.
+        assert_eq!(answer("UploadPart", &[("x-amz-storage-class", "BOGUS")]), None);
+        assert_eq!(answer("GetObject", &[("x-amz-storage-class", "BOGUS")]), None);
     }
 }
