@@ -85,8 +85,17 @@ impl Gateway {
             }
             // S3 answers a repeated CreateBucket of your own bucket with success in us-east-1
             // (its legacy region) and with BucketAlreadyOwnedByYou everywhere else; clients
-            // written against either expect that, so the configured region decides.
-            if self.region == LEGACY_REGION {
+            // written against either expect that, so the configured region decides, and a
+            // request naming another region is answered as that region would (minio-go's
+            // tests create in eu-central-1 twice and expect the 409).
+            let asked = req
+                .input
+                .create_bucket_configuration
+                .as_ref()
+                .and_then(|c| c.location_constraint.as_ref())
+                .map(|l| l.as_str())
+                .filter(|l| !l.is_empty());
+            if self.region == LEGACY_REGION && asked.is_none_or(|l| l == LEGACY_REGION) {
                 return Ok(S3Response::new(CreateBucketOutput {
                     location: Some(format!("/{name}")),
                 }));

@@ -83,3 +83,19 @@ async fn create_own_bucket_again_outside_us_east_1() {
     assert_eq!(code(&e), "BucketAlreadyOwnedByYou");
     assert_eq!(status(&e), 409);
 }
+
+/// In us-east-1 a repeated CreateBucket of your own bucket succeeds, unless it names another
+/// region: a bucket made there is answered as that region answers, with 409.
+#[tokio::test]
+async fn create_own_bucket_again_in_us_east_1() {
+    use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
+    let gw = Gateway::start();
+    let c = gw.client();
+    c.create_bucket().bucket("gamma").send().await.unwrap();
+    c.create_bucket().bucket("gamma").send().await.unwrap();
+    let elsewhere =
+        CreateBucketConfiguration::builder().location_constraint(BucketLocationConstraint::EuCentral1).build();
+    c.create_bucket().bucket("delta").create_bucket_configuration(elsewhere.clone()).send().await.unwrap();
+    let e = c.create_bucket().bucket("delta").create_bucket_configuration(elsewhere).send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (409, "BucketAlreadyOwnedByYou"));
+}
