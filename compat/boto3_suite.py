@@ -309,16 +309,24 @@ def post_form(post, file_name, data):
     conn.request("POST", u.path, body=b"".join(parts),
                  headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     r = conn.getresponse()
-    answer = (r.status, r.getheader("Location"), r.read())
+    answer = (r.status, r.headers, r.read())
     conn.close()
     return answer
 
 
+# The default answer (204) carries the object's URL and ETag in headers, as S3's does.
+st, hdrs, _ = post_form(s3.generate_presigned_post(B, "post/plain 204.txt"), "p.txt", b"plain")
+check("post 204 headers", st == 204 and hdrs.get("Location") == f"{ENDPOINT}/{B}/post/plain%20204.txt"
+      and hdrs.get("ETag") == s3.head_object(Bucket=B, Key="post/plain 204.txt")["ETag"], (st, dict(hdrs)))
+
 # `${filename}` in a form's key is the uploaded file's name, in the object and in the answer.
 post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_status": "201"},
                                   Conditions=[["starts-with", "$key", "post/"], {"success_action_status": "201"}])
-st, _, doc = post_form(post, "a&b.txt", b"named")
+st, hdrs, doc = post_form(post, "a&b.txt", b"named")
 check("post ${filename} 201", st == 201 and b"<Key>post/a&amp;b.txt</Key>" in doc, (st, doc[:300]))
+# S3 names the object's URL in the answer's Location header, and in a 201's <Location>.
+check("post 201 Location", hdrs.get("Location") == post["url"] + "/post/a%26b.txt"
+      and f"<Location>{post['url']}/post/a%26b.txt</Location>".encode() in doc, (hdrs.get("Location"), doc[:300]))
 check("post ${filename} object", s3.get_object(Bucket=B, Key="post/a&b.txt")["Body"].read() == b"named")
 named_etag = s3.head_object(Bucket=B, Key="post/a&b.txt")["ETag"]
 check("post 201 quotes the etag", f"<ETag>{named_etag}</ETag>".encode() in doc, (named_etag, doc[:300]))
@@ -328,7 +336,8 @@ check("post ${filename} drops a browser's path", st == 201 and b"<Key>post/from-
 post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_redirect": "http://example.com/done"},
                                   Conditions=[["starts-with", "$key", "post/"],
                                               {"success_action_redirect": "http://example.com/done"}])
-st, location, _ = post_form(post, "c d.txt", b"redirected")
+st, hdrs, _ = post_form(post, "c d.txt", b"redirected")
+location = hdrs.get("Location")
 check("post ${filename} 303", st == 303 and "key=post%2Fc+d.txt" in (location or ""), (st, location))
 check("post ${filename} 303 object", s3.get_object(Bucket=B, Key="post/c d.txt")["Body"].read() == b"redirected")
 redirected_etag = s3.head_object(Bucket=B, Key="post/c d.txt")["ETag"].strip('"')

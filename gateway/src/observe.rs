@@ -63,6 +63,8 @@ pub struct Observed {
     direct: Option<Arc<crate::s3::DirectReads>>,
     /// The region this gateway answers for (`region` in the configuration).
     region: Arc<str>,
+    /// `https` where the gateway terminates TLS, else `http`: the scheme of URLs it names.
+    scheme: &'static str,
 }
 
 /// What CORS handling needs outside s3s: the gateway (bucket rules) and how requests name buckets.
@@ -129,7 +131,14 @@ impl Observed {
             cors: None,
             direct: None,
             region: Arc::from("us-east-1"),
+            scheme: "http",
         }
+    }
+
+    /// Whether clients reach this service over TLS (the scheme of the URLs it names).
+    pub fn with_tls(mut self, tls: bool) -> Self {
+        self.scheme = if tls { "https" } else { "http" };
+        self
     }
 
     /// The region this gateway answers for, named to clients that sign for a region that is
@@ -201,6 +210,9 @@ impl Observed {
             }
             _ => {
                 let (req, form) = crate::s3::post_form::watch(req);
+                if let Some(form) = &form {
+                    self.record_form_target(&req, form);
+                }
                 match self.inner.call(req).await {
                     Ok(mut resp) => {
                         // s3s answers every HeadObject 200 whatever status the handler gave; S3
@@ -224,6 +236,33 @@ impl Observed {
             }
         };
         (method, origin, named, result)
+    }
+
+    /// Tells a form upload where it was sent, for the object's URL in its answer: the scheme
+    /// (a TLS-terminating proxy's `X-Forwarded-Proto` where it names one), the `Host` (or an
+    /// HTTP/2 request's authority), and the bucket when the path names it.
+    fn record_form_target<B>(&self, req: &Request<B>, form: &crate::s3::post_form::FormUpload) {
+        let forwarded = req.headers().get("x-forwarded-proto").and_then(|v| v.to_str().ok());
+        let scheme = match forwarded {
+            Some(p) if p.eq_ignore_ascii_case("https") => "https",
+            Some(p) if p.eq_ignore_ascii_case("http") => "http",
+            _ => self.scheme,
+        };
+        let host = req
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        let Some(host) = host else { return };
+        let in_host = self.cors.as_ref().is_some_and(|c| c.host_bucket(req).is_some());
+        let path_bucket = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .filter(|b| !b.is_empty());
+        form.sent_to(scheme, host, if in_host { None } else { path_bucket });
     }
 
     /// The service for one connection from `peer`; `interim` asks the connection for a

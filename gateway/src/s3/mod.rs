@@ -304,7 +304,9 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     // The route re-dispatches through the service it is part of.
     let _ = itself.set(service.clone());
     let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
-    let observed = Observed::new(service, metrics, auth).with_region(&cfg.region);
+    let observed = Observed::new(service, metrics, auth)
+        .with_region(&cfg.region)
+        .with_tls(cfg.tls_cert.is_some());
     let observed = if cfg.direct_reads {
         observed.with_direct_reads(DirectReads::new(gateway.clone(), domains.clone()))
     } else {

@@ -47,6 +47,11 @@ pub(crate) struct FormUpload {
     renamed: OnceLock<(String, String)>,
     /// The fields s3s does not read, as the form gave them before its file part.
     fields: OnceLock<FormFields>,
+    /// The key written, once the access hook settled it.
+    written: OnceLock<String>,
+    /// Where the form was sent: `scheme://host/bucket` (path style) or `scheme://host` (the
+    /// Host names the bucket); the object's URL is this and its key.
+    base: OnceLock<String>,
 }
 
 /// Form fields s3s leaves out of the PutObject it makes of a form (see the module's doc).
@@ -83,15 +88,39 @@ impl FormUpload {
     /// without any path a browser put before it ([`base_name`]). Records the change for the
     /// answer.
     pub(crate) fn key_for(&self, form_key: &str) -> String {
-        let Some(Some(name)) = self.file_name.get() else {
-            return form_key.to_owned();
+        let key = match self.file_name.get() {
+            Some(Some(name)) if form_key.contains(FILENAME) => {
+                let key = form_key.replace(FILENAME, base_name(name));
+                let _ = self.renamed.set((form_key.to_owned(), key.clone()));
+                key
+            }
+            _ => form_key.to_owned(),
         };
-        if !form_key.contains(FILENAME) {
-            return form_key.to_owned();
-        }
-        let key = form_key.replace(FILENAME, base_name(name));
-        let _ = self.renamed.set((form_key.to_owned(), key.clone()));
+        let _ = self.written.set(key.clone());
         key
+    }
+
+    /// Records where the form was sent (see `base`): `scheme` and the request's `Host`, and the
+    /// bucket when the path names it rather than the Host.
+    pub(crate) fn sent_to(&self, scheme: &str, host: &str, path_bucket: Option<&str>) {
+        let base = match path_bucket {
+            Some(b) => format!("{scheme}://{host}/{b}"),
+            None => format!("{scheme}://{host}"),
+        };
+        let _ = self.base.set(base);
+    }
+
+    /// The URL of the object written, as S3 gives it in a form answer's `Location` header (and
+    /// the 201 document's `<Location>`): the key percent-encoded, its `/` kept.
+    fn object_url(&self) -> Option<String> {
+        const KEY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'~')
+            .remove(b'/');
+        let (base, key) = (self.base.get()?, self.written.get()?);
+        Some(format!("{base}/{}", percent_encoding::utf8_percent_encode(key, KEY)))
     }
 
     /// Puts the form's `acl` and `tagging` fields into the upload s3s made of the form, where
@@ -330,12 +359,40 @@ const MAX_ERROR_DOC: usize = 16 * 1024;
 /// The answer to a form upload: a form whose field breaks a condition of its signed policy is
 /// refused with 403 `AccessDenied`, as S3 refuses it (s3s answers 400 `InvalidPolicyDocument`,
 /// S3's answer to a policy that is not well formed, which stays so); the key is renamed in
-/// the answer where `${filename}` was replaced (see [`rename_answer`]).
+/// the answer where `${filename}` was replaced (see [`rename_answer`]); a 200, 201 or 204
+/// names the object's URL in `Location`, as S3's does (s3s sends none, and writes `/bucket/key`
+/// into the 201 document), which browser upload scripts read to link what they uploaded.
 pub(crate) async fn form_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
     if resp.status() == http::StatusCode::BAD_REQUEST {
         return policy_refusal(resp).await;
     }
-    rename_answer(resp, upload).await
+    let mut resp = rename_answer(resp, upload).await;
+    let done = [
+        http::StatusCode::OK,
+        http::StatusCode::CREATED,
+        http::StatusCode::NO_CONTENT,
+    ];
+    if let Some(url) = upload.object_url().filter(|_| done.contains(&resp.status())) {
+        if let Ok(v) = HeaderValue::from_str(&url) {
+            resp.headers_mut().insert(http::header::LOCATION, v);
+        }
+    }
+    resp
+}
+
+/// Where the text of `doc`'s first `<name>` element starts, and its length.
+fn element_text(doc: &str, name: &str) -> Option<(usize, usize)> {
+    let start = doc.find(&format!("<{name}>"))? + name.len() + 2;
+    let len = doc[start..].find(&format!("</{name}>"))?;
+    Some((start, len))
+}
+
+/// `doc` with the text of its first `<name>` element replaced by `value` (already escaped).
+fn replace_element(doc: &str, name: &str, value: &str) -> String {
+    match element_text(doc, name) {
+        Some((start, len)) => format!("{}{value}{}", &doc[..start], &doc[start + len..]),
+        None => doc.to_owned(),
+    }
 }
 
 /// A 400 `InvalidPolicyDocument` whose message says a policy condition failed, as 403
@@ -426,6 +483,9 @@ async fn rename_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Respon
                 doc = doc.replace(FILENAME, &xml_escape(base_name(name)));
             }
             doc = quote_etag_element(&doc);
+            if let Some(url) = upload.object_url() {
+                doc = replace_element(&doc, "Location", &xml_escape(&url));
+            }
             parts
                 .headers
                 .insert(http::header::CONTENT_LENGTH, HeaderValue::from(doc.len()));
@@ -446,11 +506,7 @@ fn quoted(etag: &str) -> String {
 
 /// A 201 form answer's document with its `<ETag>` value quoted.
 fn quote_etag_element(doc: &str) -> String {
-    let (open, close) = ("<ETag>", "</ETag>");
-    let Some(start) = doc.find(open).map(|i| i + open.len()) else {
-        return doc.to_owned();
-    };
-    let Some(len) = doc[start..].find(close) else {
+    let Some((start, len)) = element_text(doc, "ETag") else {
         return doc.to_owned();
     };
     let value = &doc[start..start + len];

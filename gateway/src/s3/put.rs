@@ -107,6 +107,13 @@ impl Gateway {
         if matches!(admission, Admission::Serve(_)) {
             reply_headers(&mut resp.headers, 200, Some(moved));
         }
+        if req
+            .extensions
+            .get::<std::sync::Arc<super::post_form::FormUpload>>()
+            .is_some()
+        {
+            form_headers(&mut resp);
+        }
         Ok(resp)
     }
 
@@ -479,4 +486,25 @@ fn is_chunk_signature_mismatch(e: &(dyn std::error::Error + 'static)) -> bool {
         cur = e.source();
     }
     false
+}
+
+/// A browser-form upload answers with its ETag and version in headers, as S3's does (a script
+/// reads them to record what it uploaded); s3s builds a form's answer from its success fields
+/// alone and keeps only the headers the handler set, so they are set here.
+fn form_headers(resp: &mut S3Response<PutObjectOutput>) {
+    let pairs = [
+        (
+            http::header::ETAG,
+            resp.output.e_tag.as_ref().map(|e| format!("\"{}\"", e.value())),
+        ),
+        (
+            http::HeaderName::from_static("x-amz-version-id"),
+            resp.output.version_id.clone(),
+        ),
+    ];
+    for (name, value) in pairs {
+        if let Some(v) = value.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
+            resp.headers.insert(name, v);
+        }
+    }
 }
