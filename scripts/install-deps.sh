@@ -14,6 +14,9 @@ if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
   # compat/minio-py.sh, compat/s3transfer.sh: public client suites in their own virtual environments.
   apt_pkgs+=(python3-venv)
+  # compat/minio-go.sh: minio-go's functional suite (MinIO mint's Go SDK tests) ships in Debian's
+  # source package of the library; Go builds it against Debian's packaged dependencies.
+  apt_pkgs+=(golang-go golang-github-minio-minio-go-v7-dev)
   # NFS backend tests: a real NFS server, its portmapper, and libnfs's nfs-cp as a second client.
   apt_pkgs+=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)
   # The shared metadata engine: test fixtures start their own server in a scratch directory.
