@@ -299,6 +299,28 @@ fn drop_empty_authorization<B>(req: &mut Request<B>) {
     }
 }
 
+/// Several `Content-Encoding` lines as one, their values joined by `,`. The AWS SDK for Go v2
+/// sends a compressed object's coding and the `aws-chunked` framing of a trailing checksum as
+/// two lines; HTTP lets a list-valued field be split so, and S3 reads them as one list, where
+/// s3s refuses a repeated header (400 "duplicate header"). A bare `,` is how SigV4 joins
+/// repeated values in the canonical request, so the signature reads the same either way.
+fn join_content_encodings(headers: &mut http::HeaderMap) {
+    let name = http::header::CONTENT_ENCODING;
+    let mut values = headers.get_all(&name).iter();
+    if values.next().is_none() || values.next().is_none() {
+        return;
+    }
+    let joined: Vec<u8> = headers
+        .get_all(&name)
+        .iter()
+        .map(|v| v.as_bytes().trim_ascii())
+        .collect::<Vec<_>>()
+        .join(&b","[..]);
+    if let Ok(v) = http::HeaderValue::from_bytes(&joined) {
+        headers.insert(name, v);
+    }
+}
+
 /// The region a SigV4 credential (the `Authorization` header's, or a presigned URL's
 /// `X-Amz-Credential`) names, when it is not a region name at all (`[a-z0-9-]+`): s3cmd's
 /// default configuration signs for `US`. S3 answers such a request, as any signed for another
@@ -516,6 +538,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             req.extensions_mut().insert(crate::s3::PeerAddr(p));
         }
         drop_empty_authorization(&mut req);
+        join_content_encodings(req.headers_mut());
         let wrong_region = unusable_region(&req);
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
@@ -752,5 +775,19 @@ mod tests {
         assert_eq!(detail_of("NoSuchBucket", &info), None, "source or destination");
         assert_eq!(copy_source_key("src"), None);
         assert_eq!(copy_source_key("src/d/e"), Some("d/e".to_owned()));
+    }
+
+    #[test]
+    fn repeated_content_encodings_are_one_list() {
+        let mut h = http::HeaderMap::new();
+        h.append(http::header::CONTENT_ENCODING, "gzip".parse().unwrap());
+        h.append(http::header::CONTENT_ENCODING, " aws-chunked".parse().unwrap());
+        join_content_encodings(&mut h);
+        let all: Vec<_> = h.get_all(http::header::CONTENT_ENCODING).iter().collect();
+        assert_eq!(all, ["gzip,aws-chunked"]);
+        let mut one = http::HeaderMap::new();
+        one.insert(http::header::CONTENT_ENCODING, "gzip, br".parse().unwrap());
+        join_content_encodings(&mut one);
+        assert_eq!(one.get(http::header::CONTENT_ENCODING).unwrap(), "gzip, br");
     }
 }
