@@ -10,7 +10,8 @@
 //!   policy's Deny on a prefix holds for form uploads as for PUTs, and its Allow of a prefix
 //!   admits anonymous form uploads there);
 //! - the answer (201's document, 303's `Location`) names the key written, with the ETag quoted as
-//!   S3 quotes it ([`rename_answer`]).
+//!   S3 quotes it ([`rename_answer`]), and a 200/201/204 names the object's URL in `Location`
+//!   ([`form_answer`]).
 //!
 //! The same watch reads the two form fields s3s leaves out of the PutObject it makes of a form:
 //! `acl` (s3s reads `x-amz-acl` only) and `tagging` (an XML tag set; s3s reads only the header
@@ -113,14 +114,8 @@ impl FormUpload {
     /// The URL of the object written, as S3 gives it in a form answer's `Location` header (and
     /// the 201 document's `<Location>`): the key percent-encoded, its `/` kept.
     fn object_url(&self) -> Option<String> {
-        const KEY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-            .remove(b'-')
-            .remove(b'.')
-            .remove(b'_')
-            .remove(b'~')
-            .remove(b'/');
         let (base, key) = (self.base.get()?, self.written.get()?);
-        Some(format!("{base}/{}", percent_encoding::utf8_percent_encode(key, KEY)))
+        Some(format!("{base}/{}", super::list::enc(true, key)))
     }
 
     /// Puts the form's `acl` and `tagging` fields into the upload s3s made of the form, where
