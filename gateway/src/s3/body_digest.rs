@@ -94,8 +94,8 @@ fn query_names(query: &str) -> Vec<&str> {
 /// Whether a document request is CompleteMultipartUpload (POST with `uploadId`), whose
 /// `x-amz-checksum-*` headers state the whole object's checksum (checked by the handler against
 /// the parts'), not the XML body's. minio-go sends the composite CRC32C there on every upload.
-fn completes_upload(method: &Method, names: Vec<&str>) -> bool {
-    *method == Method::POST && names.contains(&"uploadId")
+fn completes_upload(method: &Method, query: &str) -> bool {
+    *method == Method::POST && query_names(query).contains(&"uploadId")
 }
 
 /// Buffers the body of a document request and records its [`BodyDigest`]; other requests pass
@@ -113,7 +113,7 @@ pub(crate) async fn inspect(
     let (verdict, bytes) = match body.collect().await {
         Ok(c) => {
             let bytes = c.to_bytes();
-            let completes = completes_upload(&parts.method, query_names(parts.uri.query().unwrap_or("")));
+            let completes = completes_upload(&parts.method, parts.uri.query().unwrap_or(""));
             (verdict(&parts.headers, &bytes, completes).await, bytes)
         }
         Err(e) => (
