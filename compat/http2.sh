@@ -20,6 +20,13 @@ for mode in h2c tls; do
     cmp "$WORK/blob" "$WORK/back" || fail "$mode: bytes differ"
     code=$(curl -s "${proto[@]}" "${sig[@]}" "$ENDPOINT/h2bucket/missing" -o "$WORK/err" -w '%{http_code}')
     [ "$code" = 404 ] && grep -q NoSuchKey "$WORK/err" || fail "$mode: missing key gave $code"
-    step "$mode: PUT/GET/404 over HTTP/2"
+    # A refused HEAD carries no body: over HTTP/2 one would go out as DATA, a protocol error to
+    # curl and to Go's and awscrt's clients. HeadBucket's refusal names the region, as S3's does.
+    code=$(curl -sS "${proto[@]}" "${sig[@]}" -I "$ENDPOINT/h2bucket/missing" -o /dev/null -w '%{http_code}') \
+      || fail "$mode: HEAD of a missing key broke the stream"
+    [ "$code" = 404 ] || fail "$mode: HEAD of a missing key gave $code"
+    curl -sS "${proto[@]}" -I "$ENDPOINT/h2bucket" -o /dev/null -D "$WORK/head" || fail "$mode: unsigned HEAD bucket broke the stream"
+    grep -qi '^x-amz-bucket-region: us-east-1' "$WORK/head" || fail "$mode: HEAD bucket refusal without its region: $(cat "$WORK/head")"
+    step "$mode: PUT/GET/404/HEAD over HTTP/2"
   )
 done

@@ -299,6 +299,23 @@ fn drop_empty_authorization<B>(req: &mut Request<B>) {
     }
 }
 
+/// A refusal of a HEAD request as S3 sends it: the error document's length in
+/// `Content-Length` but no body (HTTP/1.1's codec drops a HEAD answer's body itself; over
+/// HTTP/2 it would go out as DATA frames, which Go's client refuses as a protocol error), and,
+/// for HeadBucket, the region in `x-amz-bucket-region`, which S3 gives even to a caller it
+/// refuses: SDKs find a bucket's region so (the AWS SDK for Go's `manager.GetBucketRegion`
+/// asks unsigned). Every bucket here is in the gateway's one region, so it tells nothing else.
+fn head_refusal(resp: &mut Response<Body>, slot: &InfoSlot, region: &str) {
+    *resp.body_mut() = Body::empty();
+    let bucket_refused =
+        resp.status() == http::StatusCode::FORBIDDEN && slot.0.lock().is_ok_and(|i| i.operation == "HeadBucket");
+    if bucket_refused {
+        if let Ok(v) = HeaderValue::from_str(region) {
+            resp.headers_mut().insert("x-amz-bucket-region", v);
+        }
+    }
+}
+
 /// Several `Content-Encoding` lines as one, their values joined by `,`. The AWS SDK for Go v2
 /// sends a compressed object's coding and the `aws-chunked` framing of a trailing checksum as
 /// two lines; HTTP lets a list-valued field be split so, and S3 reads them as one list, where
@@ -605,6 +622,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     let detail = message + detail.as_deref().unwrap_or_default();
                     code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     resp = with_body(parts, with_request_id(bytes, &id, &detail));
+                    if method == http::Method::HEAD {
+                        head_refusal(&mut resp, &slot, &this.region);
+                    }
                 }
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     resp.headers_mut().insert("x-amz-request-id", v);
