@@ -27,6 +27,11 @@ for mode in h2c tls; do
     [ "$code" = 404 ] || fail "$mode: HEAD of a missing key gave $code"
     curl -sS "${proto[@]}" -I "$ENDPOINT/h2bucket" -o /dev/null -D "$WORK/head" || fail "$mode: unsigned HEAD bucket broke the stream"
     grep -qi '^x-amz-bucket-region: us-east-1' "$WORK/head" || fail "$mode: HEAD bucket refusal without its region: $(cat "$WORK/head")"
-    step "$mode: PUT/GET/404/HEAD over HTTP/2"
+    # Nor does a 304: a conditional GET that matches answers without DATA.
+    etag=$(curl -sfI "${proto[@]}" "${sig[@]}" "$ENDPOINT/h2bucket/blob" | tr -d '\r' | sed -n 's/^etag: //Ip')
+    code=$(curl -sS "${proto[@]}" "${sig[@]}" -H "If-None-Match: $etag" "$ENDPOINT/h2bucket/blob" -o /dev/null \
+      -w '%{http_code}') || fail "$mode: a conditional GET's 304 broke the stream"
+    [ "$code" = 304 ] || fail "$mode: If-None-Match with the ETag gave $code"
+    step "$mode: PUT/GET/404/HEAD/304 over HTTP/2"
   )
 done

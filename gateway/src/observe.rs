@@ -626,6 +626,14 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         head_refusal(&mut resp, &slot, &this.region);
                     }
                 }
+                // 304 and 204 answers have no body whatever the method: s3s writes its
+                // NotModified error document into a 304, which HTTP/1.1's codec drops but
+                // HTTP/2 would send as DATA, a protocol error to the client (a browser's or an
+                // SDK's conditional GET over h2).
+                if matches!(status, http::StatusCode::NOT_MODIFIED | http::StatusCode::NO_CONTENT) {
+                    *resp.body_mut() = Body::empty();
+                    resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+                }
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     resp.headers_mut().insert("x-amz-request-id", v);
                 }
