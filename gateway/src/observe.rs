@@ -393,7 +393,39 @@ fn wrong_region_answer(asked: &str, in_query: bool, ours: &str) -> Response<Body
         esc(asked),
         esc(ours)
     );
-    let doc = crate::s3::error_document(code, &message, &format!("<Region>{}</Region>", esc(ours)));
+    bad_request(crate::s3::error_document(
+        code,
+        &message,
+        &format!("<Region>{}</Region>", esc(ours)),
+    ))
+}
+
+/// Whether a request bears a session token (`x-amz-security-token`, or a presigned URL's
+/// `X-Amz-Security-Token`). This gateway issues none (it offers no STS), so none it is given is
+/// valid; S3 refuses a request whose token it cannot validate, and serving it on the access key
+/// alone would ignore whatever the token was meant to limit.
+fn carries_session_token<B>(req: &Request<B>) -> bool {
+    req.headers().contains_key("x-amz-security-token")
+        || req.uri().query().is_some_and(|q| {
+            q.split('&').any(|p| {
+                p.split_once('=')
+                    .map_or(p, |(k, _)| k)
+                    .eq_ignore_ascii_case("X-Amz-Security-Token")
+            })
+        })
+}
+
+/// S3's answer to a session token it cannot validate.
+fn invalid_token_answer() -> Response<Body> {
+    bad_request(crate::s3::error_document(
+        "InvalidToken",
+        "The provided token is malformed or otherwise invalid.",
+        "",
+    ))
+}
+
+/// A 400 carrying the error document `doc`.
+fn bad_request(doc: String) -> Response<Body> {
     let mut resp = Response::new(Body::from(doc));
     *resp.status_mut() = http::StatusCode::BAD_REQUEST;
     resp.headers_mut()
@@ -556,7 +588,12 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         }
         drop_empty_authorization(&mut req);
         join_content_encodings(req.headers_mut());
-        let wrong_region = unusable_region(&req);
+        // Refused before anything else reads the request.
+        let early = if carries_session_token(&req) {
+            Some(invalid_token_answer())
+        } else {
+            unusable_region(&req).map(|(r, in_query)| wrong_region_answer(&r, in_query, &self.region))
+        };
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
@@ -579,8 +616,8 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 let metrics = &this.metrics;
                 metrics.in_flight().inc();
                 let start = Instant::now();
-                let served = match (&wrong_region, &this.direct) {
-                    (Some((r, in_query)), _) => Some(wrong_region_answer(r, *in_query, &this.region)),
+                let served = match (early, &this.direct) {
+                    (Some(answer), _) => Some(answer),
                     (None, Some(d)) => d.serve(&req, &slot, this.peer).await,
                     (None, None) => None,
                 };
@@ -782,6 +819,17 @@ mod tests {
         assert_eq!(unusable_region(&presigned), Some(("EU".to_owned(), true)));
         assert_eq!(unusable_region(&Request::builder().uri("/b/k").body(()).unwrap()), None);
         assert_eq!(wrong_region_answer("US", false, "us-east-1").status(), 400);
+        let with = |uri: &str, header: bool| {
+            let mut r = Request::builder().uri(uri);
+            if header {
+                r = r.header("x-amz-security-token", "t");
+            }
+            carries_session_token(&r.body(()).unwrap())
+        };
+        assert!(with("/b/k", true));
+        assert!(with("/b/k?X-Amz-Algorithm=a&X-Amz-Security-Token=t", false));
+        assert!(!with("/b/k?X-Amz-Algorithm=a", false));
+        assert!(!with("/b/k?x-amz-security-tokens=1", false));
     }
 
     #[test]

@@ -203,3 +203,40 @@ async fn a_bad_chunk_signature_is_refused() {
         assert!(e.is_err(), "a refused upload created the key");
     }
 }
+
+/// A session token the gateway never issued (it offers no STS) is refused with 400
+/// InvalidToken, in a header or a presigned URL, and the request changes nothing: the keys alone
+/// do not stand in for a token's limits.
+#[tokio::test]
+async fn session_tokens_are_refused() {
+    use aws_sdk_s3::config::{Credentials, Region};
+    let (gw, c) = Gateway::with_bucket("tok").await;
+    let conf = aws_sdk_s3::Config::builder()
+        .behavior_version_latest()
+        .region(Region::new("us-east-1"))
+        .endpoint_url(&gw.endpoint)
+        .credentials_provider(Credentials::new(ACCESS_KEY, SECRET_KEY, Some("made-up".into()), None, "test"))
+        .force_path_style(true)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    let tokened = aws_sdk_s3::Client::from_conf(conf);
+    let e = tokened.put_object().bucket("tok").key("k").body(ByteStream::from_static(b"x")).send().await.unwrap_err();
+    assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(400));
+    assert_eq!(e.into_service_error().meta().code(), Some("InvalidToken"));
+    let e = tokened.head_bucket().bucket("tok").send().await.unwrap_err();
+    assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(400));
+    let presigned = tokened
+        .get_object()
+        .bucket("tok")
+        .key("k")
+        .presigned(aws_sdk_s3::presigning::PresigningConfig::expires_in(std::time::Duration::from_secs(60)).unwrap())
+        .await
+        .unwrap();
+    assert!(presigned.uri().contains("X-Amz-Security-Token"));
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&presigned, &[]);
+    let a = conn.answer(false);
+    assert_eq!((a.status, error_code(&a.body).as_str()), (400, "InvalidToken"));
+    let listed = c.list_objects_v2().bucket("tok").send().await.unwrap();
+    assert_eq!(listed.key_count(), Some(0), "nothing was written");
+}
