@@ -18,7 +18,9 @@ sed '/^\/\/go:build mint$/d; /^\/\/ +build mint$/d' "$src" >"$WORK/suite/main.go
   go build -o suite .) || fail "building minio-go's functional tests failed"
 cd "$WORK"
 # RUN_ON_FAIL: report each failure and go on (the suite stops at the first one otherwise).
-SERVER_ENDPOINT=127.0.0.1:$PORT ACCESS_KEY=$AWS_ACCESS_KEY_ID SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
+# TMPDIR: the suite leaves its temporary files (up to 129 MiB each) behind; here they go with $WORK.
+mkdir -p "$WORK/tmp"
+TMPDIR=$WORK/tmp SERVER_ENDPOINT=127.0.0.1:$PORT ACCESS_KEY=$AWS_ACCESS_KEY_ID SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
   ENABLE_HTTPS=0 ENABLE_KMS=0 MINT_MODE=full RUN_ON_FAIL=1 SERVER_REGION=us-east-1 \
   "$WORK/suite/suite" >"$WORK/results.json" 2>"$WORK/suite.err" || true
 python3 "$COMPAT_ROOT/compat/suites/minio_go.py" "$WORK/results.json" || {

@@ -26,7 +26,7 @@ cd "$WORK"
 #    order), deselected so that no skip goes unnamed.
 # The files run in the order pytest would collect the directory: test_dataset's listings expect
 # a bucket that test_fs has not yet filled.
-python3 -m pytest -q -p no:cacheprovider -p pyarrow_minio -m s3 --enable-s3 -rfEs \
+python3 -m pytest -q -p no:cacheprovider -p pyarrow_minio -m s3 --enable-s3 -rfEs --basetemp="$WORK/pytest" \
   "$tests/parquet" "$tests/test_dataset.py" "$tests/test_fs.py" \
   -k "not (test_s3_real_aws or test_resolve_s3_region or test_s3_finalize or test_s3fs_limited_permissions_create_bucket or test_write_dataset_s3_put_only or test_uwsgi_integration)" \
   >"$WORK/pytest.out" 2>&1 || { tail -n 60 "$WORK/pytest.out"; fail "pyarrow's S3 tests failed"; }
