@@ -318,6 +318,14 @@ def post_form(post, file_name, data):
 st, hdrs, _ = post_form(s3.generate_presigned_post(B, "post/plain 204.txt"), "p.txt", b"plain")
 check("post 204 headers", st == 204 and hdrs.get("Location") == f"{ENDPOINT}/{B}/post/plain%20204.txt"
       and hdrs.get("ETag") == s3.head_object(Bucket=B, Key="post/plain 204.txt")["ETag"], (st, dict(hdrs)))
+# A storage class S3 does not know is refused in a form as in a header; a known one is taken.
+for cls, want in (("BOGUS", 400), ("STANDARD_IA", 204)):
+    post = s3.generate_presigned_post(B, f"post/class-{cls}", Fields={"x-amz-storage-class": cls},
+                                      Conditions=[{"x-amz-storage-class": cls}])
+    st, _, doc = post_form(post, "c.txt", b"classy")
+    check(f"post storage class {cls}", st == want and (want != 400 or b"InvalidStorageClass" in doc), (st, doc[:300]))
+check("post unknown storage class writes nothing",
+      s3.list_objects_v2(Bucket=B, Prefix="post/class-BOGUS").get("KeyCount") == 0)
 
 # `${filename}` in a form's key is the uploaded file's name, in the object and in the answer.
 post = s3.generate_presigned_post(B, "post/${filename}", Fields={"success_action_status": "201"},

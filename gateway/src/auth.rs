@@ -353,6 +353,9 @@ impl S3Access for GatewayAccess {
                 || i.object_lock_legal_hold_status.is_some(),
         }
         .refuse("PostObject")?;
+        if let Some(class) = &i.storage_class {
+            crate::s3::refuse_unknown_storage_class(class.as_str().as_bytes())?;
+        }
         let slot = req.extensions.get::<InfoSlot>().cloned();
         let peer = req.extensions.get::<PeerAddr>().map(|p| p.0.ip());
         let asked = Asked {

@@ -192,15 +192,22 @@ pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
     }
     if matches!(op, "PutObject" | "CreateMultipartUpload" | "CopyObject") {
         if let Some(class) = headers.get("x-amz-storage-class") {
-            if !STORAGE_CLASSES.iter().any(|c| c.as_bytes() == class.as_bytes()) {
-                return Err(s3_error!(
-                    InvalidStorageClass,
-                    "The storage class you specified is not valid"
-                ));
-            }
+            refuse_unknown_storage_class(class.as_bytes())?;
         }
     }
     Unoffered::of_headers(headers).refuse(op)
+}
+
+/// 400 `InvalidStorageClass` unless `class` is one of [`STORAGE_CLASSES`] (from a header, or a
+/// form upload's field).
+pub(crate) fn refuse_unknown_storage_class(class: &[u8]) -> S3Result<()> {
+    if STORAGE_CLASSES.iter().any(|c| c.as_bytes() == class) {
+        return Ok(());
+    }
+    Err(s3_error!(
+        InvalidStorageClass,
+        "The storage class you specified is not valid"
+    ))
 }
 
 #[cfg(test)]
