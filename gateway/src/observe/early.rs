@@ -1,0 +1,198 @@
+//! Requests mended or answered before s3s sees them: an empty `Authorization`, repeated
+//! `Content-Encoding` lines, a credential for something that is not a region, a session token
+//! this gateway never issued.
+
+use http::{HeaderValue, Request, Response};
+use s3s::Body;
+
+/// An `Authorization` header with nothing in it names no credentials: S3 serves such a request
+/// as an anonymous one (403 `AccessDenied` unless a policy or ACL lets anyone in), where s3s
+/// would refuse the header itself as malformed (400).
+pub(super) fn drop_empty_authorization<B>(req: &mut Request<B>) {
+    let auth = http::header::AUTHORIZATION;
+    if req
+        .headers()
+        .get(&auth)
+        .is_some_and(|v| v.as_bytes().trim_ascii().is_empty())
+    {
+        req.headers_mut().remove(auth);
+    }
+}
+
+/// Several `Content-Encoding` lines as one, their values joined by `,`. The AWS SDK for Go v2
+/// sends a compressed object's coding and the `aws-chunked` framing of a trailing checksum as
+/// two lines; HTTP lets a list-valued field be split so, and S3 reads them as one list, where
+/// s3s refuses a repeated header (400 "duplicate header"). A bare `,` is how SigV4 joins
+/// repeated values in the canonical request, so the signature reads the same either way.
+pub(super) fn join_content_encodings(headers: &mut http::HeaderMap) {
+    let name = http::header::CONTENT_ENCODING;
+    let mut values = headers.get_all(&name).iter();
+    if values.next().is_none() || values.next().is_none() {
+        return;
+    }
+    let joined: Vec<u8> = headers
+        .get_all(&name)
+        .iter()
+        .map(|v| v.as_bytes().trim_ascii())
+        .collect::<Vec<_>>()
+        .join(&b","[..]);
+    if let Ok(v) = http::HeaderValue::from_bytes(&joined) {
+        headers.insert(name, v);
+    }
+}
+
+/// The region a SigV4 credential (the `Authorization` header's, or a presigned URL's
+/// `X-Amz-Credential`) names, when it is not a region name at all (`[a-z0-9-]+`): s3cmd's
+/// default configuration signs for `US`. S3 answers such a request, as any signed for another
+/// region, with `AuthorizationHeaderMalformed` naming the region to use, and clients resend it
+/// there; s3s would refuse it with an `InvalidRequest` that tells them nothing. Also whether the
+/// credential came in the query (a presigned URL), which S3 answers with another code.
+pub(super) fn unusable_region<B>(req: &Request<B>) -> Option<(String, bool)> {
+    // Checked on every request: nothing is allocated unless the region is unusable.
+    let header = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.starts_with("AWS4-HMAC-SHA256"));
+    if let Some(v) = header {
+        let credential = v.split_once("Credential=")?.1.split(',').next()?.trim();
+        return unusable_in(credential).map(|r| (r.to_owned(), false));
+    }
+    let v = req
+        .uri()
+        .query()?
+        .split('&')
+        .find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
+    let credential = percent_encoding::percent_decode_str(v).decode_utf8_lossy();
+    unusable_in(&credential).map(|r| (r.to_owned(), true))
+}
+
+/// The region of credential scope `AK/date/region/service/aws4_request`, if it is not a region
+/// name (`[a-z0-9-]+`; empty is left to s3s).
+fn unusable_in(credential: &str) -> Option<&str> {
+    let region = credential.split('/').nth(2)?;
+    let usable = region.is_empty()
+        || region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    (!usable).then_some(region)
+}
+
+/// 400 for a request signed for region `asked`, naming `ours` in the message and in
+/// `<Region>`, where clients (s3cmd, botocore) read it: `AuthorizationHeaderMalformed`, or
+/// `AuthorizationQueryParametersError` for a presigned URL (`in_query`).
+pub(super) fn wrong_region_answer(asked: &str, in_query: bool, ours: &str) -> Response<Body> {
+    let esc = crate::s3::post_form::xml_escape;
+    let (code, what) = if in_query {
+        (
+            "AuthorizationQueryParametersError",
+            "Error parsing the X-Amz-Credential parameter",
+        )
+    } else {
+        ("AuthorizationHeaderMalformed", "The authorization header is malformed")
+    };
+    let message = format!(
+        "{what}; the region &apos;{}&apos; is wrong; expecting &apos;{}&apos;",
+        esc(asked),
+        esc(ours)
+    );
+    bad_request(crate::s3::error_document(
+        code,
+        &message,
+        &format!("<Region>{}</Region>", esc(ours)),
+    ))
+}
+
+/// Whether a request bears a session token (`x-amz-security-token`, or a presigned URL's
+/// `X-Amz-Security-Token`). This gateway issues none (it offers no STS), so none it is given is
+/// valid; S3 refuses a request whose token it cannot validate, and serving it on the access key
+/// alone would ignore whatever the token was meant to limit.
+pub(super) fn carries_session_token<B>(req: &Request<B>) -> bool {
+    req.headers().contains_key("x-amz-security-token")
+        || req.uri().query().is_some_and(|q| {
+            q.split('&').any(|p| {
+                p.split_once('=')
+                    .map_or(p, |(k, _)| k)
+                    .eq_ignore_ascii_case("X-Amz-Security-Token")
+            })
+        })
+}
+
+/// S3's answer to a session token it cannot validate.
+pub(super) fn invalid_token_answer() -> Response<Body> {
+    bad_request(crate::s3::error_document(
+        "InvalidToken",
+        "The provided token is malformed or otherwise invalid.",
+        "",
+    ))
+}
+
+/// A 400 carrying the error document `doc`.
+fn bad_request(doc: String) -> Response<Body> {
+    let mut resp = Response::new(Body::from(doc));
+    *resp.status_mut() = http::StatusCode::BAD_REQUEST;
+    resp.headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_for_no_region_are_told_where_to_go() {
+        let signed = |cred: &str| {
+            Request::builder()
+                .uri("/b/k")
+                .header(
+                    "authorization",
+                    format!("AWS4-HMAC-SHA256 Credential={cred}, SignedHeaders=host, Signature=ab"),
+                )
+                .body(())
+                .unwrap()
+        };
+        assert_eq!(
+            unusable_region(&signed("AK/20261126/US/s3/aws4_request")),
+            Some(("US".to_owned(), false))
+        );
+        assert_eq!(unusable_region(&signed("AK/20261126/us-east-1/s3/aws4_request")), None);
+        assert_eq!(
+            unusable_region(&signed("AK/20261126/eu-west-1/s3/aws4_request")),
+            None,
+            "another region is s3s's call"
+        );
+        let presigned = Request::builder()
+            .uri("/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2FEU%2Fs3%2Faws4_request")
+            .body(())
+            .unwrap();
+        assert_eq!(unusable_region(&presigned), Some(("EU".to_owned(), true)));
+        assert_eq!(unusable_region(&Request::builder().uri("/b/k").body(()).unwrap()), None);
+        assert_eq!(wrong_region_answer("US", false, "us-east-1").status(), 400);
+        let with = |uri: &str, header: bool| {
+            let mut r = Request::builder().uri(uri);
+            if header {
+                r = r.header("x-amz-security-token", "t");
+            }
+            carries_session_token(&r.body(()).unwrap())
+        };
+        assert!(with("/b/k", true));
+        assert!(with("/b/k?X-Amz-Algorithm=a&X-Amz-Security-Token=t", false));
+        assert!(!with("/b/k?X-Amz-Algorithm=a", false));
+        assert!(!with("/b/k?x-amz-security-tokens=1", false));
+    }
+
+    #[test]
+    fn repeated_content_encodings_are_one_list() {
+        let mut h = http::HeaderMap::new();
+        h.append(http::header::CONTENT_ENCODING, "gzip".parse().unwrap());
+        h.append(http::header::CONTENT_ENCODING, " aws-chunked".parse().unwrap());
+        join_content_encodings(&mut h);
+        let all: Vec<_> = h.get_all(http::header::CONTENT_ENCODING).iter().collect();
+        assert_eq!(all, ["gzip,aws-chunked"]);
+        let mut one = http::HeaderMap::new();
+        one.insert(http::header::CONTENT_ENCODING, "gzip, br".parse().unwrap());
+        join_content_encodings(&mut one);
+        assert_eq!(one.get(http::header::CONTENT_ENCODING).unwrap(), "gzip, br");
+    }
+}

@@ -1,0 +1,239 @@
+//! Error answers as S3 writes them: the code read back for logs and metrics, a `<Message>`
+//! where s3s gave none, the request id and what was not found, bodiless refusals of HEAD, and
+//! GetObjectAttributes' bare ETag.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response};
+use http_body_util::BodyExt;
+use s3s::Body;
+
+use super::{InfoSlot, RequestInfo};
+
+/// Error responses are small XML documents; the code is read from them for metrics and logs.
+pub(super) const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The largest GetObjectAttributes document read whole: one with 1,000 parts (its most per page)
+/// is ~250 KiB.
+pub(super) const MAX_ATTRIBUTES_BODY: usize = 8 << 20;
+
+/// A refusal of a HEAD request as S3 sends it: the error document's length in
+/// `Content-Length` but no body (HTTP/1.1's codec drops a HEAD answer's body itself; over
+/// HTTP/2 it would go out as DATA frames, which Go's client refuses as a protocol error), and,
+/// for HeadBucket, the region in `x-amz-bucket-region`, which S3 gives even to a caller it
+/// refuses: SDKs find a bucket's region so (the AWS SDK for Go's `manager.GetBucketRegion`
+/// asks unsigned). Every bucket here is in the gateway's one region, so it tells nothing else.
+pub(super) fn head_refusal(resp: &mut Response<Body>, slot: &InfoSlot, region: &str) {
+    *resp.body_mut() = Body::empty();
+    let bucket_refused =
+        resp.status() == http::StatusCode::FORBIDDEN && slot.0.lock().is_ok_and(|i| i.operation == "HeadBucket");
+    if bucket_refused {
+        if let Ok(v) = HeaderValue::from_str(region) {
+            resp.headers_mut().insert("x-amz-bucket-region", v);
+        }
+    }
+}
+
+pub(super) fn error_code(xml: &[u8]) -> Option<String> {
+    let s = std::str::from_utf8(xml).ok()?;
+    let start = s.find("<Code>")? + "<Code>".len();
+    let end = s[start..].find("</Code>")? + start;
+    Some(s[start..end].to_owned())
+}
+
+/// The element S3 adds to an error document to name what was not there or in the way:
+/// `<BucketName>` or `<Key>`, from the request's own bucket and key. A copy's missing key is its
+/// source's, which S3 names; a copy's missing bucket may be either, so it is not named.
+pub(super) fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
+    if matches!(info.operation.as_str(), "CopyObject" | "UploadPartCopy") {
+        let key = info.copy_source_key.as_ref().filter(|_| code == "NoSuchKey")?;
+        return Some(("Key", crate::s3::post_form::xml_escape(key)));
+    }
+    let (tag, value) = match code {
+        "NoSuchKey" => ("Key", info.key.as_ref()?),
+        "NoSuchBucket" | "BucketNotEmpty" | "BucketAlreadyExists" | "BucketAlreadyOwnedByYou" => {
+            ("BucketName", info.bucket.as_ref()?)
+        }
+        _ => return None,
+    };
+    Some((tag, crate::s3::post_form::xml_escape(value)))
+}
+
+/// S3's message for an error that s3s answers with a code alone (a path it cannot parse, a
+/// signature it refuses before any handler runs), so every error document has the `<Message>`
+/// clients show: botocore prints "Unknown" where it is missing.
+fn standard_message(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "InvalidBucketName" => "The specified bucket is not valid.",
+        "InvalidURI" => "Couldn't parse the specified URI.",
+        "KeyTooLongError" => "Your key is too long.",
+        "NotImplemented" => "A header you provided implies functionality that is not implemented.",
+        "SignatureDoesNotMatch" => {
+            "The request signature we calculated does not match the signature you provided. \
+             Check your key and signing method."
+        }
+        "InvalidAccessKeyId" => "The AWS access key Id you provided does not exist in our records.",
+        "MethodNotAllowed" => "The specified method is not allowed against this resource.",
+        "IncompleteBody" => "You did not provide the number of bytes specified by the Content-Length HTTP header.",
+        "MaxMessageLengthExceeded" => "Your request was too big.",
+        "MalformedXML" => "The XML you provided was not well-formed or did not validate against our published schema.",
+        "InternalError" => "We encountered an internal error. Please try again.",
+        _ => return None,
+    })
+}
+
+/// `<Message>` for an error document that has none and whose code has a standard message.
+pub(super) fn missing_message(xml: &[u8], code: Option<&str>) -> Option<String> {
+    let has = xml.windows(b"<Message>".len()).any(|w| w == b"<Message>");
+    let text = standard_message(code?).filter(|_| !has)?;
+    Some(format!("<Message>{text}</Message>"))
+}
+
+/// An S3 error document with the request's id in `<RequestId>`, as S3 writes it, so the id a
+/// client reports from the body is the one in the `x-amz-request-id` header and in our log; and
+/// `detail` (escaped XML elements, possibly none) before it. Unchanged if it has a request id
+/// already.
+pub(super) fn with_request_id(xml: Bytes, id: &str, detail: &str) -> Bytes {
+    const END: &[u8] = b"</Error>";
+    let has_id = xml.windows(b"<RequestId>".len()).any(|w| w == b"<RequestId>");
+    let Some(at) = xml.windows(END.len()).rposition(|w| w == END) else {
+        return xml;
+    };
+    if has_id {
+        return xml;
+    }
+    let mut out = Vec::with_capacity(xml.len() + id.len() + 24);
+    out.extend_from_slice(&xml[..at]);
+    out.extend_from_slice(detail.as_bytes());
+    out.extend_from_slice(b"<RequestId>");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b"</RequestId>");
+    out.extend_from_slice(&xml[at..]);
+    Bytes::from(out)
+}
+
+/// A small answer body read whole (empty if it runs past `limit` or fails).
+pub(super) async fn collect_small(body: Body, limit: usize) -> Bytes {
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(_) => Bytes::new(),
+    }
+}
+
+/// An answer with a rewritten body, its `Content-Length` (where it had one) made to fit.
+pub(super) fn with_body(mut parts: http::response::Parts, bytes: Bytes) -> Response<Body> {
+    if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+        parts
+            .headers
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// A GetObjectAttributes document with its `<ETag>` value unquoted, as S3 writes it there (and
+/// nowhere else); SDKs hand the value over as it came.
+pub(super) fn bare_attributes_etag(xml: Bytes) -> Bytes {
+    const OPEN: &[u8] = b"<ETag>\"";
+    let Some(at) = xml.windows(OPEN.len()).position(|w| w == OPEN) else {
+        return xml;
+    };
+    let value_start = at + OPEN.len();
+    let Some(len) = xml[value_start..].windows(8).position(|w| w == b"\"</ETag>") else {
+        return xml;
+    };
+    let mut out = Vec::with_capacity(xml.len());
+    out.extend_from_slice(&xml[..at + "<ETag>".len()]);
+    out.extend_from_slice(&xml[value_start..value_start + len]);
+    out.extend_from_slice(&xml[value_start + len + 1..]);
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::{copy_source_key, request_id};
+
+    #[test]
+    fn attribute_etags_lose_their_quotes() {
+        let doc = Bytes::from_static(
+            b"<GetObjectAttributesOutput><ETag>\"abc-2\"</ETag><ObjectSize>3</ObjectSize></GetObjectAttributesOutput>",
+        );
+        assert_eq!(
+            &bare_attributes_etag(doc)[..],
+            b"<GetObjectAttributesOutput><ETag>abc-2</ETag><ObjectSize>3</ObjectSize></GetObjectAttributesOutput>"
+        );
+        let without =
+            Bytes::from_static(b"<GetObjectAttributesOutput><ObjectSize>3</ObjectSize></GetObjectAttributesOutput>");
+        assert_eq!(bare_attributes_etag(without.clone()), without);
+    }
+
+    #[test]
+    fn reads_error_codes() {
+        let xml = b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>x</Message></Error>";
+        assert_eq!(error_code(xml).as_deref(), Some("NoSuchKey"));
+        assert_eq!(error_code(b"<Error></Error>"), None);
+        assert_eq!(request_id().len(), 16);
+    }
+
+    #[test]
+    fn error_documents_carry_the_request_id() {
+        let xml = Bytes::from_static(b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code></Error>");
+        let out = with_request_id(xml.clone(), "0123456789ABCDEF", "");
+        assert_eq!(
+            &out[..],
+            b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><RequestId>0123456789ABCDEF</RequestId></Error>"
+        );
+        // Already there, or not an error document: unchanged.
+        assert_eq!(with_request_id(out.clone(), "X", ""), out);
+        assert_eq!(&with_request_id(Bytes::from_static(b"oops"), "X", "")[..], b"oops");
+        let info = RequestInfo {
+            operation: "GetObject".into(),
+            bucket: Some("b".into()),
+            key: Some("a<b".into()),
+            ..RequestInfo::default()
+        };
+        let (tag, value) = detail_of("NoSuchKey", &info).unwrap();
+        let out = with_request_id(xml, "ID", &format!("<{tag}>{value}</{tag}>"));
+        assert_eq!(
+            &out[..],
+            b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"
+        );
+    }
+
+    #[test]
+    fn errors_without_a_message_get_the_standard_one() {
+        let bare = b"<Error><Code>InvalidBucketName</Code></Error>";
+        assert_eq!(
+            missing_message(bare, Some("InvalidBucketName")).as_deref(),
+            Some("<Message>The specified bucket is not valid.</Message>")
+        );
+        let given = b"<Error><Code>InvalidBucketName</Code><Message>mine</Message></Error>";
+        assert_eq!(
+            missing_message(given, Some("InvalidBucketName")),
+            None,
+            "a message is kept"
+        );
+        assert_eq!(missing_message(bare, Some("SomethingElse")), None);
+        assert_eq!(missing_message(bare, None), None);
+    }
+
+    #[test]
+    fn errors_name_what_was_missing_and_a_copy_names_its_source_key() {
+        let mut info = RequestInfo {
+            operation: "GetObject".into(),
+            bucket: Some("b".into()),
+            key: Some("k".into()),
+            ..RequestInfo::default()
+        };
+        assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "k".to_owned())));
+        assert_eq!(detail_of("NoSuchBucket", &info), Some(("BucketName", "b".to_owned())));
+        assert_eq!(detail_of("AccessDenied", &info), None);
+        info.operation = "CopyObject".into();
+        assert_eq!(detail_of("NoSuchKey", &info), None, "no source known");
+        info.copy_source_key = copy_source_key("/src/a%20b%26c.txt?versionId=3");
+        assert_eq!(info.copy_source_key.as_deref(), Some("a b&c.txt"));
+        assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "a b&amp;c.txt".to_owned())));
+        assert_eq!(detail_of("NoSuchBucket", &info), None, "source or destination");
+        assert_eq!(copy_source_key("src"), None);
+        assert_eq!(copy_source_key("src/d/e"), Some("d/e".to_owned()));
+    }
+}
