@@ -6,3 +6,5 @@ step() { echo "  - $*"; }
 # first match, and a producer still writing (s3cmd prints line by line) then dies of a broken
 # pipe, failing the pipeline under pipefail even though the line was there.
 has() { local all; all=$(cat); grep -q -- "$1" <<<"$all"; }
+# A TCP port free on the loopback now (the kernel's pick).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

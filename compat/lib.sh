@@ -14,7 +14,6 @@ export AWS_EC2_METADATA_DISABLED=true
 unset AWS_PROFILE AWS_SESSION_TOKEN || true
 
 WORK=$(mktemp -d /tmp/penstock-compat.XXXXXX)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 ADMIN_PORT=$(free_port)
 export ENDPOINT="http://127.0.0.1:$PORT"
