@@ -11,6 +11,11 @@
 //! check whether its signature is the one for `/bucket/`; if it is, the path gets its trailing
 //! slash (which names the same bucket) and s3s verifies it as usual. Nothing is accepted here:
 //! s3s still verifies every signature, so a wrong guess can only fail.
+//!
+//! s3s also takes a V2 header-signed request of any date, so one captured request could be
+//! replayed for ever. [`check_date`] holds V2 requests to S3's rules before any signature is
+//! checked: a date that is missing, unreadable or before 1970 is 403 `AccessDenied`, and one
+//! more than 15 minutes from the gateway's clock is 403 `RequestTimeTooSkewed`.
 
 use base64::Engine;
 use http::{HeaderMap, Method, Request, Uri};
@@ -131,6 +136,63 @@ fn string_to_sign(method: &Method, headers: &HeaderMap, query: Option<&str>, res
     s
 }
 
+/// How far a V2 request's date may be from the gateway's clock, either way: S3's 15 minutes.
+pub const MAX_SKEW_SECS: i64 = 15 * 60;
+
+/// Why a V2 header-signed request's date refuses it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DateRefusal {
+    /// No date, one that does not parse, or one before the epoch: S3 answers 403
+    /// `AccessDenied`.
+    Invalid,
+    /// A date further than [`MAX_SKEW_SECS`] from the gateway's clock (403
+    /// `RequestTimeTooSkewed`); the request's time, as an HTTP date, for the error document.
+    Skewed(String),
+}
+
+/// Checks the date of a request signed with a V2 `Authorization` header against `now`: the
+/// `x-amz-date` header where there is one (it is what the signature covers then, even when
+/// empty), else `Date`. Requests not signed that way (V4, presigned URLs, anonymous) pass:
+/// s3s checks a V4 date and a presigned URL's expiry itself.
+pub fn check_date(headers: &HeaderMap, query: Option<&str>, now: time::OffsetDateTime) -> Result<(), DateRefusal> {
+    // s3s reads a `Signature` query parameter as a presigned URL first, whatever the header says.
+    let presigned = query.is_some_and(|q| q.split('&').any(|p| p.split('=').next() == Some("Signature")));
+    if v2_credentials(headers).is_none() || presigned {
+        return Ok(());
+    }
+    let value = headers
+        .get("x-amz-date")
+        .or_else(|| headers.get(http::header::DATE))
+        .ok_or(DateRefusal::Invalid)?;
+    let at = value.to_str().ok().and_then(parse_date).ok_or(DateRefusal::Invalid)?;
+    if at < time::OffsetDateTime::UNIX_EPOCH {
+        return Err(DateRefusal::Invalid);
+    }
+    if (now - at).abs() > time::Duration::seconds(MAX_SKEW_SECS) {
+        let shown = at
+            .format(&time::format_description::well_known::Rfc2822)
+            .unwrap_or_default();
+        return Err(DateRefusal::Skewed(shown));
+    }
+    Ok(())
+}
+
+/// A V2 request date: the HTTP date forms (RFC 1123 with `GMT` or a numeric zone, RFC 850,
+/// asctime) or the ISO 8601 basic form `20100707T215304Z` that some clients put in
+/// `x-amz-date`.
+fn parse_date(s: &str) -> Option<time::OffsetDateTime> {
+    use time::format_description::well_known::Rfc2822;
+    let s = s.trim();
+    if let Ok(t) = time::OffsetDateTime::parse(s, &Rfc2822) {
+        return Some(t);
+    }
+    if let Ok(t) = httpdate::parse_http_date(s) {
+        return Some(time::OffsetDateTime::from(t));
+    }
+    let basic = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    time::PrimitiveDateTime::parse(s, &basic).ok().map(|t| t.assume_utc())
+}
+
 /// Base64 of HMAC-SHA1 over `data`: the V2 signature.
 fn sign(secret: &str, data: &str) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret.as_bytes());
@@ -199,6 +261,60 @@ mod tests {
             sign("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &sts),
             "qgk2+6Sv9/oM7G3qLEjTH1a1l1g="
         );
+    }
+
+    #[test]
+    fn v2_dates_are_held_to_s3s_window() {
+        let now = time::macros::datetime!(2026-11-26 12:00:00 UTC);
+        let check = |headers: &[(&'static str, &str)], query: Option<&str>| {
+            let mut h = HeaderMap::new();
+            h.insert("authorization", "AWS AKID:c2lnbmF0dXJl".parse().unwrap());
+            for (n, v) in headers {
+                h.insert(*n, v.parse().unwrap());
+            }
+            check_date(&h, query, now)
+        };
+        assert_eq!(check(&[("date", "Thu, 26 Nov 2026 12:14:00 GMT")], None), Ok(()));
+        assert_eq!(check(&[("date", "Thu, 26 Nov 2026 11:46:00 +0000")], None), Ok(()));
+        assert_eq!(check(&[("date", "Thursday, 26-Nov-26 12:00:00 GMT")], None), Ok(()));
+        assert_eq!(check(&[("x-amz-date", "20261126T120500Z")], None), Ok(()));
+        // x-amz-date, not Date, is what a V2 signature covers when both are sent.
+        let both = [
+            ("date", "Thu, 26 Nov 2026 12:00:00 GMT"),
+            ("x-amz-date", "Tue, 07 Jul 2010 21:53:04 GMT"),
+        ];
+        assert_eq!(
+            check(&both, None),
+            Err(DateRefusal::Skewed("Wed, 07 Jul 2010 21:53:04 +0000".into()))
+        );
+        assert!(matches!(
+            check(&[("date", "Thu, 26 Nov 2026 12:16:00 GMT")], None),
+            Err(DateRefusal::Skewed(_))
+        ));
+        assert!(matches!(
+            check(&[("x-amz-date", "Tue, 07 Jul 9999 21:53:04 GMT")], None),
+            Err(DateRefusal::Skewed(_))
+        ));
+        for bad in ["Bad Date", "", "Tue, 07 Jul 1950 21:53:04 GMT"] {
+            assert_eq!(
+                check(&[("x-amz-date", bad)], None),
+                Err(DateRefusal::Invalid),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(check(&[], None), Err(DateRefusal::Invalid));
+        // Presigned URLs carry Expires instead, and s3s checks it; V4 and anonymous requests
+        // are not V2 header-signed.
+        assert_eq!(check(&[], Some("AWSAccessKeyId=AKID&Expires=1&Signature=x")), Ok(()));
+        let mut v4 = HeaderMap::new();
+        v4.insert(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=AKID/20261126/us-east-1/s3/aws4_request"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(check_date(&v4, None, now), Ok(()));
+        assert_eq!(check_date(&HeaderMap::new(), None, now), Ok(()));
     }
 
     #[test]

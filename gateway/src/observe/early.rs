@@ -127,10 +127,42 @@ pub(super) fn invalid_token_answer() -> Response<Body> {
     ))
 }
 
+/// S3's answer to a V2 header-signed request whose date it will not take (see
+/// [`crate::sigv2::check_date`]), before its signature is checked; `None` for any other request.
+pub(super) fn refused_v2_date<B>(req: &Request<B>) -> Option<Response<Body>> {
+    use crate::sigv2::{check_date, DateRefusal, MAX_SKEW_SECS};
+    use time::format_description::well_known::Rfc2822;
+    let now = time::OffsetDateTime::now_utc();
+    let doc = match check_date(req.headers(), req.uri().query(), now).err()? {
+        DateRefusal::Invalid => crate::s3::error_document(
+            "AccessDenied",
+            "AWS authentication requires a valid Date or x-amz-date header",
+            "",
+        ),
+        DateRefusal::Skewed(request_time) => crate::s3::error_document(
+            "RequestTimeTooSkewed",
+            "The difference between the request time and the current time is too large.",
+            &format!(
+                "<RequestTime>{}</RequestTime><ServerTime>{}</ServerTime>\
+                 <MaxAllowedSkewMilliseconds>{}</MaxAllowedSkewMilliseconds>",
+                crate::s3::post_form::xml_escape(&request_time),
+                now.format(&Rfc2822).unwrap_or_default(),
+                MAX_SKEW_SECS * 1000
+            ),
+        ),
+    };
+    Some(with_status(doc, http::StatusCode::FORBIDDEN))
+}
+
 /// A 400 carrying the error document `doc`.
 fn bad_request(doc: String) -> Response<Body> {
+    with_status(doc, http::StatusCode::BAD_REQUEST)
+}
+
+/// An error answer: `status` and the error document `doc`.
+fn with_status(doc: String, status: http::StatusCode) -> Response<Body> {
     let mut resp = Response::new(Body::from(doc));
-    *resp.status_mut() = http::StatusCode::BAD_REQUEST;
+    *resp.status_mut() = status;
     resp.headers_mut()
         .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
     resp
