@@ -235,12 +235,13 @@ impl Gateway {
                 Some(i) => &q.prefix[..=i],
                 None => "",
             };
-            let segs: Vec<String> = dir_part
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect();
-            if segs.iter().all(|s| s != "." && s != "..") && !dir_part.contains("//") {
+            let named: Vec<&str> = dir_part
+                .strip_suffix('/')
+                .map_or(Vec::new(), |d| d.split('/').collect());
+            // A prefix whose directories include an empty, `.` or `..` segment (`/x`, `a//b`,
+            // `a/../b`) names no directory a key can be in, so nothing is under it.
+            if named.iter().all(|s| !s.is_empty() && *s != "." && *s != "..") {
+                let segs: Vec<String> = named.into_iter().map(str::to_owned).collect();
                 // The directory itself may be a marker object equal to the prefix.
                 let mut own = None;
                 if !dir_part.is_empty() && dir_part.starts_with(q.prefix) && w.after_marker(dir_part) {

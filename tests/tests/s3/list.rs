@@ -80,6 +80,28 @@ async fn listing_order_delimiters_and_pagination() {
     assert_eq!(v.versions().len(), keys.len());
     assert!(v.versions().iter().all(|o| o.version_id() == Some("null") && o.is_latest() == Some(true)));
 
+    // A prefix no key can be under (keys are paths: no empty, `.` or `..` segment) lists
+    // nothing; it is a filter, not a key to refuse.
+    for prefix in ["/", "/a", "a//", "a/./b", "a/../a/b"] {
+        for delimiter in [None, Some("/"), Some("d")] {
+            let r = c
+                .list_objects_v2()
+                .bucket("lst")
+                .prefix(prefix)
+                .set_delimiter(delimiter.map(str::to_owned))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("prefix {prefix:?}: {e:?}"));
+            assert!(r.contents().is_empty() && r.common_prefixes().is_empty(), "{prefix:?}");
+            let r = c.list_objects().bucket("lst").prefix(prefix).send().await.unwrap();
+            assert!(r.contents().is_empty(), "{prefix:?}");
+        }
+        let v = c.list_object_versions().bucket("lst").prefix(prefix).send().await.unwrap();
+        assert!(v.versions().is_empty(), "{prefix:?}");
+        let u = c.list_multipart_uploads().bucket("lst").prefix(prefix).send().await.unwrap();
+        assert!(u.uploads().is_empty(), "{prefix:?}");
+    }
+
     let r = c
         .list_objects_v2()
         .bucket("lst")
