@@ -5,6 +5,7 @@ Run by compat/boto3.sh against a fresh gateway (ENDPOINT and AWS_* in the enviro
 
 import base64
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -383,6 +384,45 @@ check("post condition failed 403", st == 403 and b"AccessDenied" in doc, (st, do
 del post["fields"]["key"]
 st, _, doc = post_form(post, "x.txt", b"x")
 check("post without key 400", st == 400 and b"InvalidArgument" in doc, (st, doc[:300]))
+# S3 checks a policy's conditions against the key it writes, `${filename}` replaced.
+post = s3.generate_presigned_post(B, "${filename}", Conditions=[["starts-with", "$key", "fn-"]])
+st, _, doc = post_form(post, "fn-ok.txt", b"named by the file")
+check("post ${filename} meets the key's condition", st == 204
+      and s3.get_object(Bucket=B, Key="fn-ok.txt")["Body"].read() == b"named by the file", (st, doc[:300]))
+st, _, doc = post_form(post, "other.txt", b"x")
+check("post ${filename} breaks the key's condition", st == 403 and b"AccessDenied" in doc
+      and error_code(lambda: s3.head_object(Bucket=B, Key="other.txt"))[1] == 404, (st, doc[:300]))
+# A signed policy without its signature is refused as such (s3s took it for an anonymous form).
+post = s3.generate_presigned_post(B, "post/unsigned")
+del post["fields"]["x-amz-signature"]
+st, _, doc = post_form(post, "u.txt", b"u")
+check("post without signature 400", st == 400 and b"X-Amz-Signature" in doc
+      and error_code(lambda: s3.head_object(Bucket=B, Key="post/unsigned"))[1] == 404, (st, doc[:300]))
+
+
+def sign_policy(policy_doc, fields):
+    """A form's policy field and its SigV4 signature, for the form's credential and date."""
+    creds = boto3.Session().get_credentials()
+    policy = base64.b64encode(json.dumps(policy_doc).encode()).decode()
+    _, date, region, service, _ = fields["x-amz-credential"].split("/")
+    key = ("AWS4" + creds.secret_key).encode()
+    for part in (date, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return policy, hmac.new(key, policy.encode(), hashlib.sha256).hexdigest()
+
+
+# An expiration S3 does not read as ISO 8601 (a space for the `T`) is a malformed policy.
+post = s3.generate_presigned_post(B, "post/loose")
+doc = json.loads(base64.b64decode(post["fields"]["policy"]))
+doc["expiration"] = doc["expiration"].replace("T", " ")
+post["fields"]["policy"], post["fields"]["x-amz-signature"] = sign_policy(doc, post["fields"])
+st, _, body_ = post_form(post, "l.txt", b"l")
+check("post loose expiration 400", st == 400 and b"InvalidPolicyDocument" in body_
+      and error_code(lambda: s3.head_object(Bucket=B, Key="post/loose"))[1] == 404, (st, body_[:300]))
+doc["expiration"] = doc["expiration"].replace(" ", "T")
+post["fields"]["policy"], post["fields"]["x-amz-signature"] = sign_policy(doc, post["fields"])
+st, _, body_ = post_form(post, "l.txt", b"l")
+check("post re-signed policy taken", st == 204, (st, body_[:300]))
 
 # Virtual-hosted-style addressing (`<bucket>.localhost`), signed like any client would, sent to
 # the loopback address because *.localhost need not resolve here.

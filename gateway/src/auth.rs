@@ -334,6 +334,7 @@ impl S3Access for GatewayAccess {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         };
         if let Some(upload) = req.extensions.get::<Arc<FormUpload>>() {
+            upload.check_signing()?;
             req.input.key = upload.key_for(&req.input.key);
             upload.apply_fields(&mut req.input)?;
         }

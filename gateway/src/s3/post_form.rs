@@ -55,26 +55,76 @@ pub(crate) struct FormUpload {
     base: OnceLock<String>,
 }
 
-/// Form fields s3s leaves out of the PutObject it makes of a form (see the module's doc).
+/// Form fields s3s leaves out of the PutObject it makes of a form (see the module's doc), and
+/// what the form says of its signing, which s3s reads more leniently than S3.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct FormFields {
     acl: Option<String>,
     tagging: Option<String>,
+    /// The `policy` field (base64 of the policy document).
+    policy: Option<String>,
+    /// The signature field the form carries: `Signature` (V2) or `X-Amz-Signature` (V4).
+    signature: Option<Signing>,
+    /// The signer the form names: `AWSAccessKeyId` (V2) or `X-Amz-Credential` (V4).
+    credential: Option<Signing>,
+}
+
+/// The signature version a form's signing field belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signing {
+    V2,
+    V4,
 }
 
 impl FormFields {
     /// Keeps the value of part `name` if it is one of these fields (names in any case, as s3s
     /// reads a form's field names).
     fn keep(&mut self, name: &str, value: &[u8]) {
-        let slot = if name.eq_ignore_ascii_case("acl") {
-            &mut self.acl
-        } else if name.eq_ignore_ascii_case("tagging") {
-            &mut self.tagging
-        } else {
-            return;
-        };
-        *slot = Some(String::from_utf8_lossy(value).into_owned());
+        let text = || String::from_utf8_lossy(value).into_owned();
+        match name.to_ascii_lowercase().as_str() {
+            "acl" => self.acl = Some(text()),
+            "tagging" => self.tagging = Some(text()),
+            "policy" => self.policy = Some(text()),
+            "signature" => self.signature = Some(Signing::V2),
+            "x-amz-signature" => self.signature = Some(Signing::V4),
+            "awsaccesskeyid" => self.credential = Some(Signing::V2),
+            "x-amz-credential" => self.credential = Some(Signing::V4),
+            _ => {}
+        }
     }
+
+    /// S3's refusal of a form whose signing is incomplete or whose policy's expiration is not
+    /// in S3's form, where s3s would go on: a form that names a signer or carries a policy but
+    /// has no signature (s3s takes it for an anonymous upload, and checks the policy's
+    /// conditions first), and an expiration that is RFC 3339 but not the ISO 8601 S3 reads
+    /// (`2026-11-26 12:00:00Z`, with a space, parses for s3s).
+    fn signing_refusal(&self) -> Option<(&'static str, String)> {
+        if self.signature.is_none() && (self.policy.is_some() || self.credential.is_some()) {
+            let field = match self.credential {
+                Some(Signing::V4) => "X-Amz-Signature",
+                _ => "Signature",
+            };
+            return Some((
+                "InvalidArgument",
+                format!("Bucket POST must contain a field named '{field}'.  If it is specified, please check the order of the fields."),
+            ));
+        }
+        let expiration = self.policy.as_deref().and_then(policy_expiration)?;
+        (expiration.as_bytes().get(10) != Some(&b'T')).then(|| {
+            (
+                "InvalidPolicyDocument",
+                format!("Invalid Policy: Invalid 'expiration' value: '{expiration}'"),
+            )
+        })
+    }
+}
+
+/// The `expiration` of a base64 policy document, if it decodes and has one as a string.
+fn policy_expiration(policy: &str) -> Option<String> {
+    use base64::Engine;
+    let doc = base64::engine::general_purpose::STANDARD.decode(policy.trim()).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&doc).ok()?;
+    doc.get("expiration")?.as_str().map(str::to_owned)
 }
 
 /// The file name in a file part's `filename`, without the path some browsers send with it
@@ -116,6 +166,16 @@ impl FormUpload {
     fn object_url(&self) -> Option<String> {
         let (base, key) = (self.base.get()?, self.written.get()?);
         Some(format!("{base}/{}", super::list::enc(true, key)))
+    }
+
+    /// S3's refusal of the form's signing, if it has one for it (see
+    /// [`FormFields::signing_refusal`]), as an error to answer with.
+    pub(crate) fn check_signing(&self) -> S3Result<()> {
+        match self.fields.get().and_then(FormFields::signing_refusal) {
+            Some(("InvalidArgument", message)) => Err(s3_error!(InvalidArgument, "{message}")),
+            Some((_, message)) => Err(s3_error!(InvalidPolicyDocument, "{message}")),
+            None => Ok(()),
+        }
     }
 
     /// Puts the form's `acl` and `tagging` fields into the upload s3s made of the form, where
@@ -161,6 +221,12 @@ fn tag_header(doc: &str) -> S3Result<String> {
 /// For a browser-form upload (POST to a bucket, no query, a multipart form): watches its body
 /// for the file part's name and puts the shared [`FormUpload`] in the request's extensions.
 /// Other requests pass through untouched.
+///
+/// The form's fields are held back until the file part's headers arrive (s3s reads them all
+/// before it does anything with the form), so that a `key` field with `${filename}` reaches
+/// s3s with the file's name in place. S3 checks a policy's conditions against the key it
+/// writes: `["starts-with", "$key", "foo"]` admits the key `${filename}` for a file named
+/// `foo.txt`, and refuses it for `bar.txt`.
 pub(crate) fn watch(req: Request<s3s::Body>) -> (Request<s3s::Body>, Option<Arc<FormUpload>>) {
     let boundary = (req.method() == http::Method::POST && req.uri().query().is_none_or(str::is_empty))
         .then(|| req.headers().get(http::header::CONTENT_TYPE))
@@ -179,6 +245,9 @@ pub(crate) fn watch(req: Request<s3s::Body>) -> (Request<s3s::Body>, Option<Arc<
         place: Place::default(),
         delimiter: [b"--".as_slice(), boundary.as_bytes()].concat(),
         upload: upload.clone(),
+        ready: None,
+        trailers: None,
+        ended: false,
     };
     (Request::from_parts(parts, s3s::Body::http_body(watched)), Some(upload))
 }
@@ -197,10 +266,12 @@ fn boundary_of(content_type: &str) -> Option<String> {
         .filter(|b| !b.is_empty())
 }
 
-/// A form body that records the file part's name as the bytes before it go by.
+/// A form body that records the file part's name as the bytes before it go by, holding them
+/// back until then (see [`watch`]).
 struct FileNameWatch<B> {
     inner: B,
-    /// The form so far; dropped once the file part's headers were read (or could not be).
+    /// The form so far, not yet passed on; `None` once the file part's headers were read (or
+    /// could not be) and the bytes went on.
     seen: Option<Vec<u8>>,
     /// Where in `seen` the scan goes on: the parts before it were read whole, so a frame costs
     /// a look at what is new, not the whole form again.
@@ -208,22 +279,55 @@ struct FileNameWatch<B> {
     /// `--` and the boundary.
     delimiter: Vec<u8>,
     upload: Arc<FormUpload>,
+    /// The held bytes, released (with the file's name in the key) and not yet passed on.
+    ready: Option<Bytes>,
+    /// Trailers that came while bytes were held, passed on after them.
+    trailers: Option<Frame<Bytes>>,
+    /// Whether the inner body ended while bytes were held.
+    ended: bool,
 }
 
 impl<B> FileNameWatch<B> {
+    /// Takes in a frame of the form; once the file part's headers are there (or cannot be
+    /// found), the held bytes are released to `ready`.
     fn look(&mut self, data: &Bytes) {
         let Some(seen) = self.seen.as_mut() else { return };
         seen.extend_from_slice(data);
         match scan_from(seen, &self.delimiter, &mut self.place) {
             Scan::More if seen.len() <= MAX_WATCHED => {}
             Scan::Found(name) => {
+                let form = self.seen.take().unwrap_or_default();
+                let form = match (&name, self.place.key) {
+                    (Some(name), Some(span)) => with_file_name(form, span, name),
+                    _ => form,
+                };
+                self.ready = Some(Bytes::from(form));
                 let _ = self.upload.file_name.set(name);
                 let _ = self.upload.fields.set(std::mem::take(&mut self.place.fields));
-                self.seen = None;
             }
-            Scan::More | Scan::NoFile => self.seen = None,
+            Scan::More | Scan::NoFile => self.release(),
         }
     }
+
+    /// Passes the held bytes on as they came.
+    fn release(&mut self) {
+        if let Some(form) = self.seen.take().filter(|f| !f.is_empty()) {
+            self.ready = Some(Bytes::from(form));
+        }
+    }
+}
+
+/// `form` with `${filename}` in the `key` field's value (at `span`) replaced by the file's
+/// name, as S3 replaces it ([`base_name`]).
+fn with_file_name(form: Vec<u8>, (start, end): (usize, usize), file_name: &str) -> Vec<u8> {
+    let Ok(key) = std::str::from_utf8(&form[start..end]) else {
+        return form;
+    };
+    if !key.contains(FILENAME) {
+        return form;
+    }
+    let key = key.replace(FILENAME, base_name(file_name));
+    [&form[..start], key.as_bytes(), &form[end..]].concat()
 }
 
 impl<B> Body for FileNameWatch<B>
@@ -234,21 +338,46 @@ where
     type Error = B::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if let Some(data) = frame.data_ref() {
-                self.look(data);
+        loop {
+            if let Some(form) = self.ready.take() {
+                return Poll::Ready(Some(Ok(Frame::data(form))));
+            }
+            if let Some(trailers) = self.trailers.take() {
+                return Poll::Ready(Some(Ok(trailers)));
+            }
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            if self.seen.is_none() {
+                return Pin::new(&mut self.inner).poll_frame(cx);
+            }
+            match std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => self.look(&data),
+                    Err(trailers) => {
+                        self.release();
+                        self.trailers = Some(trailers);
+                    }
+                },
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                // The form ended while held: what was held goes on, then the end.
+                None => {
+                    self.release();
+                    self.ended = true;
+                }
             }
         }
-        polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.ready.is_none()
+            && self.trailers.is_none()
+            && (self.ended || (self.seen.is_none() && self.inner.is_end_stream()))
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        // The key may change length when `${filename}` is replaced.
+        SizeHint::default()
     }
 }
 
@@ -272,6 +401,20 @@ struct Place {
     part: Option<String>,
     /// The fields kept from the parts read whole.
     fields: FormFields,
+    /// Where the first `key` field's value lies in the form.
+    key: Option<(usize, usize)>,
+}
+
+impl Place {
+    /// Done with the part whose value is `value`, which starts at `start` in the form.
+    fn finish_part(&mut self, start: usize, value: &[u8]) {
+        if let Some(name) = self.part.take() {
+            if name.eq_ignore_ascii_case("key") && self.key.is_none() {
+                self.key = Some((start, start + value.len()));
+            }
+            self.fields.keep(&name, value);
+        }
+    }
 }
 
 /// Finds the file part's headers in a form's first bytes (`delimiter` is `--` and the boundary).
@@ -298,9 +441,7 @@ fn scan_from(form: &[u8], delimiter: &[u8], place: &mut Place) -> Scan {
         match form.get(after..after + 2) {
             None => return Scan::More,
             Some(b"--") => {
-                if let Some(name) = place.part.take() {
-                    place.fields.keep(&name, value);
-                }
+                place.finish_part(at_now, value);
                 return Scan::NoFile;
             }
             Some(_) => {}
@@ -308,9 +449,7 @@ fn scan_from(form: &[u8], delimiter: &[u8], place: &mut Place) -> Scan {
         let Some(end) = find(&form[after..], b"\r\n\r\n") else {
             return Scan::More;
         };
-        if let Some(name) = place.part.take() {
-            place.fields.keep(&name, value);
-        }
+        place.finish_part(at_now, value);
         let headers = String::from_utf8_lossy(&form[after..after + end]);
         let part = disposition(&headers);
         if let Some((name, file_name)) = &part {
@@ -358,6 +497,18 @@ const MAX_ERROR_DOC: usize = 16 * 1024;
 /// names the object's URL in `Location`, as S3's does (s3s sends none, and writes `/bucket/key`
 /// into the 201 document), which browser upload scripts read to link what they uploaded.
 pub(crate) async fn form_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
+    // s3s checks a policy's conditions before anything reaches the access hook, which refuses
+    // incomplete signing; S3 names the missing signature whatever the conditions say.
+    let refusal = upload.fields.get().and_then(FormFields::signing_refusal);
+    if let Some((code, message)) = refusal.filter(|_| resp.status().is_client_error()) {
+        let doc = error_document(code, &xml_escape(&message), "");
+        let (mut parts, _) = resp.into_parts();
+        parts.status = http::StatusCode::BAD_REQUEST;
+        parts
+            .headers
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(doc.len()));
+        return Response::from_parts(parts, s3s::Body::from(doc));
+    }
     if resp.status() == http::StatusCode::BAD_REQUEST {
         return policy_refusal(resp).await;
     }
@@ -534,6 +685,7 @@ bytes--XyZ--\r\n";
         FormFields {
             acl: Some("public-read".into()),
             tagging: Some("<Tagging><TagSet><Tag><Key>a b</Key><Value>1&amp;2</Value></Tag></TagSet></Tagging>".into()),
+            ..FormFields::default()
         }
     }
 
@@ -550,7 +702,7 @@ bytes--XyZ--\r\n";
         let none = b"--XyZ\r\nContent-Disposition: form-data; name=\"acl\"\r\n\r\nprivate\r\n--XyZ--\r\n";
         let only_acl = FormFields {
             acl: Some("private".into()),
-            tagging: None,
+            ..FormFields::default()
         };
         assert_eq!(file_part(none, b"--XyZ"), (Scan::NoFile, only_acl));
         let unnamed = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx";
@@ -571,8 +723,8 @@ bytes--XyZ--\r\n";
         assert_eq!(input.tagging.as_deref(), Some("a%20b=1%262"));
         let bad = FormUpload::default();
         let _ = bad.fields.set(FormFields {
-            acl: None,
             tagging: Some("<Tagging><TagSet>".into()),
+            ..FormFields::default()
         });
         input.tagging = None;
         let e = bad.apply_fields(&mut input).unwrap_err();
@@ -589,10 +741,22 @@ bytes--XyZ--\r\n";
                 place: Place::default(),
                 delimiter: b"--XyZ".to_vec(),
                 upload: upload.clone(),
+                ready: None,
+                trailers: None,
+                ended: false,
             };
+            let mut passed = Vec::new();
             for chunk in FORM.chunks(frame) {
                 w.look(&Bytes::copy_from_slice(chunk));
+                passed.extend(w.ready.take().unwrap_or_default());
             }
+            // What was held goes on with the file's name in the key, and nothing else changed.
+            let want = String::from_utf8_lossy(FORM).replace("up/${filename}", "up/photo 1.jpg");
+            assert_eq!(
+                String::from_utf8_lossy(&passed),
+                want[..passed.len()],
+                "frames of {frame}"
+            );
             assert_eq!(
                 upload.file_name.get(),
                 Some(&Some("photo 1.jpg".to_owned())),
@@ -626,6 +790,86 @@ bytes--XyZ--\r\n";
         );
         assert_eq!(boundary_of("multipart/mixed; boundary=XyZ"), None);
         assert_eq!(boundary_of("multipart/form-data"), None);
+    }
+
+    /// The body s3s reads: every byte of the form in order, the key's `${filename}` replaced,
+    /// however the form's frames are cut, and a form without a file part unchanged.
+    #[tokio::test]
+    async fn the_watched_body_passes_the_form_on_with_the_name_in_the_key() {
+        for frame in [1, 5, 64, FORM.len()] {
+            for (form, want) in [
+                (
+                    FORM.to_vec(),
+                    String::from_utf8_lossy(FORM).replace("${filename}", "photo 1.jpg"),
+                ),
+                (
+                    b"--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n${filename}\r\n--XyZ--\r\n".to_vec(),
+                    String::new(),
+                ),
+            ] {
+                let want = if want.is_empty() {
+                    String::from_utf8_lossy(&form).into_owned()
+                } else {
+                    want
+                };
+                let frames: Vec<Result<Frame<Bytes>, std::convert::Infallible>> = form
+                    .chunks(frame)
+                    .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+                    .collect();
+                let inner = http_body_util::StreamBody::new(futures::stream::iter(frames));
+                let w = FileNameWatch {
+                    inner,
+                    seen: Some(Vec::new()),
+                    place: Place::default(),
+                    delimiter: b"--XyZ".to_vec(),
+                    upload: Arc::new(FormUpload::default()),
+                    ready: None,
+                    trailers: None,
+                    ended: false,
+                };
+                let got = w.collect().await.unwrap().to_bytes();
+                assert_eq!(String::from_utf8_lossy(&got), want, "frames of {frame}");
+            }
+        }
+    }
+
+    #[test]
+    fn incomplete_signing_and_loose_expirations_are_refused() {
+        use base64::Engine;
+        let policy = |exp: &str| {
+            base64::engine::general_purpose::STANDARD.encode(format!(r#"{{"expiration":"{exp}","conditions":[]}}"#))
+        };
+        let fields = |policy: Option<String>, signature, credential| FormFields {
+            policy,
+            signature,
+            credential,
+            ..FormFields::default()
+        };
+        let good = Some(policy("2030-01-01T00:00:00.000Z"));
+        assert_eq!(
+            fields(good.clone(), Some(Signing::V2), Some(Signing::V2)).signing_refusal(),
+            None
+        );
+        assert_eq!(
+            fields(None, None, None).signing_refusal(),
+            None,
+            "anonymous forms are the access check's"
+        );
+        let missing = fields(good.clone(), None, Some(Signing::V2)).signing_refusal().unwrap();
+        assert_eq!(missing.0, "InvalidArgument");
+        assert!(missing.1.contains("named 'Signature'"), "{}", missing.1);
+        let v4 = fields(good.clone(), None, Some(Signing::V4)).signing_refusal().unwrap();
+        assert!(v4.1.contains("'X-Amz-Signature'"), "{}", v4.1);
+        assert!(
+            fields(good, None, None).signing_refusal().is_some(),
+            "a policy needs a signature"
+        );
+        let loose = fields(
+            Some(policy("2030-01-01 00:00:00+00:00")),
+            Some(Signing::V2),
+            Some(Signing::V2),
+        );
+        assert_eq!(loose.signing_refusal().unwrap().0, "InvalidPolicyDocument");
     }
 
     #[test]
