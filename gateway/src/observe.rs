@@ -25,8 +25,8 @@ mod early;
 mod errors;
 
 use early::{
-    carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings, refused_v2_date,
-    unusable_region, wrong_region_answer,
+    carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings, refused_expiry,
+    refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
     bare_attributes_etag, collect_small, detail_of, error_code, head_refusal, missing_message, with_body,
@@ -324,6 +324,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             unusable_region(&req)
                 .map(|(r, in_query)| wrong_region_answer(&r, in_query, &self.region))
                 .or_else(|| refused_v2_date(&req))
+                .or_else(|| refused_expiry(&req))
         };
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;

@@ -127,6 +127,35 @@ pub(super) fn invalid_token_answer() -> Response<Body> {
     ))
 }
 
+/// S3's answer to a presigned V4 URL whose `X-Amz-Expires` is not a number of seconds S3
+/// takes: 400 `AuthorizationQueryParametersError`, as S3 words it. s3s answers a negative or
+/// non-numeric value with `InvalidRequest` "missing presigned url v4 fields", which tells the
+/// user nothing; `None` for any other request (s3s checks the upper bound, a week, itself).
+pub(super) fn refused_expiry<B>(req: &Request<B>) -> Option<Response<Body>> {
+    let query = req.uri().query()?;
+    let mut signed = false;
+    let mut expires = None;
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == "X-Amz-Signature" {
+            signed = true;
+        } else if k == "X-Amz-Expires" {
+            expires = Some(v);
+        }
+    }
+    let expires = expires.filter(|_| signed)?;
+    let message = match expires.parse::<i64>() {
+        Ok(n) if n < 0 => "X-Amz-Expires must be non-negative",
+        Ok(_) => return None,
+        Err(_) => "X-Amz-Expires should be a number",
+    };
+    Some(bad_request(crate::s3::error_document(
+        "AuthorizationQueryParametersError",
+        message,
+        "",
+    )))
+}
+
 /// S3's answer to a V2 header-signed request whose date it will not take (see
 /// [`crate::sigv2::check_date`]), before its signature is checked; `None` for any other request.
 pub(super) fn refused_v2_date<B>(req: &Request<B>) -> Option<Response<Body>> {
@@ -212,6 +241,24 @@ mod tests {
         assert!(with("/b/k?X-Amz-Algorithm=a&X-Amz-Security-Token=t", false));
         assert!(!with("/b/k?X-Amz-Algorithm=a", false));
         assert!(!with("/b/k?x-amz-security-tokens=1", false));
+    }
+
+    #[test]
+    fn presigned_expiries_s3_does_not_take_are_named() {
+        let status = |q: &str| {
+            let req = Request::get(format!("/b/k?{q}")).body(()).unwrap();
+            refused_expiry(&req).map(|r| r.status().as_u16())
+        };
+        assert_eq!(status("X-Amz-Expires=-7&X-Amz-Signature=s"), Some(400));
+        assert_eq!(status("X-Amz-Expires=soon&X-Amz-Signature=s"), Some(400));
+        assert_eq!(
+            status("X-Amz-Expires=0&X-Amz-Signature=s"),
+            None,
+            "s3s answers it expired"
+        );
+        assert_eq!(status("X-Amz-Expires=3600&X-Amz-Signature=s"), None);
+        assert_eq!(status("X-Amz-Expires=-7"), None, "not a presigned URL");
+        assert_eq!(status("prefix=X-Amz-Expires%3D-7"), None);
     }
 
     #[test]
