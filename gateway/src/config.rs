@@ -18,6 +18,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Region reported to clients and accepted in signatures.
     pub region: String,
+    /// Object Ownership of a bucket whose CreateBucket names none: `BucketOwnerEnforced` (ACLs
+    /// off, S3's default since 2023), or `BucketOwnerPreferred` / `ObjectWriter` (ACLs on, as
+    /// buckets were before, and as clients and test suites written for that era expect).
+    pub default_object_ownership: String,
     /// fsync files, directories and the metadata log before acknowledging a write.
     pub fsync: bool,
     /// Volume on which CreateBucket makes new folders.
@@ -263,6 +267,7 @@ impl Default for Config {
             listen: "127.0.0.1:9000".parse().expect("valid literal"),
             data_dir: PathBuf::from("./penstock-data"),
             region: "us-east-1".to_owned(),
+            default_object_ownership: "BucketOwnerEnforced".to_owned(),
             fsync: true,
             default_volume: "local".to_owned(),
             volumes: Vec::new(),
@@ -449,6 +454,13 @@ impl Config {
         if self.region.is_empty() {
             anyhow::bail!("region: must not be empty");
         }
+        if !crate::s3::OWNERSHIPS.contains(&self.default_object_ownership.as_str()) {
+            anyhow::bail!(
+                "default_object_ownership: {:?} is not one of {}",
+                self.default_object_ownership,
+                crate::s3::OWNERSHIPS.join(", ")
+            );
+        }
         let m = &self.metadata;
         if m.engine == MetadataEngine::Postgres && m.url().is_none() {
             anyhow::bail!("metadata: engine \"postgres\" needs url (or PENSTOCK_METADATA_URL)");
@@ -496,6 +508,20 @@ mod tests {
             let c: Config = toml::from_str(&format!("[rdma]\ndepth = {bad}\n")).unwrap();
             assert!(c.validate().unwrap_err().to_string().contains("rdma.depth"), "{bad}");
         }
+    }
+
+    #[test]
+    fn default_object_ownership_is_one_s3_knows() {
+        for ok in ["BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"] {
+            let c: Config = toml::from_str(&format!("default_object_ownership = {ok:?}")).unwrap();
+            c.validate().unwrap();
+        }
+        let c: Config = toml::from_str("default_object_ownership = \"Everyone\"").unwrap();
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("default_object_ownership"));
     }
 
     #[test]

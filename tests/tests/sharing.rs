@@ -315,6 +315,37 @@ async fn cors_rules_answer_preflights_and_mark_every_response() {
     assert_eq!(pre("https://app.lab", "PUT").status, 403);
 }
 
+/// `default_object_ownership` gives buckets created without `x-amz-object-ownership` ACLs, as
+/// buckets had before S3's 2023 default; one that names an ownership still gets it.
+#[tokio::test]
+async fn default_object_ownership_turns_acls_on_for_new_buckets() {
+    use aws_sdk_s3::types::{BucketCannedAcl, ObjectCannedAcl, ObjectOwnership};
+    let gw = Gateway::start_with_config("default_object_ownership = \"ObjectWriter\"\n");
+    let c = gw.client();
+    c.create_bucket().bucket("open").acl(BucketCannedAcl::PublicRead).send().await.unwrap();
+    let oc = c.get_bucket_ownership_controls().bucket("open").send().await.unwrap();
+    assert_eq!(oc.ownership_controls().unwrap().rules()[0].object_ownership(), &ObjectOwnership::ObjectWriter);
+    c.put_object()
+        .bucket("open")
+        .key("pub.txt")
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(ByteStream::from_static(b"data"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon(&gw, "GET", "/open/pub.txt").status, 200);
+    assert_eq!(anon(&gw, "GET", "/open?list-type=2").status, 200, "the bucket's public-read ACL");
+    let e = c
+        .create_bucket()
+        .bucket("closed")
+        .object_ownership(ObjectOwnership::BucketOwnerEnforced)
+        .acl(BucketCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "InvalidBucketAclWithObjectOwnership");
+}
+
 #[tokio::test]
 async fn acls_count_once_ownership_controls_enable_them() {
     use aws_sdk_s3::types::{

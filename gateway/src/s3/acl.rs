@@ -18,7 +18,7 @@ const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
 const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
 const LOG_DELIVERY: &str = "http://acs.amazonaws.com/groups/s3/LogDelivery";
 /// Object Ownership values S3 knows.
-const OWNERSHIPS: &[&str] = &["BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"];
+pub(crate) const OWNERSHIPS: &[&str] = &["BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"];
 
 /// Whether the bucket's Object Ownership enables ACLs.
 pub(crate) fn acls_enabled(rec: &BucketRecord) -> bool {
@@ -339,8 +339,8 @@ impl Gateway {
         self.grants_for(&b.rec, &asked).await
     }
 
-    /// Sets up new bucket `rec` as its CreateBucket asks: `x-amz-object-ownership`, then the
-    /// ACL (`x-amz-acl`, `x-amz-grant-*`), checked against that ownership as S3 checks it
+    /// Sets up new bucket `rec` as its CreateBucket asks: `x-amz-object-ownership` (else the
+    /// configured `default_object_ownership`), then the ACL (`x-amz-acl`, `x-amz-grant-*`), checked against that ownership as S3 checks it
     /// (anything but the owner's full control where ACLs are disabled is 400
     /// `InvalidBucketAclWithObjectOwnership`), so no bucket is made without what was asked.
     pub(crate) async fn creation_acl(&self, rec: &mut BucketRecord, i: &CreateBucketInput) -> S3Result<()> {
@@ -350,6 +350,8 @@ impl Gateway {
                 return Err(s3_error!(InvalidArgument, "Invalid x-amz-object-ownership header: {o}"));
             }
             rec.ownership = (o != "BucketOwnerEnforced").then(|| o.to_owned());
+        } else {
+            rec.ownership.clone_from(&self.default_ownership);
         }
         let asked = acl_request!(i, BucketCannedACL, None);
         if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {

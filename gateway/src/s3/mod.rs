@@ -55,6 +55,7 @@ use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
+pub(crate) use acl::OWNERSHIPS;
 pub use direct::DirectReads;
 pub(crate) use error::{error_document, DETAIL_HEADER};
 pub(crate) use get::select;
@@ -84,6 +85,8 @@ pub struct Gateway {
     pub(crate) default_volume: String,
     durable: bool,
     region: String,
+    /// The Object Ownership of new buckets that name none: `None` is `BucketOwnerEnforced`.
+    default_ownership: Option<String>,
     /// The domain whose buckets unsigned requests address.
     pub(crate) anonymous_domain: String,
     /// Whether the S3 listener speaks TLS (`aws:SecureTransport`).
@@ -161,6 +164,8 @@ impl Gateway {
             default_volume: cfg.default_volume.clone(),
             durable: cfg.fsync,
             region: cfg.region.clone(),
+            default_ownership: (cfg.default_object_ownership != "BucketOwnerEnforced")
+                .then(|| cfg.default_object_ownership.clone()),
             anonymous_domain: cfg.anonymous_domain.clone(),
             secure: cfg.tls_cert.is_some() && cfg.tls_key.is_some(),
             locks: locks::KeyLocks::new(),
