@@ -262,15 +262,29 @@ impl GatewayAccess {
                 // DeleteObjects names its keys in its body, and a policy may grant deletes by key
                 // (as S3, the handler then checks each key and reports the ones refused).
                 let by_key = op == "DeleteObjects" && rec.policy.is_some();
+                let read = matches!(op, "GetObject" | "HeadObject") && !caller.may(&rec, Perm::Ro);
+                let listing = RequestFacts {
+                    op: "ListObjectsV2",
+                    key: None,
+                    ..facts
+                };
                 if !gateway.permits(&caller, &rec, caller.may(&rec, need), &facts).await? && !by_key {
+                    // S3 answers a read of a missing key 404 to whoever may list the bucket,
+                    // whatever else it would refuse them (an ACL on an object that is not there
+                    // grants nothing): the listing would tell them as much.
+                    let current = !uri
+                        .query()
+                        .is_some_and(|q| q.split('&').any(|p| p.split('=').next() == Some("versionId")));
+                    if let (true, true, Some(k)) = (read, current, key.as_deref()) {
+                        if gateway.permits(&caller, &rec, false, &listing).await?
+                            && !gateway.key_exists(&rec, k).await?
+                        {
+                            return Err(s3_error!(NoSuchKey, "The specified key does not exist."));
+                        }
+                    }
                     return Err(s3_error!(AccessDenied, "Access Denied"));
                 }
-                if matches!(op, "GetObject" | "HeadObject") && !caller.may(&rec, Perm::Ro) {
-                    let listing = RequestFacts {
-                        op: "ListObjectsV2",
-                        key: None,
-                        ..facts
-                    };
+                if read {
                     caller.hide_missing = !gateway.permits(&caller, &rec, false, &listing).await?;
                 }
                 let rec = Arc::new(rec);

@@ -335,6 +335,20 @@ async fn default_object_ownership_turns_acls_on_for_new_buckets() {
         .unwrap();
     assert_eq!(anon(&gw, "GET", "/open/pub.txt").status, 200);
     assert_eq!(anon(&gw, "GET", "/open?list-type=2").status, 200, "the bucket's public-read ACL");
+    // Whoever may list the bucket learns that a key is missing (404), as a listing would tell.
+    assert_eq!(anon(&gw, "GET", "/open/missing.txt").status, 404);
+    assert_eq!(anon(&gw, "HEAD", "/open/missing.txt").status, 404);
+    c.create_bucket().bucket("shut").send().await.unwrap();
+    c.put_object()
+        .bucket("shut")
+        .key("pub.txt")
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(ByteStream::from_static(b"data"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon(&gw, "GET", "/shut/pub.txt").status, 200);
+    assert_eq!(anon(&gw, "GET", "/shut/missing.txt").status, 403, "may not list: missing is 403");
     let e = c
         .create_bucket()
         .bucket("closed")

@@ -283,6 +283,21 @@ impl Gateway {
         })
     }
 
+    /// Whether `key` names an object of the bucket now: a file (a session's files are objects
+    /// without records) or a directory marker. A key that cannot be a path names none.
+    pub(crate) async fn key_exists(&self, rec: &BucketRecord, key: &str) -> S3Result<bool> {
+        let Ok(path) = penstock_backends::ObjectPath::parse(key) else {
+            return Ok(false);
+        };
+        let folder = self
+            .volume(&rec.volume)?
+            .open_folder(&super::location(rec))
+            .await
+            .map_err(super::error::backend_err)?;
+        let stat = folder.stat(&path).await.map_err(super::error::backend_err)?;
+        Ok(stat.is_some_and(|st| (st.kind == penstock_backends::EntryKind::Dir) == key.ends_with('/')))
+    }
+
     /// Whether the bucket's or the object's ACL grants the request (buckets with ACLs enabled);
     /// public grants count unless the public access block ignores them. An object's grants are
     /// those of its current version.
