@@ -169,7 +169,8 @@ impl Observed {
     }
 
     /// Serves a request through s3s (or answers a CORS preflight): what it was asked with
-    /// (method, `Origin`, the bucket named for CORS) and the outcome.
+    /// (method; `Origin` and the method a CORS rule must allow; the bucket named for CORS) and
+    /// the outcome.
     async fn dispatch(
         &self,
         mut req: Request<Incoming>,
@@ -177,7 +178,7 @@ impl Observed {
         close: bool,
     ) -> (
         http::Method,
-        Option<String>,
+        Option<(String, http::Method)>,
         Option<String>,
         Result<Response<Body>, s3s::HttpError>,
     ) {
@@ -192,11 +193,17 @@ impl Observed {
             crate::s3::body_digest::inspect(guarded, virtual_hosted).await
         };
         let method = req.method().clone();
-        let origin = req
-            .headers()
-            .get("origin")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        // The method a CORS rule must allow for this answer's headers: the request's own, or the
+        // one an `Access-Control-Request-Method` header names. Browsers send that header on
+        // preflights only; ceph's s3-tests send it on actual requests too and expect the rule
+        // for the method it names, as RGW answers.
+        let origin = req.headers().get("origin").and_then(|v| v.to_str().ok()).map(|o| {
+            let asked = req
+                .headers()
+                .get("access-control-request-method")
+                .and_then(|v| http::Method::from_bytes(v.as_bytes()).ok());
+            (o.to_owned(), asked.unwrap_or_else(|| method.clone()))
+        });
         // Only browsers' requests (an Origin, or a preflight) need the bucket's CORS rules.
         let named = self
             .cors
@@ -410,11 +417,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     resp.headers_mut()
                         .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
                 }
-                if let (Some(c), Some(origin), Some(bucket)) = (&this.cors, &origin, &named) {
+                if let (Some(c), Some((origin, allowing)), Some(bucket)) = (&this.cors, &origin, &named) {
                     if method != http::Method::OPTIONS {
                         let found = slot.0.lock().ok().and_then(|i| i.bucket_record.clone());
                         c.gateway
-                            .decorate(found, bucket, origin, &method, resp.headers_mut())
+                            .decorate(found, bucket, origin, allowing, resp.headers_mut())
                             .await;
                     }
                 }

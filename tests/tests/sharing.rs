@@ -307,6 +307,17 @@ async fn cors_rules_answer_preflights_and_mark_every_response() {
     assert!(a.header("vary").is_some_and(|v| v.contains("Origin")));
     let a = get("https://evil.example", "/web/page.txt");
     assert_eq!(a.header("access-control-allow-origin"), None);
+    // A rule is matched on the request's method, or on the one an Access-Control-Request-Method
+    // header names where an actual request carries one (as RGW does; browsers never send it so).
+    let send = |method: &'static str, asked: Option<&'static str>| {
+        let mut h = vec![("Origin", "https://app.lab")];
+        h.extend(asked.map(|m| ("Access-Control-Request-Method", m)));
+        Conn::open(&gw).unsigned(method, "/web/page.txt", &h, b"")
+    };
+    assert_eq!(send("DELETE", None).header("access-control-allow-origin"), None, "no rule allows DELETE");
+    let a = send("DELETE", Some("GET"));
+    assert_eq!(a.header("access-control-allow-origin"), Some("https://app.lab"));
+    assert_eq!(send("GET", Some("DELETE")).header("access-control-allow-origin"), None);
     let rules = c.get_bucket_cors().bucket("web").send().await.unwrap();
     assert_eq!(rules.cors_rules()[0].allowed_origins(), ["https://*.lab"]);
     c.delete_bucket_cors().bucket("web").send().await.unwrap();
