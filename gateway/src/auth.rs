@@ -366,6 +366,10 @@ impl S3Access for GatewayAccess {
             lock: i.object_lock_mode.is_some()
                 || i.object_lock_retain_until_date.is_some()
                 || i.object_lock_legal_hold_status.is_some(),
+            method: i.server_side_encryption.as_ref().map(|m| m.as_str().to_owned()),
+            kms_params: i.ssekms_key_id.is_some()
+                || i.ssekms_encryption_context.is_some()
+                || i.bucket_key_enabled.is_some(),
         }
         .refuse("PostObject")?;
         if let Some(class) = &i.storage_class {

@@ -120,6 +120,12 @@ pub(crate) struct Unoffered {
     pub source_customer_key: bool,
     /// Object lock (mode, retention, legal hold).
     pub lock: bool,
+    /// The `x-amz-server-side-encryption` header (the method: `AES256`, `aws:kms`, ...), as
+    /// sent; `Some("")` when it is not text.
+    pub method: Option<String>,
+    /// SSE-KMS parameters (`-aws-kms-key-id`, `-context`, `-bucket-key-enabled`), which S3 reads
+    /// only with the method `aws:kms`.
+    pub kms_params: bool,
 }
 
 impl Unoffered {
@@ -131,6 +137,11 @@ impl Unoffered {
             if let Some(rest) = n.strip_prefix("x-amz-server-side-encryption") {
                 asked.sse = true;
                 asked.customer_key |= rest.starts_with("-customer-");
+                asked.kms_params |= matches!(rest, "-aws-kms-key-id" | "-context" | "-bucket-key-enabled");
+                if rest.is_empty() {
+                    let v = headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+                    asked.method = Some(v.to_owned());
+                }
             }
             asked.lock |= n.starts_with("x-amz-object-lock-");
         }
@@ -142,7 +153,11 @@ impl Unoffered {
     /// lock:
     /// - a customer key on a read, or for a copy's source: 400 `InvalidRequest`, as S3 answers
     ///   when the object was not encrypted with a customer key;
-    /// - any server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]);
+    /// - any other server-side encryption header on a read: 400 `InvalidArgument`, as S3
+    ///   answers (it names a method only for writes);
+    /// - a malformed encryption request on a write (a method S3 does not know, SSE-KMS
+    ///   parameters without the `aws:kms` method): 400 `InvalidArgument`, as S3 answers;
+    /// - any other server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]);
     /// - object lock on a write: 400 `InvalidRequest`, as S3 answers for a bucket without an
     ///   object lock configuration.
     ///
@@ -155,7 +170,28 @@ impl Unoffered {
                 "The encryption parameters are not applicable to this object."
             ));
         }
+        if READS.contains(&op) && self.sse {
+            return Err(s3_error!(
+                InvalidArgument,
+                "x-amz-server-side-encryption header is not supported for this operation."
+            ));
+        }
         if write && self.sse {
+            let kms = self.method.as_deref().is_some_and(|m| m.starts_with("aws:kms"));
+            if let Some(m) = self.method.as_deref() {
+                if !matches!(m, "AES256" | "aws:kms" | "aws:kms:dsse") {
+                    return Err(s3_error!(
+                        InvalidArgument,
+                        "The encryption method specified is not supported"
+                    ));
+                }
+            }
+            if self.kms_params && !kms {
+                return Err(s3_error!(
+                    InvalidArgument,
+                    "Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms"
+                ));
+            }
             return Err(not_offered("server-side encryption"));
         }
         if write && self.lock {
@@ -240,6 +276,17 @@ mod tests {
         );
         assert_eq!(answer("GetObject", &[ssec]), invalid);
         assert_eq!(answer("HeadObject", &[ssec]), invalid);
+        let argument = Some(("InvalidArgument".to_owned(), 400));
+        let kms = ("x-amz-server-side-encryption", "aws:kms");
+        let key_id = ("x-amz-server-side-encryption-aws-kms-key-id", "testkey-1");
+        assert_eq!(answer("GetObject", &[kms, key_id]), argument, "a method on a read");
+        assert_eq!(answer("HeadObject", &[kms]), argument);
+        assert_eq!(answer("PutObject", &[key_id]), argument, "a KMS key without aws:kms");
+        assert_eq!(
+            answer("PutObject", &[("x-amz-server-side-encryption", "AES255")]),
+            argument
+        );
+        assert_eq!(answer("PutObject", &[kms, key_id]), not_impl);
         let src = ("x-amz-copy-source-server-side-encryption-customer-key", "k");
         assert_eq!(answer("CopyObject", &[src]), invalid);
         assert_eq!(
@@ -247,9 +294,8 @@ mod tests {
             invalid
         );
         assert_eq!(answer("PutObject", &[("x-amz-object-lock-legal-hold", "ON")]), invalid);
-        // What asks for nothing unoffered passes, and operations that write no object data
-        // take no notice of these headers.
-        assert_eq!(answer("GetObject", &[("x-amz-server-side-encryption", "AES256")]), None);
+        // What asks for nothing unoffered passes, and operations that neither read nor write
+        // object data take no notice of these headers.
         assert_eq!(
             answer("DeleteObject", &[("x-amz-server-side-encryption", "AES256")]),
             None
