@@ -164,8 +164,12 @@ fn pairs(set: &[Tag]) -> S3Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Stored tags as S3 answers them.
-fn tag_set(tags: Vec<(String, String)>) -> TagSet {
+/// Stored tags as S3 answers them, ordered by key. A tag set has no order of its own, and the
+/// `x-amz-tagging` header, a form's tagging field and a TagSet document may each spell one set
+/// in another order; sorted, one set reads the same however it was written (RGW and other S3
+/// implementations answer so, and ceph's s3-tests compare the lists).
+fn tag_set(mut tags: Vec<(String, String)>) -> TagSet {
+    tags.sort();
     tags.into_iter()
         .map(|(k, v)| Tag {
             key: Some(k),
