@@ -155,8 +155,9 @@ impl Unoffered {
     ///   when the object was not encrypted with a customer key;
     /// - any other server-side encryption header on a read: 400 `InvalidArgument`, as S3
     ///   answers (it names a method only for writes);
-    /// - a malformed encryption request on a write (a method S3 does not know, SSE-KMS
-    ///   parameters without the `aws:kms` method): 400 `InvalidArgument`, as S3 answers;
+    /// - a malformed encryption request on a write (a method S3 does not know, a customer key
+    ///   with a method, SSE-KMS parameters without the `aws:kms` method): 400
+    ///   `InvalidArgument`, as S3 answers;
     /// - any other server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]);
     /// - object lock on a write: 400 `InvalidRequest`, as S3 answers for a bucket without an
     ///   object lock configuration.
@@ -185,6 +186,12 @@ impl Unoffered {
                         "The encryption method specified is not supported"
                     ));
                 }
+            }
+            if self.customer_key && self.method.is_some() {
+                return Err(s3_error!(
+                    InvalidArgument,
+                    "Server Side Encryption with Customer provided key is incompatible with the encryption method specified"
+                ));
             }
             if self.kms_params && !kms {
                 return Err(s3_error!(
@@ -287,6 +294,15 @@ mod tests {
             argument
         );
         assert_eq!(answer("PutObject", &[kms, key_id]), not_impl);
+        assert_eq!(
+            answer("PutObject", &[ssec, kms]),
+            argument,
+            "a customer key and a method"
+        );
+        assert_eq!(
+            answer("PutObject", &[ssec, ("x-amz-server-side-encryption", "AES256")]),
+            argument
+        );
         let src = ("x-amz-copy-source-server-side-encryption-customer-key", "k");
         assert_eq!(answer("CopyObject", &[src]), invalid);
         assert_eq!(
