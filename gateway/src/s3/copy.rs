@@ -111,7 +111,9 @@ impl Gateway {
         let requested = input_algo(i.checksum_algorithm.as_ref())?;
         let input = &mut req.input;
         let mut attrs = if replace_meta {
-            attr_input!(input).into_attrs()?
+            attr_input!(input)
+                .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
+                .into_attrs()?
         } else {
             src.rec.attrs.clone()
         };

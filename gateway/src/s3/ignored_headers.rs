@@ -10,7 +10,9 @@
 //!
 //! [`IgnoredHeaders`] is an s3s custom route, which s3s consults after verifying the signature:
 //! it takes the GET and HEAD requests with such a header and dispatches them once more
-//! through the same service without it. That second pass carries no signature (the
+//! through the same service without it. Writes whose attribute headers hold bytes past ASCII
+//! take the same second pass, with those values carried beside the request
+//! (`raw_headers.rs`). That second pass carries no signature (the
 //! first one was verified); the access check accepts it through [`Verified`], an extension only
 //! this route sets, so clients cannot forge it.
 
@@ -89,8 +91,11 @@ fn without_presign(uri: &Uri) -> S3Result<Uri> {
 #[async_trait::async_trait]
 impl S3Route for IgnoredHeaders {
     fn is_match(&self, method: &Method, _uri: &Uri, headers: &HeaderMap, _ext: &mut Extensions) -> bool {
-        (method == Method::GET || method == Method::HEAD)
-            && (range_ignored(headers) || DATE_CONDITIONS.iter().any(|n| unreadable_date(headers, n)))
+        let read = (method == Method::GET || method == Method::HEAD)
+            && (range_ignored(headers) || DATE_CONDITIONS.iter().any(|n| unreadable_date(headers, n)));
+        // PutObject and CopyObject (PUT), CreateMultipartUpload (POST).
+        let write = (method == Method::PUT || method == Method::POST) && super::raw_headers::unreadable(headers);
+        read || write
     }
 
     async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
@@ -115,6 +120,13 @@ impl S3Route for IgnoredHeaders {
         *again.method_mut() = req.method;
         *again.uri_mut() = without_presign(&req.uri)?;
         let mut headers = req.headers;
+        let mut extensions = req.extensions;
+        if super::raw_headers::unreadable(&headers) {
+            extensions.insert(super::raw_headers::take(&mut headers));
+            if let Some(t) = req.trailing_headers {
+                extensions.insert(super::raw_headers::CarriedTrailers(t));
+            }
+        }
         if range_ignored(&headers) {
             headers.remove(http::header::RANGE);
         }
@@ -125,7 +137,7 @@ impl S3Route for IgnoredHeaders {
         }
         *again.headers_mut() = headers;
         again.headers_mut().remove(http::header::AUTHORIZATION);
-        *again.extensions_mut() = req.extensions;
+        *again.extensions_mut() = extensions;
         again.extensions_mut().insert(Verified(cred.access_key));
         let resp = service
             .call(again)

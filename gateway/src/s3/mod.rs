@@ -27,6 +27,7 @@ mod policy;
 pub(crate) mod post_form;
 mod put;
 mod quota;
+mod raw_headers;
 mod rdma;
 mod sharing;
 mod stream;

@@ -72,7 +72,9 @@ impl Gateway {
             initiator: who.user.id.simple().to_string(),
             tags: parse_tagging_header(input.tagging.as_deref())?,
             attrs: {
-                let mut a = attr_input!(input).into_attrs()?;
+                let mut a = attr_input!(input)
+                    .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
+                    .into_attrs()?;
                 a.acl = acl;
                 a
             },

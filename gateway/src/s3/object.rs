@@ -141,6 +141,24 @@ pub(crate) struct AttrInput {
 const MAX_USER_METADATA: usize = 2048;
 
 impl AttrInput {
+    /// These attributes with the values a write sent as raw bytes in place of s3s's (see
+    /// `raw_headers.rs`).
+    pub(crate) fn with_raw(mut self, raw: Option<&super::raw_headers::RawAttrs>) -> Self {
+        if let Some(r) = raw {
+            let pick = |given: &Option<String>, s3s: &mut Option<String>| {
+                if given.is_some() {
+                    s3s.clone_from(given);
+                }
+            };
+            pick(&r.content_type, &mut self.content_type);
+            pick(&r.content_encoding, &mut self.content_encoding);
+            pick(&r.content_disposition, &mut self.content_disposition);
+            pick(&r.content_language, &mut self.content_language);
+            pick(&r.cache_control, &mut self.cache_control);
+        }
+        self
+    }
+
     /// The attributes to store; 400 `MetadataTooLarge` for more user metadata than S3 takes.
     pub(crate) fn into_attrs(self) -> S3Result<ObjectAttrs> {
         let size: usize = self.metadata.iter().flatten().map(|(k, v)| k.len() + v.len()).sum();

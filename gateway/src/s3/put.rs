@@ -37,7 +37,9 @@ impl Gateway {
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         let acl = self.write_acl(&b, input.acl.as_ref(), write_grants!(input)).await?;
-        let mut attrs = attr_input!(input).into_attrs()?;
+        let mut attrs = attr_input!(input)
+            .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
+            .into_attrs()?;
         attrs.acl = acl;
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
@@ -76,7 +78,12 @@ impl Gateway {
 
         // Nothing becomes visible unless every checksum, including trailers, matched.
         let digests = hasher.finish().await;
-        let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
+        // A write that took the second pass (raw_headers.rs) carries its first pass's trailers.
+        let carried = req
+            .extensions
+            .get::<super::raw_headers::CarriedTrailers>()
+            .map(|c| &c.0);
+        let trailers = req.trailing_headers.as_ref().or(carried).and_then(|t| t.take());
         claims.verify(&digests, trailers.as_ref())?;
 
         let (rec, size, version_id) = if path.is_dir() && staging.is_empty() {
