@@ -52,7 +52,7 @@ pub(crate) fn unreadable(headers: &HeaderMap) -> bool {
 pub(crate) fn take(headers: &mut HeaderMap) -> RawAttrs {
     let mut raw = RawAttrs::default();
     for name in ATTR_HEADERS {
-        if !headers.get(&name).is_some_and(|v| v.to_str().is_err()) {
+        if headers.get(&name).is_none_or(|v| v.to_str().is_ok()) {
             continue;
         }
         let Some(value) = headers.remove(&name) else { continue };
