@@ -292,6 +292,10 @@ pub struct ObjectAttrs {
     /// ACL grants besides the bucket owner's implicit full control (buckets with ACLs enabled).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acl: Vec<AclGrant>,
+    /// The storage class the write named (`x-amz-storage-class`), unless `STANDARD`. A label:
+    /// every object here lies in its folder alike, and it reads back as it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
 }
 
 /// Stored checksums, base64 as S3 returns them.

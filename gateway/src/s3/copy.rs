@@ -97,7 +97,11 @@ impl Gateway {
         let replace_meta = directive(i.metadata_directive.as_ref().map(|d| d.as_str()))?;
         let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;
         let same = src.bucket.rec.folder_id == b.rec.folder_id && src.key == i.key;
-        if same && !replace_meta && !replace_tags {
+        // As on S3, a copy has the storage class its request names (STANDARD by default), not
+        // the source's; naming another class is a change that lets an object copy onto itself.
+        let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
+        let new_class = i.storage_class.is_some() && class != src.rec.attrs.storage_class;
+        if same && !replace_meta && !replace_tags && !new_class {
             return Err(s3_error!(
                 InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
@@ -119,6 +123,7 @@ impl Gateway {
         };
         // As on S3, a copy gets the ACL its request asks for (private by default), not the source's.
         attrs.acl = acl;
+        attrs.storage_class = class;
 
         let mut updated = None;
         // In a versioned bucket even a metadata-only copy makes a new version.

@@ -171,6 +171,8 @@ macro_rules! object_headers {
         $out.expiration = $plan.expiration.clone();
         $out.last_modified = Some(last_modified(&$plan.st));
         $out.metadata = metadata_out(&a.user_metadata);
+        // S3 names the class of an object only where it is not STANDARD.
+        $out.storage_class = a.storage_class.clone().map(StorageClass::from);
         $out.content_type = $i
             .response_content_type
             .clone()
@@ -390,7 +392,8 @@ impl Gateway {
             out.object_size = Some(st.size as i64);
         }
         if wants(ObjectAttributes::STORAGE_CLASS) {
-            out.storage_class = Some(StorageClass::from_static(StorageClass::STANDARD));
+            let class = rec.attrs.storage_class.as_deref().unwrap_or(StorageClass::STANDARD);
+            out.storage_class = Some(StorageClass::from(class.to_owned()));
         }
         if wants(ObjectAttributes::CHECKSUM) && !rec.checksums.is_empty() {
             out.checksum = Some(with_checksums!(

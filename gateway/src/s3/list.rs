@@ -525,7 +525,13 @@ fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
         e_tag: Some(etag(&o.rec.etag)),
         size: Some(o.st.size as i64),
         last_modified: Some(last_modified(&o.st)),
-        storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),
+        storage_class: Some(ObjectStorageClass::from(
+            o.rec
+                .attrs
+                .storage_class
+                .clone()
+                .unwrap_or_else(|| ObjectStorageClass::STANDARD.to_owned()),
+        )),
         checksum_algorithm: (!algos.is_empty()).then_some(algos),
         checksum_type: o.rec.checksums.checksum_type.map(super::checksum::s3_type),
         owner,

@@ -491,7 +491,7 @@ impl Gateway {
             checksum_type: up.checksum_type.map(s3_type),
             initiator: Some(initiator(&up.initiator)),
             owner: Some(owner),
-            storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+            storage_class: Some(upload_class(&up.attrs)),
             parts: Some(
                 page.iter()
                     .map(|p| {
@@ -596,7 +596,7 @@ impl Gateway {
                         initiated: Some(ts_ms(u.initiated_ms)),
                         initiator: Some(initiator(&u.initiator)),
                         owner: Some(owner.clone()),
-                        storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
+                        storage_class: Some(upload_class(&u.attrs)),
                         checksum_algorithm: u.checksum_algorithm.map(s3_algo),
                         checksum_type: u.checksum_type.map(s3_type),
                     })
@@ -682,6 +682,16 @@ fn initiator(stored: &str) -> Initiator {
         id: Some(stored.to_owned()),
         display_name: Some(display_name),
     }
+}
+
+/// The storage class an upload's object will have, as ListParts and ListMultipartUploads name it.
+fn upload_class(attrs: &penstock_metadata::ObjectAttrs) -> StorageClass {
+    StorageClass::from(
+        attrs
+            .storage_class
+            .clone()
+            .unwrap_or_else(|| StorageClass::STANDARD.to_owned()),
+    )
 }
 
 #[cfg(test)]

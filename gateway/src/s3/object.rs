@@ -134,6 +134,7 @@ pub(crate) struct AttrInput {
     pub cache_control: Option<String>,
     pub expires: Option<Timestamp>,
     pub metadata: Option<s3s::dto::Metadata>,
+    pub storage_class: Option<String>,
 }
 
 /// Most bytes of user metadata an object may carry: S3's 2 KB, the UTF-8 bytes of every key
@@ -180,8 +181,14 @@ impl AttrInput {
                 .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
                 .unwrap_or_default(),
             acl: Vec::new(),
+            storage_class: stored_class(self.storage_class),
         })
     }
+}
+
+/// The storage class to record: none for `STANDARD`, what every object is without one.
+pub(crate) fn stored_class(class: Option<String>) -> Option<String> {
+    class.filter(|c| c != "STANDARD")
 }
 
 /// The Content-Encoding to store: the client's codings without `aws-chunked`, which frames the
@@ -206,6 +213,7 @@ macro_rules! attr_input {
             cache_control: $i.cache_control.take(),
             expires: $i.expires.take(),
             metadata: $i.metadata.take(),
+            storage_class: $i.storage_class.take().map(|c| c.as_str().to_owned()),
         }
     };
 }

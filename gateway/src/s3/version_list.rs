@@ -120,9 +120,12 @@ impl Gateway {
         };
 
         let own = owner_of(&b.rec);
-        let standard = || {
-            Some(ObjectVersionStorageClass::from_static(
-                ObjectVersionStorageClass::STANDARD,
+        // ListObjectVersions names every version's class, STANDARD included.
+        let class = |a: &penstock_metadata::ObjectAttrs| {
+            Some(ObjectVersionStorageClass::from(
+                a.storage_class
+                    .clone()
+                    .unwrap_or_else(|| ObjectVersionStorageClass::STANDARD.to_owned()),
             ))
         };
         let (mut versions, mut markers, mut prefixes) = (Vec::new(), Vec::new(), Vec::new());
@@ -136,7 +139,7 @@ impl Gateway {
                     is_latest: Some(true),
                     version_id: Some(l.rec.version().to_owned()),
                     owner: Some(own.clone()),
-                    storage_class: standard(),
+                    storage_class: class(&l.rec.attrs),
                     ..Default::default()
                 }),
                 Entry::Row { key, row, latest } => match &row.object {
@@ -148,7 +151,7 @@ impl Gateway {
                         is_latest: Some(latest),
                         version_id: Some(row.version_id.clone()),
                         owner: Some(own.clone()),
-                        storage_class: standard(),
+                        storage_class: class(&o.attrs),
                         ..Default::default()
                     }),
                     None => markers.push(DeleteMarkerEntry {

@@ -428,3 +428,89 @@ fn base64_encode(b: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(b)
 }
+
+/// A storage class S3 knows is kept as the write named it and read back everywhere S3 names
+/// one (HEAD, listings, versions, uploads, attributes); STANDARD is what an object has without
+/// one, and a copy has the class its request names, not its source's.
+#[tokio::test]
+async fn storage_classes_read_back_as_written() {
+    use aws_sdk_s3::types::{ObjectAttributes, ObjectStorageClass, StorageClass};
+    let (_gw, c) = Gateway::with_bucket("classes").await;
+    let body = || ByteStream::from_static(b"cold");
+    c.put_object()
+        .bucket("classes")
+        .key("ia")
+        .storage_class(StorageClass::StandardIa)
+        .body(body())
+        .send()
+        .await
+        .unwrap();
+    put(&c, "classes", "plain", b"warm").await;
+    let h = c.head_object().bucket("classes").key("ia").send().await.unwrap();
+    assert_eq!(h.storage_class(), Some(&StorageClass::StandardIa));
+    let h = c.head_object().bucket("classes").key("plain").send().await.unwrap();
+    assert_eq!(h.storage_class(), None, "S3 names no class for STANDARD objects");
+    let g = c.get_object().bucket("classes").key("ia").send().await.unwrap();
+    assert_eq!(g.storage_class(), Some(&StorageClass::StandardIa));
+    let l = c.list_objects_v2().bucket("classes").send().await.unwrap();
+    let classes: Vec<_> = l.contents().iter().map(|o| (o.key().unwrap(), o.storage_class().cloned())).collect();
+    assert_eq!(classes, [("ia", Some(ObjectStorageClass::StandardIa)), ("plain", Some(ObjectStorageClass::Standard))]);
+    let v = c.list_object_versions().bucket("classes").prefix("ia").send().await.unwrap();
+    assert_eq!(v.versions()[0].storage_class().map(|s| s.as_str()), Some("STANDARD_IA"));
+    let a = c
+        .get_object_attributes()
+        .bucket("classes")
+        .key("ia")
+        .object_attributes(ObjectAttributes::StorageClass)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(a.storage_class(), Some(&StorageClass::StandardIa));
+
+    // A copy takes the class its request names: STANDARD unless it names another.
+    c.copy_object().bucket("classes").key("copied").copy_source("classes/ia").send().await.unwrap();
+    let h = c.head_object().bucket("classes").key("copied").send().await.unwrap();
+    assert_eq!(h.storage_class(), None);
+    // Naming another class is a change that lets an object be copied onto itself.
+    c.copy_object()
+        .bucket("classes")
+        .key("plain")
+        .copy_source("classes/plain")
+        .storage_class(StorageClass::Glacier)
+        .send()
+        .await
+        .unwrap();
+    let h = c.head_object().bucket("classes").key("plain").send().await.unwrap();
+    assert_eq!(h.storage_class(), Some(&StorageClass::Glacier));
+    assert_eq!(get(&c, "classes", "plain").await, b"warm");
+
+    // Multipart uploads carry the class from their start to the object.
+    let up = c
+        .create_multipart_upload()
+        .bucket("classes")
+        .key("mp")
+        .storage_class(StorageClass::OnezoneIa)
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let ups = c.list_multipart_uploads().bucket("classes").send().await.unwrap();
+    assert_eq!(ups.uploads()[0].storage_class(), Some(&StorageClass::OnezoneIa));
+    let part =
+        c.upload_part().bucket("classes").key("mp").upload_id(id).part_number(1).body(body()).send().await.unwrap();
+    let parts = c.list_parts().bucket("classes").key("mp").upload_id(id).send().await.unwrap();
+    assert_eq!(parts.storage_class(), Some(&StorageClass::OnezoneIa));
+    let done = CompletedMultipartUpload::builder()
+        .parts(CompletedPart::builder().part_number(1).e_tag(part.e_tag().unwrap()).build())
+        .build();
+    c.complete_multipart_upload()
+        .bucket("classes")
+        .key("mp")
+        .upload_id(id)
+        .multipart_upload(done)
+        .send()
+        .await
+        .unwrap();
+    let h = c.head_object().bucket("classes").key("mp").send().await.unwrap();
+    assert_eq!(h.storage_class(), Some(&StorageClass::OnezoneIa));
+}
