@@ -292,6 +292,12 @@ pub struct ObjectAttrs {
     /// ACL grants besides the bucket owner's implicit full control (buckets with ACLs enabled).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acl: Vec<AclGrant>,
+    /// The object's owner, as ACLs name users (the user id in plain hex), where it is not the
+    /// bucket owner: in a bucket with ACLs enabled, the user who wrote it (S3's
+    /// `ObjectWriter`, and `BucketOwnerPreferred` unless the write gave the bucket owner full
+    /// control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// The storage class the write named (`x-amz-storage-class`), unless `STANDARD`. A label:
     /// every object here lies in its folder alike, and it reads back as it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

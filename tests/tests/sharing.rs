@@ -467,6 +467,71 @@ async fn acls_count_once_ownership_controls_enable_them() {
     assert_eq!(status(&e), 403);
 }
 
+/// Where ACLs are enabled an object belongs to the user who wrote it, as on S3: under
+/// `ObjectWriter` always, under `BucketOwnerPreferred` unless the write gives the bucket owner
+/// full control. The owner has full control of it (reads it and its ACL), shows as its owner in
+/// GetObjectAcl, listings and uploads, and `bucket-owner-*` canned ACLs grant the bucket owner.
+#[tokio::test]
+async fn writers_own_what_they_write_where_acls_are_enabled() {
+    use aws_sdk_s3::types::{BucketCannedAcl, ObjectCannedAcl, ObjectOwnership, Permission};
+    let gw = Gateway::start_with_config("default_object_ownership = \"ObjectWriter\"\n");
+    let alice = gw.tenant("default", "alice", "user");
+    let bob = gw.tenant("default", "bob", "user");
+    let carol = gw.tenant("default", "carol", "user");
+    let body = || ByteStream::from_static(b"bob's");
+    alice.s3.create_bucket().bucket("shared").acl(BucketCannedAcl::PublicReadWrite).send().await.unwrap();
+    bob.s3.put_object().bucket("shared").key("mine").body(body()).send().await.unwrap();
+    let acl = bob.s3.get_object_acl().bucket("shared").key("mine").send().await.unwrap();
+    assert_eq!(acl.owner().and_then(|o| o.id()), Some(bob.id.replace('-', "").as_str()));
+    assert_eq!(get(&bob.s3, "shared", "mine").await, b"bob's", "the owner reads what it owns");
+    let e = carol.s3.get_object().bucket("shared").key("mine").send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "no grant, no read");
+    let listed = alice.s3.list_objects().bucket("shared").send().await.unwrap();
+    let owner = listed.contents()[0].owner().and_then(|o| o.id()).map(str::to_owned);
+    assert_eq!(owner.as_deref(), Some(bob.id.replace('-', "").as_str()));
+
+    // `bucket-owner-read`: the bucket owner may read it too.
+    bob.s3
+        .put_object()
+        .bucket("shared")
+        .key("shown")
+        .acl(ObjectCannedAcl::BucketOwnerRead)
+        .body(body())
+        .send()
+        .await
+        .unwrap();
+    let acl = bob.s3.get_object_acl().bucket("shared").key("shown").send().await.unwrap();
+    let alice_id = alice.id.replace('-', "");
+    let to_alice: Vec<_> = acl
+        .grants()
+        .iter()
+        .filter(|g| g.grantee().and_then(|e| e.id()) == Some(alice_id.as_str()))
+        .map(|g| g.permission().cloned())
+        .collect();
+    assert_eq!(to_alice, [Some(Permission::Read)]);
+
+    // Under BucketOwnerPreferred, `bucket-owner-full-control` hands the object to the bucket
+    // owner; without it the writer keeps it.
+    alice
+        .s3
+        .create_bucket()
+        .bucket("preferred")
+        .object_ownership(ObjectOwnership::BucketOwnerPreferred)
+        .acl(BucketCannedAcl::PublicReadWrite)
+        .send()
+        .await
+        .unwrap();
+    for (key, canned, owner) in
+        [("given", Some(ObjectCannedAcl::BucketOwnerFullControl), &alice_id), ("kept", None, &bob.id.replace('-', ""))]
+    {
+        bob.s3.put_object().bucket("preferred").key(key).set_acl(canned).body(body()).send().await.unwrap();
+        // The bucket owner's folder permissions let it read any object's ACL.
+        let acl = alice.s3.get_object_acl().bucket("preferred").key(key).send().await.unwrap();
+        let acl = acl.owner().and_then(|o| o.id()).map(str::to_owned);
+        assert_eq!(acl.as_deref(), Some(owner.as_str()), "{key}");
+    }
+}
+
 /// An unsigned browser-form upload of `body` as file `file_name` with form field `key`.
 fn anon_form(gw: &Gateway, bucket: &str, key: &str, file_name: &str, body: &[u8]) -> Answer {
     let b = "----penstock-form";

@@ -47,11 +47,20 @@ fn grant(grantee: &str, permission: &str) -> AclGrant {
     }
 }
 
-/// The grants of a canned ACL (the owner's implicit full control aside). Objects' owner is the
-/// bucket owner, so `bucket-owner-*` add nothing.
-fn canned_grants(canned: &str) -> S3Result<Vec<AclGrant>> {
+/// The grants of a canned ACL (the owner's implicit full control aside). `bucket_owner` is the
+/// bucket owner's id for an object someone else owns, whom `bucket-owner-*` then name; for the
+/// bucket owner's own objects and for buckets they add nothing.
+fn canned_grants(canned: &str, bucket_owner: Option<&str>) -> S3Result<Vec<AclGrant>> {
+    let to_bucket_owner = |perm| {
+        bucket_owner
+            .map(|id| grant(&format!("id:{id}"), perm))
+            .into_iter()
+            .collect()
+    };
     Ok(match canned {
-        "private" | "bucket-owner-read" | "bucket-owner-full-control" => Vec::new(),
+        "private" => Vec::new(),
+        "bucket-owner-read" => to_bucket_owner("READ"),
+        "bucket-owner-full-control" => to_bucket_owner("FULL_CONTROL"),
         "public-read" => vec![grant("AllUsers", "READ")],
         "public-read-write" => vec![grant("AllUsers", "READ"), grant("AllUsers", "WRITE")],
         "authenticated-read" => vec![grant("AuthenticatedUsers", "READ")],
@@ -85,10 +94,11 @@ fn header_grants(value: &str, permission: &str) -> S3Result<Vec<AclGrant>> {
         .collect()
 }
 
-/// The grants a request asks for, whichever of its three forms it used, without the owner's.
-fn requested_grants(asked: &Requested<'_>, owner_id: &str) -> S3Result<Vec<AclGrant>> {
+/// The grants a request asks for, whichever of its three forms it used, without the owner's
+/// (`owner_id`; `bucket_owner` as [`canned_grants`] takes it).
+fn requested_grants(asked: &Requested<'_>, owner_id: &str, bucket_owner: Option<&str>) -> S3Result<Vec<AclGrant>> {
     let mut out = if let Some(c) = asked.canned {
-        canned_grants(c)?
+        canned_grants(c, bucket_owner)?
     } else if asked.grant_headers.iter().any(Option::is_some) {
         let names = ["FULL_CONTROL", "READ", "READ_ACP", "WRITE", "WRITE_ACP"];
         let mut v = Vec::new();
@@ -276,13 +286,19 @@ fn check_form(asked: &Requested<'_>) -> S3Result<()> {
 }
 
 impl Gateway {
-    /// The grants to store for what a request asks of bucket `b`: refused as S3 refuses them
-    /// where ACLs are disabled (anything but the owner's full control) or where the public
-    /// access block blocks public ACLs; every user named must exist.
-    async fn grants_for(&self, b: &BucketRecord, asked: &Requested<'_>) -> S3Result<Vec<AclGrant>> {
-        let owner = owner_of(b);
+    /// The grants to store for what a request asks of bucket `b`, or of an object in it owned
+    /// by `object_owner` (where that is not the bucket owner): refused as S3 refuses them where
+    /// ACLs are disabled (anything but the owner's full control) or where the public access
+    /// block blocks public ACLs; every user named must exist.
+    async fn grants_for(
+        &self,
+        b: &BucketRecord,
+        asked: &Requested<'_>,
+        object_owner: Option<&str>,
+    ) -> S3Result<Vec<AclGrant>> {
+        let bucket_owner = owner_of(b);
         if !acls_enabled(b) {
-            return if asked.is_owner_only(&owner) {
+            return if asked.is_owner_only(&bucket_owner) {
                 Ok(Vec::new())
             } else {
                 Err(s3_error!(
@@ -291,7 +307,9 @@ impl Gateway {
                 ))
             };
         }
-        let grants = requested_grants(asked, owner.id.as_deref().unwrap_or_default())?;
+        let bucket_owner = bucket_owner.id.unwrap_or_default();
+        let owner = object_owner.unwrap_or(&bucket_owner);
+        let grants = requested_grants(asked, owner, object_owner.map(|_| bucket_owner.as_str()))?;
         if b.public_access_block.is_some_and(|p| p.block_public_acls) && grants.iter().any(is_public) {
             return Err(s3_error!(
                 AccessDenied,
@@ -316,27 +334,42 @@ impl Gateway {
         Ok(grants)
     }
 
-    /// The ACL an object write asks for (`x-amz-acl` or `x-amz-grant-*` on PutObject, POST
-    /// uploads, CopyObject, CreateMultipartUpload): none is private. Checked before a byte is
-    /// written; accepting a public ACL silently where ACLs are disabled would leave a client
-    /// believing an object public that is not.
+    /// The owner and the ACL of what an object write (PutObject, POST uploads, CopyObject,
+    /// CreateMultipartUpload) by `writer` makes, from its `x-amz-acl` or `x-amz-grant-*`: none
+    /// is private. Checked before a byte is written; accepting a public ACL silently where ACLs
+    /// are disabled would leave a client believing an object public that is not.
+    ///
+    /// Where ACLs are enabled the writer owns what it writes, as on S3: under `ObjectWriter`
+    /// always, under `BucketOwnerPreferred` unless the write gives the bucket owner full
+    /// control (`bucket-owner-full-control`). Where they are disabled, and for the bucket
+    /// owner's own writes, the bucket owner owns it (`None`).
     pub(crate) async fn write_acl(
         &self,
         b: &BucketCtx,
+        writer: &crate::auth::Caller,
         canned: Option<&ObjectCannedACL>,
         grants: [Option<&str>; 4],
-    ) -> S3Result<Vec<AclGrant>> {
+    ) -> S3Result<(Option<String>, Vec<AclGrant>)> {
         let [full, read, read_acp, write_acp] = grants;
         let asked = Requested {
             canned: canned.map(ObjectCannedACL::as_str),
             grant_headers: [full, read, read_acp, None, write_acp],
             policy: None,
         };
+        let id = writer.user.id.simple().to_string();
+        let preferred = b.rec.ownership.as_deref() == Some("BucketOwnerPreferred")
+            && asked.canned == Some("bucket-owner-full-control");
+        let owner = (acls_enabled(&b.rec)
+            && !writer.is_anonymous()
+            && owner_of(&b.rec).id.as_deref() != Some(id.as_str())
+            && !preferred)
+            .then_some(id);
         if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) {
-            return Ok(Vec::new());
+            return Ok((owner, Vec::new()));
         }
         check_form(&asked)?;
-        self.grants_for(&b.rec, &asked).await
+        let grants = self.grants_for(&b.rec, &asked, owner.as_deref()).await?;
+        Ok((owner, grants))
     }
 
     /// Sets up new bucket `rec` as its CreateBucket asks: `x-amz-object-ownership` (else the
@@ -364,7 +397,7 @@ impl Gateway {
                 "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
             ));
         }
-        rec.acl = self.grants_for(rec, &asked).await?;
+        rec.acl = self.grants_for(rec, &asked, None).await?;
         Ok(())
     }
 
@@ -390,14 +423,14 @@ impl Gateway {
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let asked = acl_request!(i, BucketCannedACL);
         check_form(&asked)?;
-        let grants = self.grants_for(&b.rec, &asked).await?;
+        let grants = self.grants_for(&b.rec, &asked, None).await?;
         if grants != b.rec.acl {
             self.update_bucket(&b.rec, move |r| r.acl = grants).await?;
         }
         Ok(S3Response::new(PutBucketAclOutput::default()))
     }
 
-    /// GetObjectAcl: the owner's full control, then the object's grants.
+    /// GetObjectAcl: the object owner's full control, then the object's grants.
     pub(crate) async fn get_object_acl(
         &self,
         req: S3Request<GetObjectAclInput>,
@@ -406,7 +439,7 @@ impl Gateway {
         parse_key(&i.key)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let (rec, _, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
-        let owner = owner_of(&b.rec);
+        let owner = super::object_owner(&b.rec, &rec.attrs);
         Ok(S3Response::new(GetObjectAclOutput {
             grants: Some(shown(&owner, &rec.attrs.acl)),
             owner: Some(owner),
@@ -426,8 +459,8 @@ impl Gateway {
         let asked = acl_request!(i, ObjectCannedACL);
         check_form(&asked)?;
         // A missing object is NoSuchKey before any ACL question.
-        self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
-        let grants = self.grants_for(&b.rec, &asked).await?;
+        let (rec, _, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
+        let grants = self.grants_for(&b.rec, &asked, rec.attrs.owner.as_deref()).await?;
         self.edit_record(&who, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
             r.attrs.acl = grants
         })

@@ -90,9 +90,10 @@ impl Gateway {
         mut req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let path = parse_key(&req.input.key)?;
-        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let who = caller(&req)?;
+        let b = self.bucket(&who, &req.input.bucket).await?;
         let i = &req.input;
-        let acl = self.write_acl(&b, i.acl.as_ref(), write_grants!(i)).await?;
+        let (owner, acl) = self.write_acl(&b, &who, i.acl.as_ref(), write_grants!(i)).await?;
         let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let replace_meta = directive(i.metadata_directive.as_ref().map(|d| d.as_str()))?;
         let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;
@@ -123,6 +124,7 @@ impl Gateway {
         };
         // As on S3, a copy gets the ACL its request asks for (private by default), not the source's.
         attrs.acl = acl;
+        attrs.owner = owner;
         attrs.storage_class = class;
 
         let mut updated = None;

@@ -17,7 +17,7 @@ use penstock_metadata::ObjectRecord;
 use super::error::{backend_err, meta_err};
 use super::get::EMPTY_MD5;
 use super::object::{effective_record, etag, fingerprint, last_modified};
-use super::{caller, owner_of, BucketCtx, Gateway};
+use super::{caller, BucketCtx, Gateway};
 
 /// Where a listing resumes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -402,11 +402,7 @@ impl Gateway {
             )
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
-        let owner = if i.fetch_owner == Some(true) {
-            Some(owner_of(&b.rec))
-        } else {
-            None
-        };
+        let owners = (i.fetch_owner == Some(true)).then_some(&*b.rec);
         let key_count = (page.objects.len() + page.prefixes.len()) as i32;
         let out = ListObjectsV2Output {
             name: Some(i.bucket.clone()),
@@ -419,12 +415,7 @@ impl Gateway {
             is_truncated: Some(page.next.is_some()),
             next_continuation_token: page.next.as_ref().map(encode_token),
             encoding_type: i.encoding_type.clone(),
-            contents: Some(
-                page.objects
-                    .iter()
-                    .map(|o| object_entry(o, url, owner.clone()))
-                    .collect(),
-            ),
+            contents: Some(page.objects.iter().map(|o| object_entry(o, url, owners)).collect()),
             common_prefixes: Some(common_prefixes(&page.prefixes, url)),
             ..Default::default()
         };
@@ -446,7 +437,6 @@ impl Gateway {
             .list_after_key(&b, &prefix, delimiter.as_deref(), &marker_s, max)
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
-        let own = owner_of(&b.rec);
         let next_marker = match (&page.next, &delimiter) {
             (Some(m), Some(_)) => Some(enc(url, &m.after)),
             _ => None,
@@ -463,7 +453,7 @@ impl Gateway {
             contents: Some(
                 page.objects
                     .iter()
-                    .map(|o| object_entry(o, url, Some(own.clone())))
+                    .map(|o| object_entry(o, url, Some(&b.rec)))
                     .collect(),
             ),
             common_prefixes: Some(common_prefixes(&page.prefixes, url)),
@@ -514,7 +504,8 @@ pub(crate) fn enc(url: bool, s: &str) -> String {
     }
 }
 
-fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
+/// A listed object; with its owner where `owners` (the bucket's record) is given.
+fn object_entry(o: &Listed, url: bool, owners: Option<&penstock_metadata::BucketRecord>) -> Object {
     let algos: Vec<ChecksumAlgorithm> = super::checksum::Algo::ALL
         .into_iter()
         .filter(|&a| o.rec.checksums.get(a).is_some())
@@ -534,7 +525,7 @@ fn object_entry(o: &Listed, url: bool, owner: Option<Owner>) -> Object {
         )),
         checksum_algorithm: (!algos.is_empty()).then_some(algos),
         checksum_type: o.rec.checksums.checksum_type.map(super::checksum::s3_type),
-        owner,
+        owner: owners.map(|b| super::object_owner(b, &o.rec.attrs)),
         ..Default::default()
     }
 }

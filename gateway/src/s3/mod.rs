@@ -257,6 +257,18 @@ pub(crate) fn owner_of(rec: &BucketRecord) -> Owner {
     }
 }
 
+/// The S3 owner of an object: its writer where the object records one (buckets with ACLs
+/// enabled, `acl.rs`), else the bucket's owner.
+pub(crate) fn object_owner(bucket: &BucketRecord, attrs: &penstock_metadata::ObjectAttrs) -> Owner {
+    match attrs.owner.as_deref().and_then(|id| uuid::Uuid::try_parse(id).ok()) {
+        Some(user) => Owner {
+            id: Some(user.simple().to_string()),
+            display_name: Some(penstock_types::QuotaScope::user(user).to_string()),
+        },
+        None => owner_of(bucket),
+    }
+}
+
 /// Refuses a request whose `header` (`x-amz-expected-bucket-owner`, or
 /// `x-amz-source-expected-bucket-owner` for a copy's source) names someone other than the owner
 /// of bucket `rec` (the owner ID that ListObjects, ACLs and ListBuckets give): 403

@@ -16,7 +16,7 @@ use super::error::backend_err;
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::WriteConditions;
 use super::rdma::{reply_headers, Admission};
-use super::{caller, internal, meta_err, owner_of, peer, BucketCtx, Gateway};
+use super::{caller, internal, meta_err, peer, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
 const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
@@ -47,7 +47,9 @@ impl Gateway {
         let input = &mut req.input;
         parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
-        let acl = self.write_acl(&b, input.acl.as_ref(), write_grants!(input)).await?;
+        let (owner, acl) = self
+            .write_acl(&b, &who, input.acl.as_ref(), write_grants!(input))
+            .await?;
         let algo = input_algo(input.checksum_algorithm.as_ref())?;
         let ctype = match (input.checksum_type.as_ref().map(|t| t.as_str()), algo) {
             (Some(t), Some(a)) => match t.parse::<ChecksumType>() {
@@ -76,6 +78,7 @@ impl Gateway {
                     .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
                     .into_attrs()?;
                 a.acl = acl;
+                a.owner = owner;
                 a
             },
             checksum_algorithm: algo,
@@ -478,7 +481,7 @@ impl Gateway {
         let mut page: Vec<&PartRecord> = parts.iter().filter(|p| p.part_number as i32 > marker).collect();
         let truncated = page.len() > max;
         page.truncate(max);
-        let owner = owner_of(&b.rec);
+        let owner = super::object_owner(&b.rec, &up.attrs);
         Ok(S3Response::new(ListPartsOutput {
             bucket: Some(i.bucket.clone()),
             key: Some(i.key.clone()),
@@ -572,7 +575,6 @@ impl Gateway {
                 break;
             }
         }
-        let owner = owner_of(&b.rec);
         let next = uploads.last().cloned();
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(i.bucket.clone()),
@@ -595,7 +597,7 @@ impl Gateway {
                         upload_id: Some(u.upload_id.into()),
                         initiated: Some(ts_ms(u.initiated_ms)),
                         initiator: Some(initiator(&u.initiator)),
-                        owner: Some(owner.clone()),
+                        owner: Some(super::object_owner(&b.rec, &u.attrs)),
                         storage_class: Some(upload_class(&u.attrs)),
                         checksum_algorithm: u.checksum_algorithm.map(s3_algo),
                         checksum_type: u.checksum_type.map(s3_type),

@@ -181,6 +181,7 @@ impl AttrInput {
                 .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
                 .unwrap_or_default(),
             acl: Vec::new(),
+            owner: None,
             storage_class: stored_class(self.storage_class),
         })
     }

@@ -36,11 +36,14 @@ impl Gateway {
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
-        let acl = self.write_acl(&b, input.acl.as_ref(), write_grants!(input)).await?;
+        let (owner, acl) = self
+            .write_acl(&b, &who, input.acl.as_ref(), write_grants!(input))
+            .await?;
         let mut attrs = attr_input!(input)
             .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
             .into_attrs()?;
         attrs.acl = acl;
+        attrs.owner = owner;
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
             if_match: input.if_match.take(),

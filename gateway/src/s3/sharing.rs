@@ -325,7 +325,11 @@ impl Gateway {
         }
         let Some(key) = facts.key else { return Ok(false) };
         let found = self.meta.object(rec.folder_id, key).await.map_err(meta_err)?;
-        Ok(found.is_some_and(|r| holds(&r.attrs.acl)))
+        // An object's owner (its writer, where that is not the bucket owner) has full control
+        // of it, as on S3.
+        let owns =
+            |r: &penstock_metadata::ObjectRecord| !who.is_anonymous() && r.attrs.owner.as_deref() == Some(&me[3..]);
+        Ok(found.is_some_and(|r| owns(&r) || holds(&r.attrs.acl)))
     }
 
     /// PutBucketPolicy: validated as S3 validates it, refused when the public access block

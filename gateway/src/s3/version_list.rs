@@ -138,7 +138,7 @@ impl Gateway {
                     last_modified: Some(last_modified(&l.st)),
                     is_latest: Some(true),
                     version_id: Some(l.rec.version().to_owned()),
-                    owner: Some(own.clone()),
+                    owner: Some(super::object_owner(&b.rec, &l.rec.attrs)),
                     storage_class: class(&l.rec.attrs),
                     ..Default::default()
                 }),
@@ -150,7 +150,7 @@ impl Gateway {
                         last_modified: Some(ts_ms(row.last_modified_ms)),
                         is_latest: Some(latest),
                         version_id: Some(row.version_id.clone()),
-                        owner: Some(own.clone()),
+                        owner: Some(super::object_owner(&b.rec, &o.attrs)),
                         storage_class: class(&o.attrs),
                         ..Default::default()
                     }),
