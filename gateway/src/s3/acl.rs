@@ -563,13 +563,19 @@ mod tests {
     #[test]
     fn canned_acls_headers_and_bodies_become_grants() {
         let g = |who: &str, p: &str| grant(who, p);
-        assert_eq!(canned_grants("public-read").unwrap(), vec![g("AllUsers", "READ")]);
+        assert_eq!(canned_grants("public-read", None).unwrap(), vec![g("AllUsers", "READ")]);
         assert_eq!(
-            canned_grants("authenticated-read").unwrap(),
+            canned_grants("authenticated-read", None).unwrap(),
             vec![g("AuthenticatedUsers", "READ")]
         );
-        assert!(canned_grants("private").unwrap().is_empty());
-        assert!(canned_grants("world-writable").is_err());
+        assert!(canned_grants("private", None).unwrap().is_empty());
+        // `bucket-owner-*` name the bucket owner on another user's object only.
+        assert!(canned_grants("bucket-owner-full-control", None).unwrap().is_empty());
+        assert_eq!(
+            canned_grants("bucket-owner-read", Some("b0")).unwrap(),
+            vec![g("id:b0", "READ")]
+        );
+        assert!(canned_grants("world-writable", None).is_err());
         let v = header_grants(&format!("uri=\"{ALL_USERS}\", id=\"abc\""), "READ").unwrap();
         assert_eq!(v, vec![g("AllUsers", "READ"), g("id:abc", "READ")]);
         assert!(header_grants("emailAddress=\"a@b.c\"", "READ").is_err());
@@ -586,7 +592,7 @@ mod tests {
             policy: None,
         };
         assert_eq!(
-            requested_grants(&asked, "abc123").unwrap(),
+            requested_grants(&asked, "abc123", None).unwrap(),
             vec![g("AllUsers", "READ")],
             "the owner's full control is implicit"
         );
@@ -600,7 +606,7 @@ mod tests {
             policy: Some(&body),
         };
         assert_eq!(
-            requested_grants(&asked, "abc123").unwrap(),
+            requested_grants(&asked, "abc123", None).unwrap(),
             vec![g("id:other", "WRITE_ACP")]
         );
         let shown = shown(&owner(), &[g("AllUsers", "READ")]);
