@@ -309,7 +309,8 @@ impl Gateway {
             return Ok(false);
         };
         let ignore_public = rec.public_access_block.is_some_and(|b| b.ignore_public_acls);
-        let me = format!("id:{}", who.user.id.simple());
+        let my_id = who.user.id.simple().to_string();
+        let me = format!("id:{my_id}");
         let holds = |grants: &[AclGrant]| {
             grants.iter().any(|g| {
                 let who_matches = match g.grantee.as_str() {
@@ -327,8 +328,9 @@ impl Gateway {
         let found = self.meta.object(rec.folder_id, key).await.map_err(meta_err)?;
         // An object's owner (its writer, where that is not the bucket owner) has full control
         // of it, as on S3.
-        let owns =
-            |r: &penstock_metadata::ObjectRecord| !who.is_anonymous() && r.attrs.owner.as_deref() == Some(&me[3..]);
+        let owns = |r: &penstock_metadata::ObjectRecord| {
+            !who.is_anonymous() && r.attrs.owner.as_deref() == Some(my_id.as_str())
+        };
         Ok(found.is_some_and(|r| owns(&r) || holds(&r.attrs.acl)))
     }
 
