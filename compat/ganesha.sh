@@ -4,12 +4,13 @@
 # rpcbind must be running (Ganesha registers with it); started here, and stopped again, if not.
 set -euo pipefail
 command -v ganesha.nfsd >/dev/null || { echo "FAIL: ganesha.nfsd missing (scripts/install-deps.sh installs nfs-ganesha nfs-ganesha-vfs)" >&2; exit 1; }
-_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=compat/helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/helpers.sh"  # free_port
 GANESHA_DIR=$(mktemp -d /tmp/penstock-ganesha.XXXXXX)
 NFS_EXPORT=$GANESHA_DIR/export
 mkdir -p "$NFS_EXPORT"
-NFS_PORT=$(_free_port)
-MNT_PORT=$(_free_port)
+NFS_PORT=$(free_port)
+MNT_PORT=$(free_port)
 RPCBIND_PID=
 if ! (exec 3<>/dev/tcp/127.0.0.1/111) 2>/dev/null; then
   rpcbind -f -w & RPCBIND_PID=$!
@@ -20,8 +21,8 @@ NFS_CORE_PARAM {
     Bind_addr = 127.0.0.1;
     NFS_Port = $NFS_PORT;
     MNT_Port = $MNT_PORT;
-    NLM_Port = $(_free_port);
-    Rquota_Port = $(_free_port);
+    NLM_Port = $(free_port);
+    Rquota_Port = $(free_port);
     Enable_NLM = false;
     Enable_RQUOTA = false;
     Enable_UDP = false;

@@ -1,9 +1,12 @@
 # Shared by the benchmark scripts: parses --smoke / --rounds N / --only CASE, then builds Penstock and
 # penstock-bench (debug for smoke runs, release otherwise) in the per-machine target dir.
-# Sets root, mode, rounds, cache, PENSTOCK, BENCH; the caller's directory becomes the repo root.
+# Sets root, mode, rounds, cache, PENSTOCK, BENCH (and compat/helpers.sh's functions: free_port);
+# the caller's directory becomes the repo root.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
+# shellcheck source=compat/helpers.sh
+source "$root/compat/helpers.sh"  # free_port
 mode=full
 rounds=3
 only=  # --only CASE: run just that case (run.sh, nfs.sh)

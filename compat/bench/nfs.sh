@@ -14,8 +14,7 @@ export AWS_ACCESS_KEY_ID=PKBENCH0000000000001 AWS_SECRET_ACCESS_KEY=bench-secret
 W=$(mktemp -d /tmp/penstock-nfsbench.XXXXXX)
 cleanup() { kill "${P_PID:-}" 2>/dev/null || true; wait "${P_PID:-}" 2>/dev/null || true; eval "$GANESHA_CLEANUP" || true; rm -rf "$W"; }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-P_PORT=$(port); P_ADMIN=$(port)
+P_PORT=$(free_port); P_ADMIN=$(free_port)
 cat >"$W/penstock.toml" <<CONF
 default_volume = "nfs"
 [[volumes]]

@@ -22,17 +22,16 @@ chmod 755 "$W"  # nginx workers run unprivileged
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$W"; }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; echo "port $1 never opened" >&2; return 1; }
 
-P_PORT=$(port); P_ADMIN=$(port)
+P_PORT=$(free_port); P_ADMIN=$(free_port)
 PENSTOCK_ACCESS_KEY=$AWS_ACCESS_KEY_ID PENSTOCK_SECRET_KEY=$AWS_SECRET_ACCESS_KEY PENSTOCK_ADMIN_TOKEN=bench-admin RUST_LOG=warn \
   "$PENSTOCK" serve --data-dir "$W/penstock" --listen "127.0.0.1:$P_PORT" --admin-listen "127.0.0.1:$P_ADMIN" >"$W/penstock.log" 2>&1 &
 pids+=($!); P_PID=$!
-S_PORT=$(port); mkdir -p "$W/s3sfs"
+S_PORT=$(free_port); mkdir -p "$W/s3sfs"
 "$S3SFS" --host 127.0.0.1 --port "$S_PORT" --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$W/s3sfs" >"$W/s3sfs.log" 2>&1 &
 pids+=($!); S_PID=$!
-N_PORT=$(port); mkdir -p "$W/nginx-root" "$W/nginx-tmp"
+N_PORT=$(free_port); mkdir -p "$W/nginx-root" "$W/nginx-tmp"
 cat >"$W/nginx.conf" <<CONF
 daemon off;
 worker_processes 2;

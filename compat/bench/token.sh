@@ -12,8 +12,7 @@ W=$(mktemp -d /tmp/penstock-token-bench.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$W"; }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-P=$(port); A=$(port)
+P=$(free_port); A=$(free_port)
 PENSTOCK_ACCESS_KEY=$AWS_ACCESS_KEY_ID PENSTOCK_SECRET_KEY=$AWS_SECRET_ACCESS_KEY PENSTOCK_ADMIN_TOKEN=bench-admin RUST_LOG=warn \
   "$PENSTOCK" serve --data-dir "$W/data" --listen "127.0.0.1:$P" --admin-listen "127.0.0.1:$A" >"$W/penstock.log" 2>&1 &
 pid=$!
