@@ -91,27 +91,12 @@ impl CorsSite {
         self.host_bucket(req).or_else(|| path_bucket(req))
     }
 
-    /// The bucket `Host` names (`<bucket>.<domain>`, virtual-hosted style), if it names one.
+    /// The bucket `Host` names (`<bucket>.<domain>`, virtual-hosted style), if it names one: the
+    /// same reading as s3s's routing (`s3::host_bucket`), so CORS rules, body digests and form
+    /// answers concern the bucket the request goes to.
     fn host_bucket<B>(&self, req: &Request<B>) -> Option<String> {
-        let host = req
-            .headers()
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(|h| {
-                h.rsplit_once(':').map_or(h, |(name, port)| {
-                    if port.bytes().all(|b| b.is_ascii_digit()) {
-                        name
-                    } else {
-                        h
-                    }
-                })
-            })
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        self.domains.iter().find_map(|d| {
-            let b = host.strip_suffix(d.as_str())?.strip_suffix('.')?;
-            Some(b.to_owned())
-        })
+        let host = req.headers().get(http::header::HOST)?.to_str().ok()?;
+        crate::s3::host_bucket(host, &self.domains)
     }
 }
 

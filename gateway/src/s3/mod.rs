@@ -368,3 +368,22 @@ pub(crate) fn host_bucket(host: &str, domains: &[String]) -> Option<String> {
         (!bucket.is_empty()).then(|| bucket.to_owned())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::host_bucket;
+
+    #[test]
+    fn hosts_name_buckets_under_the_configured_domains_only() {
+        let domains = ["localhost".to_owned(), "s3.example.com".to_owned()];
+        let b = |h: &str| host_bucket(h, &domains);
+        assert_eq!(b("photos.localhost:9000").as_deref(), Some("photos"));
+        assert_eq!(b("Photos.S3.Example.com").as_deref(), Some("photos"));
+        assert_eq!(b("a.b.s3.example.com").as_deref(), Some("a.b"));
+        // Path style: the bare domain, an empty label, an IP, another name.
+        for host in ["localhost", ".localhost", "127.0.0.1:9000", "example.org", "xlocalhost"] {
+            assert_eq!(b(host), None, "{host}");
+        }
+        assert_eq!(host_bucket("photos.localhost", &[]), None);
+    }
+}
