@@ -392,8 +392,7 @@ impl Gateway {
             out.object_size = Some(st.size as i64);
         }
         if wants(ObjectAttributes::STORAGE_CLASS) {
-            let class = rec.attrs.storage_class.as_deref().unwrap_or(StorageClass::STANDARD);
-            out.storage_class = Some(StorageClass::from(class.to_owned()));
+            out.storage_class = Some(StorageClass::from(super::object::class_name(&rec.attrs)));
         }
         if wants(ObjectAttributes::CHECKSUM) && !rec.checksums.is_empty() {
             out.checksum = Some(with_checksums!(

@@ -516,13 +516,7 @@ fn object_entry(o: &Listed, url: bool, owners: Option<&penstock_metadata::Bucket
         e_tag: Some(etag(&o.rec.etag)),
         size: Some(o.st.size as i64),
         last_modified: Some(last_modified(&o.st)),
-        storage_class: Some(ObjectStorageClass::from(
-            o.rec
-                .attrs
-                .storage_class
-                .clone()
-                .unwrap_or_else(|| ObjectStorageClass::STANDARD.to_owned()),
-        )),
+        storage_class: Some(ObjectStorageClass::from(super::object::class_name(&o.rec.attrs))),
         checksum_algorithm: (!algos.is_empty()).then_some(algos),
         checksum_type: o.rec.checksums.checksum_type.map(super::checksum::s3_type),
         owner: owners.map(|b| super::object_owner(b, &o.rec.attrs)),

@@ -688,12 +688,7 @@ fn initiator(stored: &str) -> Initiator {
 
 /// The storage class an upload's object will have, as ListParts and ListMultipartUploads name it.
 fn upload_class(attrs: &penstock_metadata::ObjectAttrs) -> StorageClass {
-    StorageClass::from(
-        attrs
-            .storage_class
-            .clone()
-            .unwrap_or_else(|| StorageClass::STANDARD.to_owned()),
-    )
+    StorageClass::from(super::object::class_name(attrs))
 }
 
 #[cfg(test)]

@@ -192,6 +192,12 @@ pub(crate) fn stored_class(class: Option<String>) -> Option<String> {
     class.filter(|c| c != "STANDARD")
 }
 
+/// The storage class of an object (or an upload's object) as listings name it: the recorded
+/// one, else `STANDARD`. Each answer wraps it in its own class type.
+pub(crate) fn class_name(attrs: &ObjectAttrs) -> String {
+    attrs.storage_class.clone().unwrap_or_else(|| "STANDARD".to_owned())
+}
+
 /// The Content-Encoding to store: the client's codings without `aws-chunked`, which frames the
 /// request body on the wire and says nothing about the object (S3 drops it the same way).
 fn stored_encoding(v: &str) -> Option<String> {

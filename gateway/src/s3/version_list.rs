@@ -121,13 +121,8 @@ impl Gateway {
 
         let own = owner_of(&b.rec);
         // ListObjectVersions names every version's class, STANDARD included.
-        let class = |a: &penstock_metadata::ObjectAttrs| {
-            Some(ObjectVersionStorageClass::from(
-                a.storage_class
-                    .clone()
-                    .unwrap_or_else(|| ObjectVersionStorageClass::STANDARD.to_owned()),
-            ))
-        };
+        let class =
+            |a: &penstock_metadata::ObjectAttrs| Some(ObjectVersionStorageClass::from(super::object::class_name(a)));
         let (mut versions, mut markers, mut prefixes) = (Vec::new(), Vec::new(), Vec::new());
         for e in entries {
             match e {
