@@ -210,12 +210,16 @@ impl Gateway {
                 .map(Arc::new)
                 .ok_or_else(|| s3s::s3_error!(NoSuchBucket, "The specified bucket does not exist"))?,
         };
-        let folder = self
-            .volume(&rec.volume)?
-            .open_folder(&location(&rec))
-            .await
-            .map_err(error::backend_err)?;
+        let folder = self.folder_of(&rec).await?;
         Ok(BucketCtx { rec, folder })
+    }
+
+    /// Opens the folder of bucket `rec` on its volume.
+    pub(crate) async fn folder_of(&self, rec: &BucketRecord) -> S3Result<Arc<dyn Folder>> {
+        self.volume(&rec.volume)?
+            .open_folder(&location(rec))
+            .await
+            .map_err(error::backend_err)
     }
 }
 

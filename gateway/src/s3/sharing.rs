@@ -289,12 +289,12 @@ impl Gateway {
         let Ok(path) = penstock_backends::ObjectPath::parse(key) else {
             return Ok(false);
         };
-        let folder = self
-            .volume(&rec.volume)?
-            .open_folder(&super::location(rec))
+        let stat = self
+            .folder_of(rec)
+            .await?
+            .stat(&path)
             .await
             .map_err(super::error::backend_err)?;
-        let stat = folder.stat(&path).await.map_err(super::error::backend_err)?;
         Ok(stat.is_some_and(|st| (st.kind == penstock_backends::EntryKind::Dir) == key.ends_with('/')))
     }
 
