@@ -336,28 +336,22 @@ async fn default_object_ownership_turns_acls_on_for_new_buckets() {
     c.create_bucket().bucket("open").acl(BucketCannedAcl::PublicRead).send().await.unwrap();
     let oc = c.get_bucket_ownership_controls().bucket("open").send().await.unwrap();
     assert_eq!(oc.ownership_controls().unwrap().rules()[0].object_ownership(), &ObjectOwnership::ObjectWriter);
-    c.put_object()
-        .bucket("open")
-        .key("pub.txt")
-        .acl(ObjectCannedAcl::PublicRead)
-        .body(ByteStream::from_static(b"data"))
-        .send()
-        .await
-        .unwrap();
+    let put_public = |bucket: &'static str| {
+        c.put_object()
+            .bucket(bucket)
+            .key("pub.txt")
+            .acl(ObjectCannedAcl::PublicRead)
+            .body(ByteStream::from_static(b"data"))
+            .send()
+    };
+    put_public("open").await.unwrap();
     assert_eq!(anon(&gw, "GET", "/open/pub.txt").status, 200);
     assert_eq!(anon(&gw, "GET", "/open?list-type=2").status, 200, "the bucket's public-read ACL");
     // Whoever may list the bucket learns that a key is missing (404), as a listing would tell.
     assert_eq!(anon(&gw, "GET", "/open/missing.txt").status, 404);
     assert_eq!(anon(&gw, "HEAD", "/open/missing.txt").status, 404);
     c.create_bucket().bucket("shut").send().await.unwrap();
-    c.put_object()
-        .bucket("shut")
-        .key("pub.txt")
-        .acl(ObjectCannedAcl::PublicRead)
-        .body(ByteStream::from_static(b"data"))
-        .send()
-        .await
-        .unwrap();
+    put_public("shut").await.unwrap();
     assert_eq!(anon(&gw, "GET", "/shut/pub.txt").status, 200);
     assert_eq!(anon(&gw, "GET", "/shut/missing.txt").status, 403, "may not list: missing is 403");
     let e = c
