@@ -4,7 +4,7 @@
 //! newest first. Common prefixes roll up both.
 
 use s3s::dto::*;
-use s3s::{S3Request, S3Response, S3Result};
+use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use penstock_metadata::{VersionQuery, VersionRecord};
 
@@ -39,6 +39,22 @@ impl Entry {
     }
 }
 
+/// Refuses a `version-id-marker` S3 refuses, in S3's order (after `max-keys`, before
+/// `encoding-type`): one without a `key-marker` (a version id means nothing without its key), an
+/// empty one, and one this gateway cannot have made. Each is 400 `InvalidArgument`.
+fn check_version_marker(key_marker: &str, v: &str) -> S3Result<()> {
+    if key_marker.is_empty() {
+        return Err(s3_error!(
+            InvalidArgument,
+            "A version-id marker cannot be specified without a key marker."
+        ));
+    }
+    if v.is_empty() {
+        return Err(s3_error!(InvalidArgument, "A version-id marker cannot be empty."));
+    }
+    super::versioning::check_version_id(v)
+}
+
 /// Where a page of version rows ends: the key and `seq` of its last row, when it was full.
 type Bound = Option<(String, i64)>;
 
@@ -51,11 +67,14 @@ impl Gateway {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = max_keys(i.max_keys)?;
+        let key_marker = i.key_marker.clone().unwrap_or_default();
+        let version_marker = i.version_id_marker.clone();
+        if let Some(v) = &version_marker {
+            check_version_marker(&key_marker, v)?;
+        }
         let url = is_url(i.encoding_type.as_ref())?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
-        let key_marker = i.key_marker.clone().unwrap_or_default();
-        let version_marker = i.version_id_marker.clone().filter(|_| !key_marker.is_empty());
 
         // Where the rows resume: past every row of the key marker, or past the version marker.
         let mut rows_after: Option<(String, Option<i64>)> =
@@ -245,5 +264,33 @@ impl Gateway {
             (k.to_owned(), -neg_seq)
         });
         Ok((out, last))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_version_marker;
+
+    #[test]
+    fn version_markers_are_checked_as_s3_checks_them() {
+        let msg = |k: &str, v: &str| {
+            check_version_marker(k, v)
+                .unwrap_err()
+                .message()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert_eq!(
+            msg("", "test"),
+            "A version-id marker cannot be specified without a key marker."
+        );
+        assert_eq!(
+            msg("", ""),
+            "A version-id marker cannot be specified without a key marker."
+        );
+        assert_eq!(msg("k", ""), "A version-id marker cannot be empty.");
+        assert_eq!(msg("k", "test"), "Invalid version id specified");
+        assert!(check_version_marker("k", "null").is_ok());
+        assert!(check_version_marker("k", "019ac2b1f5e3a0c4d7e8f9a0b1c2d3e4").is_ok());
     }
 }

@@ -307,6 +307,23 @@ async fn listing_versions_pages_in_s3_order() {
     // Resuming after a key marker alone skips all of that key's versions.
     let r = c.list_object_versions().bucket("vlist").key_marker("b/y").send().await.unwrap();
     assert!(r.versions().iter().all(|v| v.key() == Some("c")));
+    // A version marker without its key, or one no gateway made, is refused as S3 refuses it.
+    let v = &expected[0].1;
+    for (key_marker, version_marker, message) in [
+        (None, v.as_str(), "A version-id marker cannot be specified without a key marker."),
+        (Some("a"), "test", "Invalid version id specified"),
+    ] {
+        let e = c
+            .list_object_versions()
+            .bucket("vlist")
+            .set_key_marker(key_marker.map(str::to_owned))
+            .version_id_marker(version_marker)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!((code(&e), status(&e)), ("InvalidArgument".to_owned(), 400));
+        assert_eq!(aws_sdk_s3::error::ProvideErrorMetadata::message(&e), Some(message));
+    }
 }
 
 #[tokio::test]
