@@ -12,6 +12,8 @@ if [ "$what" = cluster ]; then
 fi
 if [ "$what" = test ]; then
   apt_pkgs+=(awscli s3fs rclone fuse3 python3-pip nginx curl openssl)
+  # compat/s3fs_fs.sh: s3fs guesses each new file's Content-Type from /etc/mime.types.
+  apt_pkgs+=(media-types)
   # compat/minio-py.sh, compat/s3transfer.sh: public client suites in their own virtual environments.
   apt_pkgs+=(python3-venv)
   # compat/minio-go.sh: minio-go's functional suite (MinIO mint's Go SDK tests) ships in Debian's
