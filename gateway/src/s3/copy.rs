@@ -12,6 +12,7 @@ use super::error::{backend_err, meta_err};
 use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
 };
+use super::put::WriteConditions;
 use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
 
 /// Bytes per block when copying between files.
@@ -114,6 +115,7 @@ impl Gateway {
             src.rec.tags.clone()
         };
         let requested = input_algo(i.checksum_algorithm.as_ref())?;
+        let conds = destination_conditions(&req.headers)?;
         let input = &mut req.input;
         let mut attrs = if replace_meta {
             attr_input!(input)
@@ -135,6 +137,7 @@ impl Gateway {
             // the bytes read (the handle still holds them) are copied below like any source's.
             let (folder, key) = (b.rec.folder_id, path.key());
             let _guard = self.locks.lock(folder, &key).await;
+            self.check_write_conditions(&b, &path, &conds).await?;
             let unchanged = match self.open_object(&b, &key).await {
                 Ok((_, now, _)) => fingerprint(&now) == fingerprint(&src.st),
                 Err(_) => false,
@@ -162,12 +165,12 @@ impl Gateway {
             if path.is_dir() && staging.is_empty() {
                 // Copied onto a marker key with no bytes: a bare directory, as a PUT makes it.
                 drop(staging);
-                self.store_empty_marker(&b, &path, d, attrs, tags).await?
+                self.store_empty_marker(&b, &path, d, attrs, tags, Some(&conds)).await?
             } else {
                 // Synced by `commit`, beside the metadata write that announces the publish.
                 let st = staging.seal(false).await.map_err(backend_err)?;
                 let rec = new_record(d, &st, attrs, tags);
-                version_id = self.commit(&b, &path, staging, &rec, None, 0).await?;
+                version_id = self.commit(&b, &path, staging, &rec, Some(&conds), 0).await?;
                 rec
             }
         };
@@ -238,4 +241,23 @@ pub(crate) async fn copy_range(
         dst.write(block).await.map_err(backend_err)?;
     }
     Ok(())
+}
+
+/// The destination's `If-Match`/`If-None-Match` of a CopyObject (S3's conditional copy; s3s's
+/// input does not carry them, so they are read from the headers). One that is not an entity tag
+/// or `*` is refused rather than ignored: a precondition a writer relies on is never dropped.
+fn destination_conditions(headers: &http::HeaderMap) -> S3Result<WriteConditions> {
+    let parse = |name: &str| -> S3Result<Option<ETagCondition>> {
+        headers
+            .get(name)
+            .map(|v| {
+                ETagCondition::parse_http_header(v.as_bytes())
+                    .map_err(|_| s3_error!(InvalidArgument, "The {name} header is not an entity tag or '*'"))
+            })
+            .transpose()
+    };
+    Ok(WriteConditions {
+        if_match: parse("if-match")?,
+        if_none_match: parse("if-none-match")?,
+    })
 }

@@ -5,8 +5,8 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use penstock_backends::ObjectPath;
 
-use super::error::{backend_err, meta_err};
-use super::object::parse_key;
+use super::error::{backend_err, meta_err, precondition_failed};
+use super::object::{last_modified, parse_key};
 use super::versioning::{check_version_id, Deleted};
 use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
 use penstock_metadata::Perm;
@@ -25,7 +25,14 @@ impl Gateway {
         }
         let path = parse_key(&i.key)?;
         let b = self.bucket(&who, &i.bucket).await?;
-        let d = self.delete_any(&b, &path, i.version_id.as_deref(), who.user.id).await?;
+        let conds = DeleteConditions {
+            if_match: i.if_match.clone(),
+            last_modified: i.if_match_last_modified_time.clone(),
+            size: i.if_match_size,
+        };
+        let d = self
+            .delete_any(&b, &path, i.version_id.as_deref(), who.user.id, &conds)
+            .await?;
         Ok(S3Response::new(DeleteObjectOutput {
             version_id: d.version_id,
             delete_marker: d.marker.then_some(true),
@@ -71,7 +78,16 @@ impl Gateway {
                     check_version_id(v)?;
                 }
                 let path = parse_key(&obj.key)?;
-                self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id).await
+                let conds = DeleteConditions {
+                    if_match: obj.e_tag.clone().map(|t| match t {
+                        ETag::Strong(v) if v == "*" => ETagCondition::Any,
+                        t => ETagCondition::ETag(t),
+                    }),
+                    last_modified: obj.last_modified_time.clone(),
+                    size: obj.size,
+                };
+                self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id, &conds)
+                    .await
             }
             .await;
             match result {
@@ -106,16 +122,18 @@ impl Gateway {
         path: &ObjectPath,
         version_id: Option<&str>,
         owner: Uuid,
+        conds: &DeleteConditions,
     ) -> S3Result<Deleted> {
         let Some(status) = b.rec.versioning.filter(|_| !path.is_dir()) else {
             check_version(version_id)?;
-            self.delete_key(b, path).await?;
+            self.delete_key(b, path, conds).await?;
             return Ok(Deleted {
                 version_id: version_id.map(str::to_owned),
                 marker: false,
             });
         };
         let guard = self.locks.lock_owned(b.rec.folder_id, &path.key()).await;
+        self.check_delete_conditions(b, path, conds).await?;
         let keep_depth = self.keep_depth(b, path).await?;
         let (kv, path, version_id) = (self.key_versions(b), path.clone(), version_id.map(str::to_owned));
         tokio::spawn(async move {
@@ -142,10 +160,11 @@ impl Gateway {
 
     /// Removes the file (or empty marker directory) and its record, then prunes parent
     /// directories that became empty, except those that are directory markers themselves.
-    pub(crate) async fn delete_key(&self, b: &BucketCtx, path: &ObjectPath) -> S3Result<()> {
+    pub(crate) async fn delete_key(&self, b: &BucketCtx, path: &ObjectPath, conds: &DeleteConditions) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
         let _guard = self.locks.lock(folder, &key).await;
+        self.check_delete_conditions(b, path, conds).await?;
         // Parents that hold a marker record are directory markers and stay.
         let keep_depth = self.keep_depth(b, path).await?;
         let size = match b.folder.stat(path).await.map_err(backend_err)? {
@@ -157,6 +176,52 @@ impl Gateway {
         }
         self.meta.delete_object(folder, &key).await.map_err(meta_err)
     }
+}
+
+impl Gateway {
+    /// Refuses a delete whose conditions the key's current object fails (412, naming the
+    /// condition), or that names an entity tag (or `*`) where the key holds no object (404
+    /// `NoSuchKey`), as S3 judges conditional deletes: against the current version only, also
+    /// when the request names a version. A size or time alone, on a key that holds nothing,
+    /// lets the delete go ahead (nothing is there to protect). The caller holds the key lock.
+    async fn check_delete_conditions(&self, b: &BucketCtx, path: &ObjectPath, c: &DeleteConditions) -> S3Result<()> {
+        if c.if_match.is_none() && c.last_modified.is_none() && c.size.is_none() {
+            return Ok(());
+        }
+        let Some((rec, st)) = self.current_object(b, path).await? else {
+            return match c.if_match {
+                Some(_) => Err(s3_error!(NoSuchKey, "The specified key does not exist.")),
+                None => Ok(()),
+            };
+        };
+        if let Some(cond) = &c.if_match {
+            if !matches!(cond, ETagCondition::Any) && cond.as_etag().is_none_or(|t| t.value() != rec.etag) {
+                return Err(precondition_failed("If-Match"));
+            }
+        }
+        if let Some(t) = &c.last_modified {
+            let secs = |t: &Timestamp| time::OffsetDateTime::from(t.clone()).unix_timestamp();
+            if secs(t) != secs(&last_modified(&st)) {
+                return Err(precondition_failed("x-amz-if-match-last-modified-time"));
+            }
+        }
+        if c.size.is_some_and(|n| n != st.size as i64) {
+            return Err(precondition_failed("x-amz-if-match-size"));
+        }
+        Ok(())
+    }
+}
+
+/// What must hold about a key's current object for a delete to go ahead: `If-Match` (a
+/// DeleteObjects entry's `<ETag>`), and the size and modification time S3 lets a delete name
+/// too (`x-amz-if-match-size`, `x-amz-if-match-last-modified-time`, or `<Size>` and
+/// `<LastModifiedTime>`). A condition is never ignored: a client deleting what it read believes
+/// the condition protects a concurrent rewrite.
+#[derive(Default)]
+pub(crate) struct DeleteConditions {
+    pub if_match: Option<ETagCondition>,
+    pub last_modified: Option<Timestamp>,
+    pub size: Option<i64>,
 }
 
 /// Unversioned folders have exactly one version of each object, named "null".

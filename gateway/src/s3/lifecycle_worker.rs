@@ -171,7 +171,8 @@ impl Gateway {
                     Some(penstock_metadata::Versioning::Suspended) if o.rec.version_id.is_none() => o.st.size,
                     Some(_) => 0,
                 };
-                self.delete_any(b, &parse_key(&o.key)?, None, owner).await?;
+                self.delete_any(b, &parse_key(&o.key)?, None, owner, &Default::default())
+                    .await?;
                 report.expired += 1;
                 report.bytes += freed;
                 self.metrics.lifecycle(LifecycleAction::Expired, freed);
@@ -208,7 +209,8 @@ impl Gateway {
                 // All rows of the key at once: a page may hold only some of them.
                 let rows = self.meta.versions(folder, key).await.map_err(super::meta_err)?;
                 for (vid, freed, action) in self.versions_due(b, key, &rows, rules).await? {
-                    self.delete_any(b, &parse_key(key)?, Some(&vid), owner).await?;
+                    self.delete_any(b, &parse_key(key)?, Some(&vid), owner, &Default::default())
+                        .await?;
                     match action {
                         LifecycleAction::MarkerRemoved => report.markers += 1,
                         _ => report.noncurrent += 1,

@@ -14,7 +14,7 @@ use penstock_metadata::{on_blocking_thread, Checksums, MetaResult, ObjectAttrs, 
 use super::acl::write_grants;
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
 use super::error::{backend_err, meta_err};
-use super::object::{attr_input, effective_record, etag, fingerprint, new_record, parse_key, parse_tagging_header};
+use super::object::{attr_input, etag, fingerprint, new_record, parse_key, parse_tagging_header};
 use super::rdma::{reply_headers, transfer_failed, Admission};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
@@ -93,7 +93,12 @@ impl Gateway {
             // An empty marker is a bare directory; one with a body keeps it in the hidden area
             // (`StagingFile::publish`) like any other file.
             drop(staging);
-            (self.store_empty_marker(&b, &path, digests, attrs, tags).await?, 0, None)
+            (
+                self.store_empty_marker(&b, &path, digests, attrs, tags, Some(&conds))
+                    .await?,
+                0,
+                None,
+            )
         } else {
             // Synced by `commit`, beside the metadata write that announces the publish.
             let st = staging.seal(false).await.map_err(backend_err)?;
@@ -174,9 +179,13 @@ impl Gateway {
         digests: super::checksum::Digests,
         attrs: ObjectAttrs,
         tags: Vec<(String, String)>,
+        conds: Option<&WriteConditions>,
     ) -> S3Result<ObjectRecord> {
         let key = path.key();
         let _guard = self.locks.lock(b.rec.folder_id, &key).await;
+        if let Some(c) = conds {
+            self.check_write_conditions(b, path, c).await?;
+        }
         let released = self.marker_payload_size(b, path).await?;
         b.folder.make_dir(path).await.map_err(backend_err)?;
         if released > 0 {
@@ -370,18 +379,32 @@ impl Gateway {
         }
     }
 
-    async fn check_write_conditions(&self, b: &BucketCtx, path: &ObjectPath, c: &WriteConditions) -> S3Result<()> {
+    /// The object a key holds now, or `None` where it holds none (nothing there, a delete
+    /// marker, a directory that is no marker): what conditional writes and deletes judge.
+    pub(crate) async fn current_object(
+        &self,
+        b: &BucketCtx,
+        path: &ObjectPath,
+    ) -> S3Result<Option<(ObjectRecord, penstock_backends::Stat)>> {
+        match self.open_object(b, &path.key()).await {
+            Ok((rec, st, _)) => Ok(Some((rec, st))),
+            Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Refuses a write whose `If-Match`/`If-None-Match` the key's current object fails. The
+    /// caller holds the key lock, so nothing changes between this check and the write.
+    pub(crate) async fn check_write_conditions(
+        &self,
+        b: &BucketCtx,
+        path: &ObjectPath,
+        c: &WriteConditions,
+    ) -> S3Result<()> {
         if c.if_match.is_none() && c.if_none_match.is_none() {
             return Ok(());
         }
-        let current = match b.folder.stat(path).await.map_err(backend_err)? {
-            Some(st) if st.kind == penstock_backends::EntryKind::File => {
-                let (folder, key) = (b.rec.folder_id, path.key());
-                let stored = self.meta.object(folder, &key).await.map_err(meta_err)?;
-                Some(effective_record(&path.key(), &st, stored).etag)
-            }
-            _ => None,
-        };
+        let current = self.current_object(b, path).await?.map(|(rec, _)| rec.etag);
         if let Some(cond) = &c.if_none_match {
             if let Some(cur) = &current {
                 if matches!(cond, ETagCondition::Any) || cond.as_etag().is_some_and(|t| t.value() == cur) {

@@ -54,3 +54,80 @@ async fn deletes_and_directory_semantics() {
     assert_eq!(r.errors()[0].key(), Some("a//b"));
     assert_eq!(keys(&c, "del").await, ["d/e", "m/", "n/"]);
 }
+
+/// Conditional deletes (S3 since 2025) and conditional copies judge the key's current object
+/// under the key lock: a failed condition is 412 and removes or replaces nothing.
+#[tokio::test]
+async fn conditional_deletes_and_copies() {
+    let (_gw, c) = Gateway::with_bucket("cond").await;
+    let etag = c
+        .put_object()
+        .bucket("cond")
+        .key("k")
+        .body(ByteStream::from_static(b"one"))
+        .send()
+        .await
+        .unwrap()
+        .e_tag()
+        .unwrap()
+        .to_owned();
+    let e = c.delete_object().bucket("cond").key("k").if_match("\"abc\"").send().await.unwrap_err();
+    assert_eq!((code(&e), status(&e)), ("PreconditionFailed".to_owned(), 412));
+    let e = c.delete_object().bucket("cond").key("k").if_match_size(7).send().await.unwrap_err();
+    assert_eq!(status(&e), 412);
+    assert_eq!(get(&c, "cond", "k").await, b"one");
+    c.delete_object().bucket("cond").key("k").if_match(&etag).if_match_size(3).send().await.unwrap();
+    // An entity tag (or '*') where nothing is: 404; a size alone: nothing to protect.
+    let e = c.delete_object().bucket("cond").key("k").if_match("*").send().await.unwrap_err();
+    assert_eq!((code(&e), status(&e)), ("NoSuchKey".to_owned(), 404));
+    c.delete_object().bucket("cond").key("k").if_match_size(3).send().await.unwrap();
+
+    put(&c, "cond", "a", b"a").await;
+    put(&c, "cond", "b", b"b").await;
+    let id = |k: &str, etag: &str| ObjectIdentifier::builder().key(k).e_tag(etag).build().unwrap();
+    let r = c
+        .delete_objects()
+        .bucket("cond")
+        .delete(
+            Delete::builder().objects(id("a", "\"nope\"")).objects(id("b", "*")).objects(id("z", "*")).build().unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let deleted: Vec<_> = r.deleted().iter().filter_map(|d| d.key()).collect();
+    let errors: Vec<_> = r.errors().iter().map(|e| (e.key().unwrap(), e.code().unwrap())).collect();
+    assert_eq!(deleted, ["b"]);
+    assert_eq!(errors, [("a", "PreconditionFailed"), ("z", "NoSuchKey")]);
+    assert_eq!(keys(&c, "cond").await, ["a"]);
+
+    // CopyObject's If-Match/If-None-Match are on the destination.
+    let src = "cond/a";
+    let e = c
+        .copy_object()
+        .bucket("cond")
+        .key("a")
+        .copy_source(src)
+        .if_match("\"x\"")
+        .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 412);
+    let e = c.copy_object().bucket("cond").key("a2").copy_source(src).if_match("*").send().await.unwrap_err();
+    assert_eq!(status(&e), 404);
+    c.copy_object().bucket("cond").key("a2").copy_source(src).if_none_match("*").send().await.unwrap();
+    let e = c.copy_object().bucket("cond").key("a2").copy_source(src).if_none_match("*").send().await.unwrap_err();
+    assert_eq!(status(&e), 412);
+    // A directory marker is an object to If-None-Match too.
+    put(&c, "cond", "d/", b"").await;
+    let e = c
+        .put_object()
+        .bucket("cond")
+        .key("d/")
+        .if_none_match("*")
+        .body(ByteStream::from_static(b""))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 412);
+}
