@@ -12,13 +12,15 @@
 
 use std::sync::Arc;
 
-use s3s::S3Result;
+use s3s::dto::{ETag, ETagCondition};
+use s3s::{S3ErrorCode, S3Result};
 
 use penstock_metadata::{LifecycleRule, UploadQuery, VersionQuery, VersionRecord};
 use uuid::Uuid;
 
+use super::delete::DeleteConditions;
 use super::list::{Marker, Query};
-use super::object::{now_ms, parse_key};
+use super::object::{last_modified, now_ms, parse_key};
 use super::{location, BucketCtx, Gateway};
 use crate::metrics::LifecycleAction;
 
@@ -171,8 +173,22 @@ impl Gateway {
                     Some(penstock_metadata::Versioning::Suspended) if o.rec.version_id.is_none() => o.st.size,
                     Some(_) => 0,
                 };
-                self.delete_any(b, &parse_key(&o.key)?, None, owner, &Default::default())
-                    .await?;
+                // Only the object judged due goes: one written over it since the listing (a new
+                // ETag, size or time, or none there) is left for a later pass to judge. A
+                // directory marker has no bytes to lose, and its time moves with its contents.
+                let conds = match o.key.ends_with('/') {
+                    true => DeleteConditions::default(),
+                    false => DeleteConditions {
+                        if_match: Some(ETagCondition::ETag(ETag::Strong(o.rec.etag.clone()))),
+                        last_modified: Some(last_modified(&o.st)),
+                        size: Some(o.st.size as i64),
+                    },
+                };
+                match self.delete_any(b, &parse_key(&o.key)?, None, owner, &conds).await {
+                    Ok(_) => {}
+                    Err(e) if matches!(e.code(), S3ErrorCode::PreconditionFailed | S3ErrorCode::NoSuchKey) => continue,
+                    Err(e) => return Err(e),
+                }
                 report.expired += 1;
                 report.bytes += freed;
                 self.metrics.lifecycle(LifecycleAction::Expired, freed);

@@ -151,16 +151,23 @@ async fn expiration_deletes_what_the_filter_selects() {
     tagged("f/small", b"tiny", "t=x").await.unwrap();
     tagged("f/other", b"more than ten bytes", "t=y").await.unwrap();
     assert!(c.head_object().bucket("lexp").key("keep/b").send().await.unwrap().expiration().is_none());
-    eventually("expired tmp/a and f/match", || async {
-        !exists(&c, "lexp", "tmp/a").await && !exists(&c, "lexp", "f/match").await
+    // A file a compute session wrote (no record: its ETag is made from the file) expires too;
+    // the worker's delete is conditional on what it listed, and must match it.
+    let tmp = gw.folder_dir("keep/b").join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap(); // the worker may have pruned it with tmp/a
+    std::fs::write(tmp.join("session.bin"), b"from a session").unwrap();
+    eventually("expired tmp/a, tmp/session.bin and f/match", || async {
+        !exists(&c, "lexp", "tmp/a").await
+            && !exists(&c, "lexp", "tmp/session.bin").await
+            && !exists(&c, "lexp", "f/match").await
     })
     .await;
     for k in ["keep/b", "f/small", "f/other"] {
         assert!(exists(&c, "lexp", k).await, "{k} does not match a rule and stays");
     }
     let m = gw.admin_get("/metrics").1;
-    assert!(m.contains("penstock_lifecycle_actions_total{action=\"expired\"} 2"), "{m}");
-    assert!(m.contains("penstock_lifecycle_freed_bytes_total 26"), "7 + 19 bytes freed");
+    assert!(m.contains("penstock_lifecycle_actions_total{action=\"expired\"} 3"), "{m}");
+    assert!(m.contains("penstock_lifecycle_freed_bytes_total 40"), "7 + 14 + 19 bytes freed");
     assert!(m.contains("penstock_lifecycle_last_run_timestamp_seconds"));
 }
 
