@@ -6,7 +6,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use penstock_backends::ObjectPath;
 
 use super::error::{backend_err, meta_err, precondition_failed};
-use super::object::{last_modified, parse_key};
+use super::object::{last_modified, matches, parse_key, unix};
 use super::versioning::{check_version_id, Deleted};
 use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
 use penstock_metadata::Perm;
@@ -176,9 +176,7 @@ impl Gateway {
         }
         self.meta.delete_object(folder, &key).await.map_err(meta_err)
     }
-}
 
-impl Gateway {
     /// Refuses a delete whose conditions the key's current object fails (412, naming the
     /// condition), or that names an entity tag (or `*`) where the key holds no object (404
     /// `NoSuchKey`), as S3 judges conditional deletes: against the current version only, also
@@ -194,16 +192,14 @@ impl Gateway {
                 None => Ok(()),
             };
         };
-        if let Some(cond) = &c.if_match {
-            if !matches!(cond, ETagCondition::Any) && cond.as_etag().is_none_or(|t| t.value() != rec.etag) {
-                return Err(precondition_failed("If-Match"));
-            }
+        if c.if_match.as_ref().is_some_and(|cond| !matches(cond, &rec.etag)) {
+            return Err(precondition_failed("If-Match"));
         }
-        if let Some(t) = &c.last_modified {
-            let secs = |t: &Timestamp| time::OffsetDateTime::from(t.clone()).unix_timestamp();
-            if secs(t) != secs(&last_modified(&st)) {
-                return Err(precondition_failed("x-amz-if-match-last-modified-time"));
-            }
+        if c.last_modified
+            .as_ref()
+            .is_some_and(|t| unix(t) != unix(&last_modified(&st)))
+        {
+            return Err(precondition_failed("x-amz-if-match-last-modified-time"));
         }
         if c.size.is_some_and(|n| n != st.size as i64) {
             return Err(precondition_failed("x-amz-if-match-size"));

@@ -110,7 +110,8 @@ pub(crate) fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-fn unix(ts: &Timestamp) -> i64 {
+/// Seconds since the epoch of a timestamp.
+pub(crate) fn unix(ts: &Timestamp) -> i64 {
     time::OffsetDateTime::from(ts.clone()).unix_timestamp()
 }
 
@@ -301,7 +302,8 @@ pub(crate) struct Conditions<'a> {
     pub if_unmodified_since: Option<&'a Timestamp>,
 }
 
-fn matches(cond: &ETagCondition, etag: &str) -> bool {
+/// Whether an entity-tag condition (`*` or a tag) holds for an object whose ETag is `etag`.
+pub(crate) fn matches(cond: &ETagCondition, etag: &str) -> bool {
     match cond {
         ETagCondition::Any => true,
         ETagCondition::ETag(t) => t.value() == etag,

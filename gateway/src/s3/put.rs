@@ -14,7 +14,7 @@ use penstock_metadata::{on_blocking_thread, Checksums, MetaResult, ObjectAttrs, 
 use super::acl::write_grants;
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
 use super::error::{backend_err, meta_err};
-use super::object::{attr_input, etag, fingerprint, new_record, parse_key, parse_tagging_header};
+use super::object::{attr_input, etag, fingerprint, matches, new_record, parse_key, parse_tagging_header};
 use super::rdma::{reply_headers, transfer_failed, Admission};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
@@ -405,21 +405,16 @@ impl Gateway {
             return Ok(());
         }
         let current = self.current_object(b, path).await?.map(|(rec, _)| rec.etag);
-        if let Some(cond) = &c.if_none_match {
-            if let Some(cur) = &current {
-                if matches!(cond, ETagCondition::Any) || cond.as_etag().is_some_and(|t| t.value() == cur) {
-                    return Err(super::error::precondition_failed("If-None-Match"));
-                }
+        if let (Some(cond), Some(cur)) = (&c.if_none_match, &current) {
+            if matches(cond, cur) {
+                return Err(super::error::precondition_failed("If-None-Match"));
             }
         }
         if let Some(cond) = &c.if_match {
             match &current {
                 None => return Err(s3_error!(NoSuchKey, "The specified key does not exist.")),
-                Some(cur) => {
-                    if !matches!(cond, ETagCondition::Any) && cond.as_etag().is_none_or(|t| t.value() != cur) {
-                        return Err(super::error::precondition_failed("If-Match"));
-                    }
-                }
+                Some(cur) if !matches(cond, cur) => return Err(super::error::precondition_failed("If-Match")),
+                Some(_) => {}
             }
         }
         Ok(())
