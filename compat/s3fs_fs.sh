@@ -327,5 +327,4 @@ for opts in "${OPTION_SETS[@]}"; do
   battery "run$i"
   unmount_s3fs
 done
-grep -i "error\|panic" "$WORK/gateway.log" | grep -v "NoSuchKey\|404\|level=INFO" | head -5 >&2 || true
 echo "PASS: s3fs file system battery (${#OPTION_SETS[@]} option sets)"

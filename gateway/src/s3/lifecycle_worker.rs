@@ -176,13 +176,14 @@ impl Gateway {
                 // Only the object judged due goes: one written over it since the listing (a new
                 // ETag, size or time, or none there) is left for a later pass to judge. A
                 // directory marker has no bytes to lose, and its time moves with its contents.
-                let conds = match o.key.ends_with('/') {
-                    true => DeleteConditions::default(),
-                    false => DeleteConditions {
+                let conds = if o.key.ends_with('/') {
+                    DeleteConditions::default()
+                } else {
+                    DeleteConditions {
                         if_match: Some(ETagCondition::ETag(ETag::Strong(o.rec.etag.clone()))),
                         last_modified: Some(last_modified(&o.st)),
                         size: Some(o.st.size as i64),
-                    },
+                    }
                 };
                 match self.delete_any(b, &parse_key(&o.key)?, None, owner, &conds).await {
                     Ok(_) => {}
