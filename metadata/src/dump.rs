@@ -267,7 +267,7 @@ pub async fn import(m: &dyn Metadata, input: &mut dyn BufRead) -> MetaResult<Dum
                 let Some(record) = m.object(folder, &key).await? else {
                     continue;
                 };
-                m.begin_publish(folder, &key, &record, "").await?;
+                m.begin_publish(folder, &key, &record, "", None).await?;
                 &mut n.publishing
             }
             (_, Line::Version { folder, key, record }) => {

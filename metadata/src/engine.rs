@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::{
-    BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
-    UploadRecord, User, VersionRecord,
+    BucketRecord, Domain, Fingerprint, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope,
+    UploadId, UploadRecord, User, VersionRecord,
 };
 
 /// Result of a metadata call.
@@ -28,6 +28,48 @@ pub enum Charge {
         /// The scope's limit.
         limit: u64,
     },
+}
+
+/// A key's stored record as a conditional request read it ([`Metadata::expectation`]) before
+/// judging its conditions against the object: the change it then makes
+/// ([`Metadata::begin_publish`], [`Metadata::put_object_if`], [`KeyEdit::expect`]) happens only
+/// while the record is still this one and no other gateway is publishing the key, else it fails
+/// with [`MetaError::Changed`] or [`MetaError::Busy`] and changes nothing. Every write through a
+/// gateway changes the key's record before its file moves and notes the key as publishing until
+/// the file is in place, so a record read while no other gateway was publishing and found
+/// unchanged means no gateway's write came between the judgement and the change: the judgement
+/// holds across gateways, not only under one gateway's key lock. (A pending record and its
+/// settled form share ETag and fingerprint; the publishing note, not the record, tells them
+/// apart, which is why the read refuses a key another gateway is publishing.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// The key had no record.
+    Absent,
+    /// The key's record had this ETag and fingerprint (together, one write's identity).
+    Record {
+        /// The record's ETag.
+        etag: String,
+        /// The record's fingerprint.
+        fingerprint: Fingerprint,
+    },
+}
+
+impl Expect {
+    /// What `rec` (the key's stored record, or none) is expected to stay.
+    pub fn of(rec: Option<&ObjectRecord>) -> Self {
+        match rec {
+            None => Self::Absent,
+            Some(r) => Self::Record {
+                etag: r.etag.clone(),
+                fingerprint: r.fingerprint,
+            },
+        }
+    }
+
+    /// Whether `rec` (the key's stored record now) is the one expected.
+    pub fn holds(&self, rec: Option<&ObjectRecord>) -> bool {
+        *self == Self::of(rec)
+    }
 }
 
 /// Object records with their keys, in key order.
@@ -76,6 +118,8 @@ pub struct KeyEdit<'a> {
     /// `Some(true)` notes the key as publishing (by the calling instance), `Some(false)` stops
     /// that, `None` leaves it.
     pub publishing: Option<bool>,
+    /// Makes the edit conditional on the key's record (see [`Expect`]).
+    pub expect: Option<&'a Expect>,
 }
 
 /// A publish begun and not ended: the key's record may still name the file it replaced.
@@ -198,11 +242,33 @@ pub trait Metadata: Send + Sync {
     async fn object_records(&self, folder: Uuid, after: Option<&str>, limit: usize) -> MetaResult<KeyedRecords>;
     /// Stores (or replaces) an object record.
     async fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> MetaResult<()>;
+    /// The key's record as a conditional write must judge it, for its change to carry: fails
+    /// with [`MetaError::Busy`] while a gateway other than `instance` is publishing the key (the
+    /// file at the key may be about to change under a record that already names it).
+    async fn expectation(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<Expect>;
+    /// Replaces an object record if the key's record is still the one expected (see [`Expect`];
+    /// `instance` is the calling gateway, whose own pending publish does not count as another's).
+    async fn put_object_if(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        expect: &Expect,
+        instance: &str,
+    ) -> MetaResult<()>;
     /// Removes an object record.
     async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()>;
     /// First half of publishing a file at a key: stores `rec` and notes the key as publishing
-    /// by gateway `instance`, durably, before the file is renamed into place.
-    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, instance: &str) -> MetaResult<()>;
+    /// by gateway `instance`, durably, before the file is renamed into place. With `expect`, only
+    /// if the key's record is still the one expected (see [`Expect`]).
+    async fn begin_publish(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        instance: &str,
+        expect: Option<&Expect>,
+    ) -> MetaResult<()>;
     /// Second half: the key's record becomes `rec` (`None` removes it) and the key stops being
     /// publishing.
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()>;

@@ -15,7 +15,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::engine::{
-    Charge, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery, VersionQuery,
+    Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery,
+    VersionQuery,
 };
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
@@ -238,14 +239,45 @@ impl Metadata for RocksMetadata {
         let (key, rec) = (key.to_owned(), rec.clone());
         self.blocking(move |s| s.put_object(folder, &key, &rec)).await
     }
+    // One gateway opens the store: no other is ever publishing a key.
+    async fn expectation(&self, folder: Uuid, key: &str, _instance: &str) -> MetaResult<Expect> {
+        Ok(Expect::of(self.object(folder, key).await?.as_ref()))
+    }
+    // One gateway opens the store, and its key lock orders the writers of a key: the expected
+    // record is checked in the same blocking step as the write, with no other writer between.
+    async fn put_object_if(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        expect: &Expect,
+        _instance: &str,
+    ) -> MetaResult<()> {
+        let (key, rec, expect) = (key.to_owned(), rec.clone(), expect.clone());
+        self.blocking(move |s| {
+            s.expect(folder, &key, Some(&expect))?;
+            s.put_object(folder, &key, &rec)
+        })
+        .await
+    }
     async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()> {
         let key = key.to_owned();
         self.blocking(move |s| s.delete_object(folder, &key)).await
     }
-    async fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, _instance: &str) -> MetaResult<()> {
-        let (key, rec) = (key.to_owned(), rec.clone());
-        self.blocking(move |s| s.begin_publish(folder, &key, &rec, now_ms()))
-            .await
+    async fn begin_publish(
+        &self,
+        folder: Uuid,
+        key: &str,
+        rec: &ObjectRecord,
+        _instance: &str,
+        expect: Option<&Expect>,
+    ) -> MetaResult<()> {
+        let (key, rec, expect) = (key.to_owned(), rec.clone(), expect.cloned());
+        self.blocking(move |s| {
+            s.expect(folder, &key, expect.as_ref())?;
+            s.begin_publish(folder, &key, &rec, now_ms())
+        })
+        .await
     }
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()> {
         let (key, rec) = (key.to_owned(), rec.cloned());
@@ -283,12 +315,15 @@ impl Metadata for RocksMetadata {
         let key = key.to_owned();
         let object = edit.object.map(|o| o.cloned());
         let (add, remove, publishing) = (edit.add.to_vec(), edit.remove.to_vec(), edit.publishing);
+        let expect = edit.expect.cloned();
         self.blocking(move |s| {
+            s.expect(folder, &key, expect.as_ref())?;
             let edit = KeyEdit {
                 object: object.as_ref().map(Option::as_ref),
                 add: &add,
                 remove: &remove,
                 publishing,
+                expect: None,
             };
             s.edit_key(folder, &key, &edit, now_ms())
         })

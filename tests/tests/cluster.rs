@@ -568,6 +568,98 @@ async fn versions_are_shared_by_every_gateway() {
     assert_eq!(get(&g[0], "vshared", "ckpt").await, pattern(1, 50_000), "the previous version is current again");
 }
 
+/// Conditional writes hold across gateways, not only under one gateway's key lock: racing
+/// `If-None-Match: *` PUTs (and copies) of one key sent to all three gateways at once create it
+/// exactly once, racing `If-Match` PUTs judged against the same ETag replace it exactly once, in
+/// an unversioned and in a versioned bucket; the losers get 412 (or 409 while the winner is
+/// still publishing) and the key holds the winner's bytes on every gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conditional_writes_hold_across_gateways() {
+    use aws_sdk_s3::types::{BucketVersioningStatus, MetadataDirective, VersioningConfiguration};
+    let c = Cluster::start(3);
+    let g: Vec<Client> = (0..3).map(|i| c.gw(i).client()).collect();
+    g[0].create_bucket().bucket("locks").send().await.unwrap();
+    g[0].create_bucket().bucket("vlocks").send().await.unwrap();
+    let conf = VersioningConfiguration::builder().status(BucketVersioningStatus::Enabled).build();
+    g[1].put_bucket_versioning().bucket("vlocks").versioning_configuration(conf).send().await.unwrap();
+    put(&g[2], "locks", "source", &pattern(999, 4096)).await;
+    tokio::time::sleep(PROPAGATION).await;
+
+    // One race: 12 writers, four per gateway, each with its own bytes; answers who won.
+    #[derive(Clone)]
+    enum Cond {
+        Absent,
+        Matching(String),
+        CopyAbsent,
+    }
+    async fn race(g: &[Client], bucket: &str, key: &str, cond: Cond, seed: u64) -> Vec<u64> {
+        let writes: Vec<_> = (0..12u64)
+            .map(|i| {
+                let (gw, bucket, key, cond) =
+                    (g[i as usize % 3].clone(), bucket.to_owned(), key.to_owned(), cond.clone());
+                tokio::spawn(async move {
+                    let r = match cond {
+                        Cond::CopyAbsent => {
+                            let req = gw.copy_object().bucket(bucket).key(key).copy_source("locks/source");
+                            let req =
+                                req.metadata("writer", i.to_string()).metadata_directive(MetadataDirective::Replace);
+                            req.if_none_match("*").send().await.map(drop).map_err(|e| (code(&e), status(&e)))
+                        }
+                        cond => {
+                            let body = ByteStream::from(pattern(seed + i, 20_000));
+                            let req = gw.put_object().bucket(bucket).key(key).body(body);
+                            let req = match cond {
+                                Cond::Matching(tag) => req.if_match(tag),
+                                _ => req.if_none_match("*"),
+                            };
+                            req.send().await.map(drop).map_err(|e| (code(&e), status(&e)))
+                        }
+                    };
+                    (i, r)
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for w in writes {
+            match w.await.unwrap() {
+                (i, Ok(())) => won.push(i),
+                (_, Err((code, status))) => assert!(
+                    (code == "PreconditionFailed" && status == 412)
+                        || (code == "ConditionalRequestConflict" && status == 409),
+                    "a lost race is 412 or 409, not {code} {status}"
+                ),
+            }
+        }
+        won
+    }
+    for bucket in ["locks", "vlocks"] {
+        for round in 0..4u64 {
+            let key = format!("lock-{round}");
+            let seed = 1000 * (round + 1);
+            let won = race(&g, bucket, &key, Cond::Absent, seed).await;
+            assert_eq!(won.len(), 1, "{bucket}/{key}: exactly one If-None-Match create wins: {won:?}");
+            let first = pattern(seed + won[0], 20_000);
+            let tag = format!("\"{}\"", penstock_tests::md5_hex(&first));
+            for gw in &g {
+                assert_eq!(get(gw, bucket, &key).await, first, "{bucket}/{key}: the winner's bytes everywhere");
+            }
+            let won = race(&g, bucket, &key, Cond::Matching(tag), seed + 100).await;
+            assert_eq!(won.len(), 1, "{bucket}/{key}: exactly one If-Match replace wins: {won:?}");
+            for gw in &g {
+                assert_eq!(get(gw, bucket, &key).await, pattern(seed + 100 + won[0], 20_000));
+            }
+            if bucket == "vlocks" {
+                let v = g[0].list_object_versions().bucket(bucket).prefix(&key).send().await.unwrap();
+                assert_eq!(v.versions().len(), 2, "{key}: one version per winning write");
+            }
+        }
+    }
+    let won = race(&g, "locks", "copied", Cond::CopyAbsent, 0).await;
+    assert_eq!(won.len(), 1, "exactly one If-None-Match copy wins: {won:?}");
+    let h = g[1].head_object().bucket("locks").key("copied").send().await.unwrap();
+    assert_eq!(h.metadata().and_then(|m| m.get("writer")), Some(&won[0].to_string()));
+}
+
 /// Lifecycle rules set through one gateway are applied once for the whole cluster: an object
 /// of a versioned bucket expires into exactly one delete marker, whichever gateway runs the
 /// worker.

@@ -45,8 +45,9 @@ async fn postgres_engine_conforms_under_serializable_isolation() {
     client.batch_execute("ALTER DATABASE serial SET default_transaction_isolation TO 'serializable'").await.unwrap();
     drop(client);
     conn.abort();
-    let m = PgMetadata::connect(&opts(url)).await.unwrap();
-    conformance::run(Arc::new(m)).await;
+    let m: Arc<dyn Metadata> = Arc::new(PgMetadata::connect(&opts(url)).await.unwrap());
+    conformance::run(m.clone()).await;
+    conformance::conditional_races(m.clone(), m).await;
 }
 
 /// Several gateways sharing the database are several engines: they see one another's writes at
@@ -78,6 +79,7 @@ async fn postgres_engines_on_one_database_agree() {
     }
     assert_eq!(done, 10);
     assert_eq!(b.quota(&scope).await.unwrap().unwrap().usage_bytes, 1000);
+    conformance::conditional_races(a, b).await;
 }
 
 #[tokio::test]

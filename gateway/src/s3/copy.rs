@@ -8,7 +8,7 @@ use penstock_metadata::{ObjectRecord, Perm};
 
 use super::acl::write_grants;
 use super::checksum::{input_algo, s3_type, with_checksums, Algo, BodyHasher};
-use super::error::{backend_err, meta_err};
+use super::error::backend_err;
 use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
 };
@@ -137,7 +137,7 @@ impl Gateway {
             // the bytes read (the handle still holds them) are copied below like any source's.
             let (folder, key) = (b.rec.folder_id, path.key());
             let _guard = self.locks.lock(folder, &key).await;
-            self.check_write_conditions(&b, &path, &conds).await?;
+            let judged = self.check_write_conditions(&b, &path, &conds).await?;
             let unchanged = match self.open_object(&b, &key).await {
                 Ok((_, now, _)) => fingerprint(&now) == fingerprint(&src.st),
                 Err(_) => false,
@@ -146,8 +146,7 @@ impl Gateway {
                 let mut rec = src.rec.clone();
                 rec.attrs = attrs.clone();
                 rec.tags = tags.clone();
-                let r = rec.clone();
-                self.meta.put_object(folder, &key, &r).await.map_err(meta_err)?;
+                self.put_record(&b, &key, &rec, judged.as_ref()).await?;
                 updated = Some(rec);
             }
         }

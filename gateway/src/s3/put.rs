@@ -9,7 +9,9 @@ use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
 use penstock_backends::layout::instance as layout_instance;
 use penstock_backends::{Announce, Announced, ObjectPath, StagingFile};
-use penstock_metadata::{on_blocking_thread, Checksums, MetaResult, ObjectAttrs, ObjectRecord, Versioning};
+use penstock_metadata::{
+    on_blocking_thread, Checksums, Expect, MetaError, MetaResult, ObjectAttrs, ObjectRecord, Versioning,
+};
 
 use super::acl::write_grants;
 use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
@@ -183,9 +185,10 @@ impl Gateway {
     ) -> S3Result<ObjectRecord> {
         let key = path.key();
         let _guard = self.locks.lock(b.rec.folder_id, &key).await;
-        if let Some(c) = conds {
-            self.check_write_conditions(b, path, c).await?;
-        }
+        let judged = match conds {
+            Some(c) => self.check_write_conditions(b, path, c).await?,
+            None => None,
+        };
         let released = self.marker_payload_size(b, path).await?;
         b.folder.make_dir(path).await.map_err(backend_err)?;
         if released > 0 {
@@ -209,10 +212,29 @@ impl Gateway {
             version_id: None,
             change: None,
         };
-        let folder = b.rec.folder_id;
-        let r = rec.clone();
-        self.meta.put_object(folder, &key, &r).await.map_err(meta_err)?;
+        self.put_record(b, &key, &rec, judged.as_ref()).await?;
         Ok(rec)
+    }
+
+    /// Stores an object record outside a publish (a directory marker, a metadata-only copy),
+    /// conditional on what a conditional write judged.
+    pub(crate) async fn put_record(
+        &self,
+        b: &BucketCtx,
+        key: &str,
+        rec: &ObjectRecord,
+        judged: Option<&Judged>,
+    ) -> S3Result<()> {
+        let folder = b.rec.folder_id;
+        let stored = match judged {
+            Some(j) => {
+                self.meta
+                    .put_object_if(folder, key, rec, &j.expect, layout_instance())
+                    .await
+            }
+            None => self.meta.put_object(folder, key, rec).await,
+        };
+        stored.map_err(|e| write_err(judged, e))
     }
 
     /// Bytes of the payload stored for a directory marker (0 for other keys, or none stored).
@@ -250,9 +272,10 @@ impl Gateway {
         let folder = b.rec.folder_id;
         let key = path.key();
         let guard = self.locks.lock_owned(folder, &key).await;
-        if let Some(c) = conds {
-            self.check_write_conditions(b, path, c).await?;
-        }
+        let judged = match conds {
+            Some(c) => self.check_write_conditions(b, path, c).await?,
+            None => None,
+        };
         if let Some(status) = b.rec.versioning.filter(|_| !path.is_dir()) {
             // Keys ending in '/' are directories on the volume and keep one (null) version.
             let version_id = (status == Versioning::Enabled).then(super::versioning::new_version_id);
@@ -263,7 +286,8 @@ impl Gateway {
             let (kv, path) = (self.key_versions(b), path.clone());
             return tokio::spawn(async move {
                 let _guard = guard;
-                kv.publish(&path, staging, &rec, status, released).await?;
+                kv.publish(&path, staging, &rec, status, released, judged.as_ref())
+                    .await?;
                 Ok(Some(rec.version().to_owned()))
             })
             .await
@@ -303,8 +327,10 @@ impl Gateway {
             let rt = tokio::runtime::Handle::current();
             let before = {
                 let (meta, key, rt, begun) = (meta.clone(), key.clone(), rt.clone(), begun.clone());
+                let expect = judged.as_ref().map(|j| j.expect.clone());
                 Box::new(move || {
-                    let r = on_this_thread(&rt, meta.begin_publish(folder, &key, &pending, layout_instance()));
+                    let begin = meta.begin_publish(folder, &key, &pending, layout_instance(), expect.as_ref());
+                    let r = on_this_thread(&rt, begin);
                     let ok = r.is_ok();
                     *lock(&begun) = Some(r);
                     ok
@@ -336,7 +362,7 @@ impl Gateway {
             let begun = lock(&begun).take();
             let failure = match (outcome, begun) {
                 (Ok(Announced::Published), _) => return,
-                (Ok(Announced::Withdrawn), Some(Err(e))) => meta_err(e),
+                (Ok(Announced::Withdrawn), Some(Err(e))) => write_err(judged.as_ref(), e),
                 (Ok(Announced::Withdrawn), _) => super::internal("a publish withdrawn without a failed note"),
                 // Announced, then the rename failed (or the sync, beside it on another backend):
                 // the key keeps what it had, so the replaced record is the settled one.
@@ -394,16 +420,25 @@ impl Gateway {
     }
 
     /// Refuses a write whose `If-Match`/`If-None-Match` the key's current object fails. The
-    /// caller holds the key lock, so nothing changes between this check and the write.
+    /// caller holds the key lock, so no write through this gateway comes between this check and
+    /// the write; the write then gives the metadata engine what was judged (`Judged`), so that
+    /// none through another gateway does either. `None` for a write without conditions.
     pub(crate) async fn check_write_conditions(
         &self,
         b: &BucketCtx,
         path: &ObjectPath,
         c: &WriteConditions,
-    ) -> S3Result<()> {
+    ) -> S3Result<Option<Judged>> {
         if c.if_match.is_none() && c.if_none_match.is_none() {
-            return Ok(());
+            return Ok(None);
         }
+        // Read before judging: a write that lands after this read changes the record, and the
+        // engine then refuses this write (409 here while another gateway is publishing the key).
+        let expect = self
+            .meta
+            .expectation(b.rec.folder_id, &path.key(), layout_instance())
+            .await
+            .map_err(meta_err)?;
         let current = self.current_object(b, path).await?.map(|(rec, _)| rec.etag);
         if let (Some(cond), Some(cur)) = (&c.if_none_match, &current) {
             if matches(cond, cur) {
@@ -417,7 +452,42 @@ impl Gateway {
                 Some(_) => {}
             }
         }
-        Ok(())
+        Ok(Some(Judged {
+            expect,
+            condition: if c.if_none_match.is_some() {
+                "If-None-Match"
+            } else {
+                "If-Match"
+            },
+        }))
+    }
+}
+
+/// What a conditional write judged its conditions against: the key's record as read before
+/// judging. The write's metadata change carries it, and the engine refuses the change if the
+/// record has changed since (a write through another gateway came between).
+pub(crate) struct Judged {
+    pub expect: Expect,
+    /// The condition a change since would break (`If-None-Match` where both were given).
+    condition: &'static str,
+}
+
+impl Judged {
+    /// The answer to a write the engine refused: 412 naming the condition where the key
+    /// changed, 409 `ConditionalRequestConflict` where another gateway is writing it now.
+    pub fn refused(&self, e: MetaError) -> S3Error {
+        match e {
+            MetaError::Changed => super::error::precondition_failed(self.condition),
+            e => meta_err(e),
+        }
+    }
+}
+
+/// The answer to a failed metadata change of a write, judged (`Judged::refused`) or not.
+pub(crate) fn write_err(judged: Option<&Judged>, e: MetaError) -> S3Error {
+    match judged {
+        Some(j) => j.refused(e),
+        None => meta_err(e),
     }
 }
 

@@ -32,6 +32,7 @@ use uuid::Uuid;
 use super::error::{backend_err, meta_err};
 use super::locks::KeyLocks;
 use super::object::{effective_record, fingerprint};
+use super::put::{write_err, Judged};
 use super::{caller, BucketCtx, Gateway};
 
 /// A fresh version id: 32 hex digits, the first 12 the time in milliseconds (ids of one key
@@ -289,17 +290,25 @@ impl KeyVersions {
 
     /// Begins a change: `rec` (carrying `change`) becomes the key's record, `added` rows are
     /// stored, and the key is noted as publishing, in one atomic write.
-    async fn begin(&self, key: &str, rec: &ObjectRecord, added: &[VersionRecord]) -> S3Result<()> {
-        self.edit(
-            key,
-            KeyEdit {
-                object: Some(Some(rec)),
-                add: added,
-                remove: &[],
-                publishing: Some(true),
-            },
-        )
-        .await
+    /// With `judged`, only if the key's record is still the one a conditional write judged.
+    async fn begin(
+        &self,
+        key: &str,
+        rec: &ObjectRecord,
+        added: &[VersionRecord],
+        judged: Option<&Judged>,
+    ) -> S3Result<()> {
+        let edit = KeyEdit {
+            object: Some(Some(rec)),
+            add: added,
+            remove: &[],
+            publishing: Some(true),
+            expect: judged.map(|j| &j.expect),
+        };
+        self.meta
+            .edit_key(self.folder_id, key, &edit, &self.instance)
+            .await
+            .map_err(|e| write_err(judged, e))
     }
 
     /// Publishes `staging` as the new current version of `path` in a versioned bucket (its
@@ -314,6 +323,7 @@ impl KeyVersions {
         rec: &ObjectRecord,
         status: Versioning,
         released: u64,
+        judged: Option<&Judged>,
     ) -> S3Result<()> {
         let key = path.key();
         let current = self.current(path).await?;
@@ -356,7 +366,7 @@ impl KeyVersions {
         // The staged file's sync and the synced metadata write run together, as in `commit`.
         let (synced, begun) = tokio::join!(
             super::put::sync_if(staging.as_mut(), self.durable),
-            self.begin(&key, &pending, &added)
+            self.begin(&key, &pending, &added, judged)
         );
         if let Err(e) = begun {
             let _ = self.charge(-delta, true).await;
@@ -433,6 +443,7 @@ impl KeyVersions {
                 add: &[],
                 remove: &remove,
                 publishing: Some(false),
+                expect: None,
             },
         )
         .await?;
@@ -521,7 +532,7 @@ impl KeyVersions {
             })),
             ..c.rec.clone().settled()
         };
-        self.begin(&key, &pending, &added).await?;
+        self.begin(&key, &pending, &added, None).await?;
         let stashed = match &added[..] {
             [kept, _marker] => {
                 let name = kept.storage.as_deref().expect("kept versions have files");
@@ -577,7 +588,7 @@ impl KeyVersions {
                     ..c.rec.clone().settled()
                 },
             };
-            self.begin(&key, &pending, &[]).await?;
+            self.begin(&key, &pending, &[], None).await?;
             let moved = match restored {
                 Some(p) => {
                     let name = p.storage.as_deref().expect("checked above");
@@ -611,7 +622,7 @@ impl KeyVersions {
                 })),
                 ..p.object.clone().expect("not a marker").settled()
             };
-            self.begin(&key, &pending, &[]).await?;
+            self.begin(&key, &pending, &[], None).await?;
             let name = p.storage.as_deref().expect("checked above");
             let moved = self.folder.restore_version(name, path, self.durable).await;
             self.settle(path).await?;

@@ -7,10 +7,10 @@ use deadpool_postgres::Object;
 use tokio_postgres::error::SqlState;
 use uuid::Uuid;
 
-use super::sql::{DB_NOW_MS, UPSERT_OBJECT};
-use super::{doc, json, pg, successor, PgMetadata, RETRIES};
-use crate::engine::{KeyEdit, KeyedVersions, MetaResult, VersionQuery};
-use crate::VersionRecord;
+use super::sql::{claim_object, DB_NOW_MS, UPSERT_OBJECT};
+use super::{claimed, doc, json, pg, successor, PgMetadata, RETRIES};
+use crate::engine::{Expect, KeyEdit, KeyedVersions, MetaResult, VersionQuery};
+use crate::{MetaError, VersionRecord};
 
 impl PgMetadata {
     /// The key's version rows, newest first ([`crate::engine::Metadata::versions`]).
@@ -66,7 +66,7 @@ impl PgMetadata {
                     let pause = rand::random::<u64>() % (2u64 << tries.min(8));
                     tokio::time::sleep(Duration::from_millis(pause + 1)).await;
                 }
-                done => return done.map_err(pg),
+                done => return done.map_err(pg)?,
             }
         }
     }
@@ -74,14 +74,14 @@ impl PgMetadata {
 
 /// One try of [`crate::engine::Metadata::edit_key`]: a transaction of a few statements (a row
 /// removed and one added at the same place cannot share one statement: the primary key sees
-/// both).
+/// both). The inner result is a conditional edit's refusal, the transaction rolled back.
 async fn edit_once(
     c: &mut Object,
     folder: Uuid,
     key: &[u8],
     edit: &KeyEdit<'_>,
     instance: &str,
-) -> Result<(), tokio_postgres::Error> {
+) -> Result<MetaResult<()>, tokio_postgres::Error> {
     let tx = c.transaction().await?;
     let gone: Vec<i64> = edit
         .remove
@@ -102,16 +102,35 @@ async fn edit_once(
                 .await?;
         }
     }
-    match edit.object {
-        Some(Some(r)) => {
+    match (edit.object, edit.expect) {
+        (Some(Some(r)), Some(e)) => {
+            let st = tx.prepare_cached(&claim_object(e, false)).await?;
+            let d = json(r);
+            let row = match e {
+                Expect::Absent => tx.query_one(&st, &[&folder, &key, &d, &instance]).await?,
+                Expect::Record { etag, fingerprint, .. } => {
+                    let f = json(fingerprint);
+                    tx.query_one(&st, &[&folder, &key, &d, &instance, etag, &f]).await?
+                }
+            };
+            if let Err(refused) = claimed(row.get(0), row.get(1)) {
+                return Ok(Err(refused));
+            }
+        }
+        (_, Some(_)) => {
+            return Ok(Err(MetaError::Task(
+                "a conditional key edit must store a record".to_owned(),
+            )))
+        }
+        (Some(Some(r)), None) => {
             tx.execute(&tx.prepare_cached(UPSERT_OBJECT).await?, &[&folder, &key, &json(r)])
                 .await?;
         }
-        Some(None) => {
+        (Some(None), None) => {
             let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
             tx.execute(&tx.prepare_cached(sql).await?, &[&folder, &key]).await?;
         }
-        None => {}
+        (None, None) => {}
     }
     match edit.publishing {
         Some(true) => {
@@ -128,5 +147,5 @@ async fn edit_once(
         }
         None => {}
     }
-    tx.commit().await
+    tx.commit().await.map(Ok)
 }

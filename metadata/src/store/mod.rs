@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use crate::schema::*;
 use crate::{
-    BucketRecord, Domain, Keypair, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId, UploadRecord, User,
+    BucketRecord, Domain, Expect, Keypair, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
+    UploadRecord, User,
 };
 use cache::Tenancy;
 
@@ -36,6 +37,13 @@ pub enum MetaError {
     Postgres(String),
     #[error("metadata configuration: {0}")]
     Config(String),
+    /// A conditional change found the key's record other than its caller read it (another write
+    /// came between): nothing changed.
+    #[error("the key's record changed since it was read")]
+    Changed,
+    /// A conditional change found another gateway publishing to the key: nothing changed.
+    #[error("another gateway is publishing to the key")]
+    Busy,
 }
 
 type Result<T> = std::result::Result<T, MetaError>;
@@ -505,6 +513,15 @@ impl Store {
         batch.put_cf(self.cf(CF_PUBLISHING), &k, encode(&now_ms));
         self.db.write_opt(batch, &self.wopts())?;
         Ok(())
+    }
+
+    /// Fails with [`MetaError::Changed`] unless the key's record is the one `expect` names (no
+    /// expectation always holds). The caller orders this with its write (the gateway's key lock).
+    pub fn expect(&self, folder: Uuid, key: &str, expect: Option<&Expect>) -> Result<()> {
+        match expect {
+            Some(e) if !e.holds(self.object(folder, key)?.as_ref()) => Err(MetaError::Changed),
+            _ => Ok(()),
+        }
     }
 
     /// Second half: the key's record becomes `rec` (the published one, or the replaced one if the

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use penstock_metadata::{
-    BucketRecord, Charge, Checksums, Domain, Fingerprint, KeyEdit, Keypair, Metadata, ObjectAttrs, ObjectRecord,
-    PartRecord, Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, User, VersionQuery,
+    BucketRecord, Charge, Checksums, Domain, Expect, Fingerprint, KeyEdit, Keypair, MetaError, Metadata, ObjectAttrs,
+    ObjectRecord, PartRecord, Perm, Project, QuotaScope, Role, UploadId, UploadQuery, UploadRecord, User, VersionQuery,
     VersionRecord, Versioning,
 };
 use uuid::Uuid;
@@ -21,6 +21,7 @@ pub async fn run(m: Arc<dyn Metadata>) {
     quota_race(m.clone()).await;
     objects(m.as_ref()).await;
     publishing(m.as_ref()).await;
+    conditional(m.as_ref()).await;
     multipart(m.as_ref()).await;
     versions(m.as_ref()).await;
     delete_bucket_takes_its_records(m.as_ref()).await;
@@ -291,17 +292,113 @@ async fn publishing(m: &dyn Metadata) {
     let f = Uuid::new_v4();
     let mut rec = object(10);
     rec.replaces = Some(Box::new(object(9)));
-    m.begin_publish(f, "k", &rec, "gw1").await.unwrap();
+    m.begin_publish(f, "k", &rec, "gw1", None).await.unwrap();
     assert_eq!(m.object(f, "k").await.unwrap(), Some(rec.clone()));
     let pending = m.publishing().await.unwrap();
     let p = pending.iter().find(|p| p.folder == f && p.key == "k").expect("noted as publishing");
     assert!(p.instance == "gw1" || p.instance.is_empty(), "the instance, where recorded");
-    m.begin_publish(f, "gone", &object(11), "gw1").await.unwrap();
+    m.begin_publish(f, "gone", &object(11), "gw1", None).await.unwrap();
     m.end_publish(f, "k", Some(&object(10))).await.unwrap();
     m.end_publish(f, "gone", None).await.unwrap();
     assert_eq!(m.object(f, "k").await.unwrap(), Some(object(10)));
     assert_eq!(m.object(f, "gone").await.unwrap(), None);
     assert!(!m.publishing().await.unwrap().iter().any(|p| p.folder == f), "both settled");
+}
+
+/// Conditional changes of one key, one at a time: each proceeds only while the key's record is
+/// the one expected, and a refused one changes nothing.
+async fn conditional(m: &dyn Metadata) {
+    let f = Uuid::new_v4();
+    let absent = Expect::Absent;
+    m.begin_publish(f, "c", &object(20), "gw1", Some(&absent)).await.unwrap();
+    m.end_publish(f, "c", Some(&object(20))).await.unwrap();
+    let refused = m.begin_publish(f, "c", &object(21), "gw1", Some(&absent)).await;
+    assert!(matches!(refused, Err(MetaError::Changed)), "a record is there now: {refused:?}");
+    assert_eq!(m.object(f, "c").await.unwrap(), Some(object(20)), "a refused change changes nothing");
+    let stale = Expect::of(Some(&object(19)));
+    let refused = m.begin_publish(f, "c", &object(21), "gw1", Some(&stale)).await;
+    assert!(matches!(refused, Err(MetaError::Changed)), "another record: {refused:?}");
+    let seen = m.expectation(f, "c", "gw1").await.unwrap();
+    assert_eq!(seen, Expect::of(Some(&object(20))), "what a conditional write reads");
+    assert!(seen.holds(Some(&object(20))) && !seen.holds(None));
+    assert_eq!(m.expectation(f, "none", "gw1").await.unwrap(), Expect::Absent);
+    m.begin_publish(f, "c", &object(21), "gw1", Some(&seen)).await.unwrap();
+    m.end_publish(f, "c", Some(&object(21))).await.unwrap();
+    assert_eq!(m.object(f, "c").await.unwrap(), Some(object(21)));
+
+    // The same without a publish (a metadata-only change), and as a key edit (versioned keys).
+    let refused = m.put_object_if(f, "c", &object(22), &seen, "gw1").await;
+    assert!(matches!(refused, Err(MetaError::Changed)), "{refused:?}");
+    let now = Expect::of(Some(&object(21)));
+    m.put_object_if(f, "c", &object(22), &now, "gw1").await.unwrap();
+    m.put_object_if(f, "new", &object(23), &absent, "gw1").await.unwrap();
+    assert_eq!(m.object(f, "new").await.unwrap(), Some(object(23)));
+    let (rows, next) = ([version("v1", 1, Some(22))], object(24));
+    let edit = |expect| KeyEdit { object: Some(Some(&next)), add: &rows, expect, ..Default::default() };
+    let refused = m.edit_key(f, "c", &edit(Some(&now)), "gw1").await;
+    assert!(matches!(refused, Err(MetaError::Changed)), "{refused:?}");
+    assert!(m.versions(f, "c").await.unwrap().is_empty(), "a refused edit adds no version row");
+    m.edit_key(f, "c", &edit(Some(&Expect::of(Some(&object(22))))), "gw1").await.unwrap();
+    assert_eq!(m.object(f, "c").await.unwrap(), Some(object(24)));
+    assert_eq!(m.versions(f, "c").await.unwrap().len(), 1);
+}
+
+/// What only a shared engine must add to [`conditional`]: conditional changes of one key racing
+/// from many tasks on two engines (gateways) sharing the store, every one judged against the
+/// same record, are won by exactly one; and a key another gateway is publishing refuses them as
+/// busy until that publish ends.
+pub async fn conditional_races(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
+    let f = Uuid::new_v4();
+    // Each writer its own record (seed `base + i`), none equal to the one all judged.
+    let race = |expect: Expect, base: u64| {
+        let tasks: Vec<_> = (0..16u64)
+            .map(|i| {
+                let (m, e) = (if i % 2 == 0 { a.clone() } else { b.clone() }, expect.clone());
+                tokio::spawn(async move {
+                    let r = m.begin_publish(f, "r", &object(base + i), &format!("gw{i}"), Some(&e)).await;
+                    if r.is_ok() {
+                        m.end_publish(f, "r", Some(&object(base + i))).await.unwrap();
+                    }
+                    (base + i, r)
+                })
+            })
+            .collect();
+        async move {
+            let mut won = Vec::new();
+            for t in tasks {
+                match t.await.unwrap() {
+                    (i, Ok(())) => won.push(i),
+                    (_, Err(MetaError::Changed | MetaError::Busy)) => {}
+                    (_, Err(e)) => panic!("a lost race is Changed or Busy, not {e}"),
+                }
+            }
+            won
+        }
+    };
+    let won = race(Expect::Absent, 100).await;
+    assert_eq!(won.len(), 1, "exactly one creates the key: {won:?}");
+    assert_eq!(a.object(f, "r").await.unwrap(), Some(object(won[0])));
+    let won = race(Expect::of(Some(&object(won[0]))), 150).await;
+    assert_eq!(won.len(), 1, "exactly one replaces the record all judged: {won:?}");
+    assert_eq!(b.object(f, "r").await.unwrap(), Some(object(won[0])));
+
+    let cur = Expect::of(Some(&object(won[0])));
+    a.begin_publish(f, "r", &object(200), "gwx", None).await.unwrap();
+    let mid = Expect::of(Some(&object(200)));
+    // Read while another gateway publishes, a record says nothing of the file soon at the key.
+    let busy = b.expectation(f, "r", "gwy").await;
+    assert!(matches!(busy, Err(MetaError::Busy)), "{busy:?}");
+    assert_eq!(a.expectation(f, "r", "gwx").await.unwrap(), mid, "its own publish does not count");
+    let busy = b.begin_publish(f, "r", &object(201), "gwy", Some(&mid)).await;
+    assert!(matches!(busy, Err(MetaError::Busy)), "another gateway is publishing: {busy:?}");
+    let busy = b.put_object_if(f, "r", &object(201), &mid, "gwy").await;
+    assert!(matches!(busy, Err(MetaError::Busy)), "{busy:?}");
+    let late = b.begin_publish(f, "r", &object(201), "gwy", Some(&cur)).await;
+    assert!(matches!(late, Err(MetaError::Changed | MetaError::Busy)), "{late:?}");
+    a.begin_publish(f, "r", &object(200), "gwx", Some(&mid)).await.expect("its own publish does not count");
+    a.end_publish(f, "r", Some(&object(200))).await.unwrap();
+    b.begin_publish(f, "r", &object(201), "gwy", Some(&mid)).await.expect("settled: no longer busy");
+    b.end_publish(f, "r", Some(&object(201))).await.unwrap();
 }
 
 async fn multipart(m: &dyn Metadata) {
@@ -443,7 +540,7 @@ async fn delete_bucket_takes_its_records(m: &dyn Metadata) {
     for b in [&gone, &kept] {
         assert!(m.create_bucket(b).await.unwrap());
         m.put_object(b.folder_id, "obj", &object(30)).await.unwrap();
-        m.begin_publish(b.folder_id, "pub", &object(31), "gw1").await.unwrap();
+        m.begin_publish(b.folder_id, "pub", &object(31), "gw1", None).await.unwrap();
     }
     let id = UploadId::generate();
     m.put_upload(gone.folder_id, &upload("big", &id)).await.unwrap();
@@ -467,7 +564,7 @@ pub async fn populate_for_dump(m: &dyn Metadata) {
     for (i, k) in ["a", "b/c", "ü", "z/"].iter().enumerate() {
         m.put_object(b.folder_id, k, &object(100 + i as u64)).await.unwrap();
     }
-    m.begin_publish(b.folder_id, "pending", &object(120), "").await.unwrap();
+    m.begin_publish(b.folder_id, "pending", &object(120), "", None).await.unwrap();
     let id = UploadId::generate();
     m.put_upload(b.folder_id, &upload("big", &id)).await.unwrap();
     for n in 1..=3 {
