@@ -16,6 +16,24 @@ use crate::Token;
 /// Bytes per transfer operation: large enough to amortize per-operation costs, small enough
 /// that a few in flight per request keep memory bounded.
 pub const CHUNK: usize = 4 << 20;
+/// Smallest read of a payload split for [`pull_chunk`]: below this, per-operation costs
+/// outweigh what the overlap saves.
+pub const MIN_PULL_CHUNK: usize = 256 << 10;
+
+/// Bytes per read when pulling a `total`-byte payload with `depth` reads in flight: [`CHUNK`],
+/// or for a payload of one chunk or less an equal share of it per read (at least
+/// [`MIN_PULL_CHUNK`]). The consumer of a PUT hashes the bytes in order as they come: read as
+/// one operation, a 4 MiB object was hashed only after all of it had crossed, while in shares
+/// the first is hashed as the others arrive (1.13× for 4 MiB token PUTs from H100 memory,
+/// docs/benchmarks.md). Larger payloads already overlap hashing one chunk with reading the
+/// next, and smaller reads measured no better for them.
+pub fn pull_chunk(total: u64, depth: usize) -> usize {
+    if total > CHUNK as u64 {
+        return CHUNK;
+    }
+    (total.div_ceil(depth.max(1) as u64) as usize).max(MIN_PULL_CHUNK)
+}
+
 /// Operations in flight per request on a small host, and the floor of the gateway's default
 /// (`[rdma] depth` picks up to 8 on hosts with many cores).
 pub const DEPTH: usize = 4;
@@ -188,6 +206,18 @@ impl Transports {
 mod tests {
     use super::*;
     use crate::software::{SoftwareInitiator, SoftwareTarget};
+
+    #[test]
+    fn small_payloads_are_pulled_in_shares() {
+        assert_eq!(pull_chunk(4 << 20, 8), 512 << 10);
+        assert_eq!(pull_chunk(4 << 20, 4), 1 << 20);
+        assert_eq!(pull_chunk((4 << 20) + 1, 8), CHUNK, "larger payloads in whole chunks");
+        assert_eq!(pull_chunk(16 << 20, 8), CHUNK);
+        assert_eq!(pull_chunk(1 << 30, 8), CHUNK);
+        assert_eq!(pull_chunk(100 << 10, 8), MIN_PULL_CHUNK, "never below the floor");
+        assert_eq!(pull_chunk(0, 0), MIN_PULL_CHUNK);
+        assert_eq!(pull_chunk((3 << 20) + 1, 3), (1 << 20) + 1, "shares cover the payload");
+    }
 
     #[tokio::test]
     async fn push_and_pull_move_whole_objects_in_chunks() {

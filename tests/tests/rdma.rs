@@ -117,22 +117,28 @@ async fn token_get_put_range_part_and_multipart_are_byte_exact() {
 }
 
 /// `[rdma] depth` at its two ends: one operation at a time, and more in flight than the object
-/// has chunks. Both must move every byte to its place, both ways.
+/// has chunks. Both must move every byte to its place, both ways, for a payload of several
+/// chunks and for one under a chunk (a PUT reads it in shares, the last one shorter).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn token_transfers_are_byte_exact_at_every_depth() {
+    use penstock_rdma::transport::CHUNK;
     for depth in [1, 16] {
         let gw = Gateway::start_with_config(&format!("[rdma]\ndepth = {depth}\n"));
         let (c, target) = setup(&gw).await;
-        let data = pattern(depth as u64, 5 * penstock_rdma::transport::CHUNK + 777);
-        let region = target.register(2 * data.len());
-        region.write(0, &data);
-        let r = c.put_from("gpu", "o", &region.token(0, data.len() as u64).unwrap(), &[]).await.unwrap();
-        assert_eq!((r.rdma_reply, r.bytes), (Some(200), data.len() as u64), "depth {depth}");
-        assert_eq!(&c.get_object("gpu", "o").await.unwrap()[..], &data[..], "depth {depth}");
-        let back = region.token(data.len() as u64, data.len() as u64).unwrap();
-        let r = c.get_into("gpu", "o", &back, None).await.unwrap();
-        assert_eq!((r.rdma_reply, r.bytes), (Some(200), data.len() as u64), "depth {depth}");
-        assert_eq!(region.to_vec(data.len(), data.len()), data, "depth {depth}");
+        for len in [5 * CHUNK + 777, CHUNK - 12345] {
+            let data = pattern(depth as u64 + len as u64, len);
+            let region = target.register(2 * data.len());
+            region.write(0, &data);
+            let r = c.put_from("gpu", "o", &region.token(0, data.len() as u64).unwrap(), &[]).await.unwrap();
+            assert_eq!((r.rdma_reply, r.bytes), (Some(200), data.len() as u64), "depth {depth}, {len}");
+            assert_eq!(&c.get_object("gpu", "o").await.unwrap()[..], &data[..], "depth {depth}, {len}");
+            let md5 = penstock_tests::md5_hex(&data);
+            assert_eq!(r.etag.as_deref().map(|e| e.trim_matches('"')), Some(&*md5), "depth {depth}, {len}");
+            let back = region.token(data.len() as u64, data.len() as u64).unwrap();
+            let r = c.get_into("gpu", "o", &back, None).await.unwrap();
+            assert_eq!((r.rdma_reply, r.bytes), (Some(200), data.len() as u64), "depth {depth}, {len}");
+            assert_eq!(region.to_vec(data.len(), data.len()), data, "depth {depth}, {len}");
+        }
     }
 }
 

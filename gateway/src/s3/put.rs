@@ -161,7 +161,7 @@ impl Gateway {
             a.transport.clone(),
             a.token.clone(),
             len,
-            penstock_rdma::transport::CHUNK,
+            penstock_rdma::transport::pull_chunk(len, a.depth),
             a.depth,
         );
         let mut chunks = std::pin::pin!(chunks);
