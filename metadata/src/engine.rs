@@ -258,6 +258,22 @@ pub trait Metadata: Send + Sync {
     ) -> MetaResult<()>;
     /// Removes an object record.
     async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()>;
+    /// Whether several gateways may share this engine, and so must claim keys
+    /// ([`Metadata::claim_key`]) to order their changes of one key.
+    fn shared(&self) -> bool;
+    /// Claims a key for gateway `instance`'s next change of it (a write, a delete, a change of
+    /// its record): notes the key as publishing by `instance` unless another gateway has it
+    /// noted, and answers whether `instance` holds it now (a claim it already held included).
+    /// Gateways sharing an engine hold a claim from before they read what a change depends on
+    /// until its record and file are both in place, so the "store record, move file" steps of
+    /// writers on different gateways never interleave (record A, record B, rename B, rename A
+    /// would leave A's bytes with B's record). The note ends with [`Metadata::end_publish`], a
+    /// versioned edit that stops publishing, or [`Metadata::release_key`]; a dead gateway's is
+    /// settled by a survivor like any pending publish. An engine one gateway opens (RocksDB)
+    /// answers true at once: that gateway's key lock orders its writers.
+    async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool>;
+    /// Gives up `instance`'s claim of a key (nothing if another gateway holds it, or none does).
+    async fn release_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()>;
     /// First half of publishing a file at a key: stores `rec` and notes the key as publishing
     /// by gateway `instance`, durably, before the file is renamed into place. With `expect`, only
     /// if the key's record is still the one expected (see [`Expect`]).

@@ -264,6 +264,16 @@ impl Metadata for RocksMetadata {
         let key = key.to_owned();
         self.blocking(move |s| s.delete_object(folder, &key)).await
     }
+    // One gateway opens the store: its key lock alone orders the changes of a key.
+    fn shared(&self) -> bool {
+        false
+    }
+    async fn claim_key(&self, _folder: Uuid, _key: &str, _instance: &str) -> MetaResult<bool> {
+        Ok(true)
+    }
+    async fn release_key(&self, _folder: Uuid, _key: &str, _instance: &str) -> MetaResult<()> {
+        Ok(())
+    }
     async fn begin_publish(
         &self,
         folder: Uuid,

@@ -660,6 +660,53 @@ async fn conditional_writes_hold_across_gateways() {
     assert_eq!(h.metadata().and_then(|m| m.get("writer")), Some(&won[0].to_string()));
 }
 
+/// PUTs of one key on two gateways racing each other and a DELETE on a third never leave a
+/// writer's bytes with another's record (or none): each gateway claims the key in the shared
+/// engine before it reads what its change depends on and keeps it until record and file are
+/// both in place (`Gateway::hold_key`). After every round the key is absent or holds one
+/// writer's bytes with that writer's content type and ETag. Without the claims this failed
+/// within 1 to 12 rounds, with and without the DELETE (the last writer's bytes served as
+/// binary/octet-stream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_writes_and_deletes_on_different_gateways_keep_records_with_their_files() {
+    let c = Cluster::start(3);
+    let g: Vec<Client> = (0..3).map(|i| c.gw(i).client()).collect();
+    g[0].create_bucket().bucket("race").send().await.unwrap();
+    tokio::time::sleep(PROPAGATION).await;
+    for round in 0..150u32 {
+        let writes: Vec<_> = (0..2u32)
+            .map(|w| {
+                let gw = g[w as usize].clone();
+                tokio::spawn(async move {
+                    let body = format!("round {round} writer {w}");
+                    let req = gw.put_object().bucket("race").key("k").content_type(format!("x/{round}-{w}"));
+                    req.body(ByteStream::from(body.into_bytes())).send().await.unwrap();
+                })
+            })
+            .collect();
+        let delete = {
+            let gw = g[2].clone();
+            tokio::spawn(async move { gw.delete_object().bucket("race").key("k").send().await.unwrap() })
+        };
+        for w in writes {
+            w.await.unwrap();
+        }
+        delete.await.unwrap();
+        match g[round as usize % 3].get_object().bucket("race").key("k").send().await {
+            Ok(o) => {
+                let ctype = o.content_type().unwrap_or_default().to_owned();
+                let etag = o.e_tag().unwrap_or_default().to_owned();
+                let body = o.body.collect().await.unwrap().into_bytes();
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let w = text.rsplit(' ').next().unwrap();
+                assert_eq!(ctype, format!("x/{round}-{w}"), "round {round}: {text:?} with another's content type");
+                assert_eq!(etag, format!("\"{}\"", penstock_tests::md5_hex(&body)), "round {round}");
+            }
+            Err(e) => assert_eq!(code(&e), "NoSuchKey", "round {round}"),
+        }
+    }
+}
+
 /// Lifecycle rules set through one gateway are applied once for the whole cluster: an object
 /// of a versioned bucket expires into exactly one delete marker, whichever gateway runs the
 /// worker.

@@ -136,7 +136,7 @@ impl Gateway {
             // as long as the file is still the one read above. If a writer replaced it since,
             // the bytes read (the handle still holds them) are copied below like any source's.
             let (folder, key) = (b.rec.folder_id, path.key());
-            let _guard = self.locks.lock(folder, &key).await;
+            let _guard = self.hold_key(folder, &key).await?;
             let judged = self.check_write_conditions(&b, &path, &conds).await?;
             let unchanged = match self.open_object(&b, &key).await {
                 Ok((_, now, _)) => fingerprint(&now) == fingerprint(&src.st),

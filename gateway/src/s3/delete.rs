@@ -132,7 +132,7 @@ impl Gateway {
                 marker: false,
             });
         };
-        let guard = self.locks.lock_owned(b.rec.folder_id, &path.key()).await;
+        let guard = self.hold_key(b.rec.folder_id, &path.key()).await?;
         self.check_delete_conditions(b, path, conds).await?;
         let keep_depth = self.keep_depth(b, path).await?;
         let (kv, path, version_id) = (self.key_versions(b), path.clone(), version_id.map(str::to_owned));
@@ -163,7 +163,7 @@ impl Gateway {
     pub(crate) async fn delete_key(&self, b: &BucketCtx, path: &ObjectPath, conds: &DeleteConditions) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
-        let _guard = self.locks.lock(folder, &key).await;
+        let _guard = self.hold_key(folder, &key).await?;
         self.check_delete_conditions(b, path, conds).await?;
         // Parents that hold a marker record are directory markers and stay.
         let keep_depth = self.keep_depth(b, path).await?;

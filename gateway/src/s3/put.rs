@@ -184,7 +184,7 @@ impl Gateway {
         conds: Option<&WriteConditions>,
     ) -> S3Result<ObjectRecord> {
         let key = path.key();
-        let _guard = self.locks.lock(b.rec.folder_id, &key).await;
+        let _guard = self.hold_key(b.rec.folder_id, &key).await?;
         let judged = match conds {
             Some(c) => self.check_write_conditions(b, path, c).await?,
             None => None,
@@ -271,7 +271,7 @@ impl Gateway {
     ) -> S3Result<Option<String>> {
         let folder = b.rec.folder_id;
         let key = path.key();
-        let guard = self.locks.lock_owned(folder, &key).await;
+        let guard = self.hold_key(folder, &key).await?;
         let judged = match conds {
             Some(c) => self.check_write_conditions(b, path, c).await?,
             None => None,

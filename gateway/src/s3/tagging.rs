@@ -124,7 +124,7 @@ impl Gateway {
         parse_key(key)?;
         let b = self.bucket(who, bucket).await?;
         let folder = b.rec.folder_id;
-        let _guard = self.locks.lock(folder, key).await;
+        let _guard = self.hold_key(folder, key).await?;
         let current = match version_id {
             Some(v) => matches!(self.find_version(&b, key, v).await?, Found::Current),
             None => true,

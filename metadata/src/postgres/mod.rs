@@ -543,6 +543,26 @@ impl Metadata for PgMetadata {
         let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
         self.exec(sql, &[&folder, &key.as_bytes()]).await.map(drop)
     }
+    fn shared(&self) -> bool {
+        true
+    }
+    async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
+        // A note another gateway holds is left as it is (no row comes back); this gateway's own
+        // (a claim it holds, a settling write that failed) is taken again.
+        let sql = format!(
+            "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $3)
+             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms
+             WHERE publishing.instance = $3 RETURNING 1"
+        );
+        Ok(self
+            .query_opt(&sql, &[&folder, &key.as_bytes(), &instance])
+            .await?
+            .is_some())
+    }
+    async fn release_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
+        let sql = "DELETE FROM publishing WHERE folder_id = $1 AND key = $2 AND instance = $3";
+        self.exec(sql, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
+    }
     // Each write below is one statement, its parts joined by data-modifying CTEs: atomic as a
     // transaction, at one round trip instead of four (BEGIN, two statements, COMMIT).
     async fn begin_publish(

@@ -341,6 +341,12 @@ async fn conditional(m: &dyn Metadata) {
     m.edit_key(f, "c", &edit(Some(&Expect::of(Some(&object(22))))), "gw1").await.unwrap();
     assert_eq!(m.object(f, "c").await.unwrap(), Some(object(24)));
     assert_eq!(m.versions(f, "c").await.unwrap().len(), 1);
+
+    // A key claimed by its only gateway; claims and releases change no record.
+    assert!(m.claim_key(f, "c", "gw1").await.unwrap());
+    assert!(m.claim_key(f, "c", "gw1").await.unwrap(), "a claim it holds");
+    m.release_key(f, "c", "gw1").await.unwrap();
+    assert_eq!(m.object(f, "c").await.unwrap(), Some(object(24)));
 }
 
 /// What only a shared engine must add to [`conditional`]: conditional changes of one key racing
@@ -399,6 +405,32 @@ pub async fn conditional_races(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
     a.end_publish(f, "r", Some(&object(200))).await.unwrap();
     b.begin_publish(f, "r", &object(201), "gwy", Some(&mid)).await.expect("settled: no longer busy");
     b.end_publish(f, "r", Some(&object(201))).await.unwrap();
+
+    // Claims: one gateway at a time holds a key; a release by another changes nothing; the
+    // holder's publish ends the claim like its release does.
+    assert!(a.claim_key(f, "r", "gwx").await.unwrap());
+    assert!(!b.claim_key(f, "r", "gwy").await.unwrap(), "gwx holds it");
+    assert!(matches!(b.expectation(f, "r", "gwy").await, Err(MetaError::Busy)), "claimed is busy");
+    b.release_key(f, "r", "gwy").await.unwrap();
+    assert!(!b.claim_key(f, "r", "gwy").await.unwrap(), "still gwx's");
+    assert!(a.claim_key(f, "r", "gwx").await.unwrap(), "held again by its holder");
+    a.release_key(f, "r", "gwx").await.unwrap();
+    assert!(b.claim_key(f, "r", "gwy").await.unwrap(), "released");
+    b.begin_publish(f, "r", &object(202), "gwy", None).await.unwrap();
+    b.end_publish(f, "r", Some(&object(202))).await.unwrap();
+    assert!(a.claim_key(f, "r", "gwx").await.unwrap(), "the publish ended the claim");
+    a.release_key(f, "r", "gwx").await.unwrap();
+    let tasks: Vec<_> = (0..16u64)
+        .map(|i| {
+            let m = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move { m.claim_key(f, "contested", &format!("gw{i}")).await.unwrap() })
+        })
+        .collect();
+    let mut held = 0;
+    for t in tasks {
+        held += u32::from(t.await.unwrap());
+    }
+    assert_eq!(held, 1, "exactly one of sixteen racing claims holds the key");
 }
 
 async fn multipart(m: &dyn Metadata) {
