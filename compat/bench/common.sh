@@ -25,4 +25,6 @@ eval "$(scripts/rocksdb-prebuilt.sh)"
 if [ "$mode" = smoke ]; then profile=debug; cargo build --locked -p penstock -p penstock-client >&2
 else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
 PENSTOCK="$CARGO_TARGET_DIR/$profile/penstock"
+# PENSTOCK_BENCH_BIN: measure another build of the gateway (an A/B run against the one just built).
+PENSTOCK=${PENSTOCK_BENCH_BIN:-$PENSTOCK}
 BENCH="$CARGO_TARGET_DIR/$profile/penstock-bench"

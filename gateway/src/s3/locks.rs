@@ -64,6 +64,14 @@ pub(crate) struct KeyGuard {
     claim: Option<(Arc<dyn Metadata>, Uuid, String)>,
 }
 
+impl KeyGuard {
+    /// The change ended the key's publishing in the engine (`end_publish`, a versioned settle),
+    /// which also ended the claim: nothing is left to release.
+    pub(crate) fn ended(&mut self) {
+        self.claim = None;
+    }
+}
+
 impl Drop for KeyGuard {
     fn drop(&mut self) {
         let (Some((meta, folder, key)), Ok(rt)) = (self.claim.take(), tokio::runtime::Handle::try_current()) else {

@@ -285,9 +285,11 @@ impl Gateway {
             };
             let (kv, path) = (self.key_versions(b), path.clone());
             return tokio::spawn(async move {
-                let _guard = guard;
+                let mut guard = guard;
                 kv.publish(&path, staging, &rec, status, released, judged.as_ref())
                     .await?;
+                // Its settling edit stopped the key's publishing, and with it the claim.
+                guard.ended();
                 Ok(Some(rec.version().to_owned()))
             })
             .await
@@ -308,7 +310,7 @@ impl Gateway {
         // on, still under the key lock (see below).
         let (answer, answered) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
-            let _guard = guard;
+            let mut guard = guard;
             // Made durable by the record's synced write below.
             if let Err(e) = super::quota::charge_scope(meta.clone(), quota_locks, scope, delta, false).await {
                 let _ = answer.send(Err(e));
@@ -323,6 +325,7 @@ impl Gateway {
             // through these: whether the announcing write ran and how, and the answer, which the
             // step after the rename sends.
             let begun: Arc<Mutex<Option<MetaResult<()>>>> = Arc::default();
+            let settled = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let answer = Arc::new(Mutex::new(Some(answer)));
             let rt = tokio::runtime::Handle::current();
             let before = {
@@ -338,6 +341,7 @@ impl Gateway {
             };
             let after = {
                 let (meta, key, answer, rec) = (meta.clone(), key.clone(), answer.clone(), rec.clone());
+                let done = settled.clone();
                 Box::new(move || {
                     // Acknowledged before the pending record is settled: the new record was made
                     // durable with the publish noted (begin_publish), every reader picks, of it
@@ -348,11 +352,11 @@ impl Gateway {
                     if let Some(a) = lock(&answer).take() {
                         let _ = a.send(Ok(None));
                     }
-                    let settled = on_this_thread(&rt, meta.end_publish(folder, &key, Some(&rec)));
-                    if let Err(e) = settled {
+                    match on_this_thread(&rt, meta.end_publish(folder, &key, Some(&rec))) {
+                        Ok(()) => done.store(true, std::sync::atomic::Ordering::Release),
                         // The stored pair still resolves by fingerprint; once this gateway is
                         // gone, the janitor of another (or of its next run) settles it.
-                        tracing::warn!(%key, error = %e, "could not settle a published record");
+                        Err(e) => tracing::warn!(%key, error = %e, "could not settle a published record"),
                     }
                 })
             };
@@ -361,7 +365,13 @@ impl Gateway {
                 .await;
             let begun = lock(&begun).take();
             let failure = match (outcome, begun) {
-                (Ok(Announced::Published), _) => return,
+                (Ok(Announced::Published), _) => {
+                    // The settling write stopped the key's publishing, and with it the claim.
+                    if settled.load(std::sync::atomic::Ordering::Acquire) {
+                        guard.ended();
+                    }
+                    return;
+                }
                 (Ok(Announced::Withdrawn), Some(Err(e))) => write_err(judged.as_ref(), e),
                 (Ok(Announced::Withdrawn), _) => super::internal("a publish withdrawn without a failed note"),
                 // Announced, then the rename failed (or the sync, beside it on another backend):
