@@ -707,6 +707,42 @@ async fn racing_writes_and_deletes_on_different_gateways_keep_records_with_their
     }
 }
 
+/// A claim a live gateway left in its own name (a release that failed during a database
+/// hiccup, say) would keep every other gateway from writing that key (they wait for the claim,
+/// then answer 503) for as long as the gateway lives: its janitor settles such notes of its own
+/// every `gone_after` (3 s here), and the key can be written through the others again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_a_live_gateway_left_claimed_is_freed_by_that_gateway() {
+    let c = Cluster::start(2);
+    let (a, b) = (c.gw(0).client(), c.gw(1).client());
+    a.create_bucket().bucket("stuck").send().await.unwrap();
+    put(&a, "stuck", "k", b"first").await;
+    let owner = ready_of(&c, 0)["checks"]["instance"].as_str().unwrap().to_owned();
+    let (db, conn) = tokio_postgres::connect(&c.pg.url("penstock"), tokio_postgres::NoTls).await.unwrap();
+    let conn = tokio::spawn(conn);
+    let noted = db
+        .execute(
+            "INSERT INTO publishing (folder_id, key, since_ms, instance)
+             SELECT folder_id, key, 0, $1 FROM objects WHERE key = 'k'::bytea",
+            &[&owner],
+        )
+        .await
+        .unwrap();
+    assert_eq!(noted, 1, "the key noted as claimed by gateway 0");
+    // Through gateway 1 the write waits for the claim; it succeeds once gateway 0 has settled
+    // its leftover (within a janitor period), never with a record that is not its own.
+    let started = Instant::now();
+    let out = b.put_object().bucket("stuck").key("k").content_type("x/second").body(ByteStream::from_static(b"second"));
+    out.send().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "freed within a janitor period: {:?}", started.elapsed());
+    let o = a.get_object().bucket("stuck").key("k").send().await.unwrap();
+    assert_eq!(o.content_type(), Some("x/second"));
+    assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), b"second");
+    let left: i64 = db.query_one("SELECT count(*) FROM publishing", &[]).await.unwrap().get(0);
+    assert_eq!(left, 0, "no claim left behind");
+    conn.abort();
+}
+
 /// Lifecycle rules set through one gateway are applied once for the whole cluster: an object
 /// of a versioned bucket expires into exactly one delete marker, whichever gateway runs the
 /// worker.

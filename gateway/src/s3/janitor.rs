@@ -56,12 +56,17 @@ impl Gateway {
         let mut tick = tokio::time::interval(self.liveness.heartbeat);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let gone_ms = self.liveness.gone_after.as_millis() as u64;
+        let mut own_swept = Instant::now();
         loop {
             tick.tick().await;
             if let Err(e) = self.meta.heartbeat(&self.instance).await {
                 tracing::warn!(error = %e, "heartbeat failed");
                 heard_since = Instant::now();
                 continue;
+            }
+            if self.meta.shared() && own_swept.elapsed() >= self.liveness.gone_after {
+                own_swept = Instant::now();
+                self.settle_own_leftovers().await;
             }
             if heard_since.elapsed() < self.liveness.gone_after {
                 continue;
@@ -140,15 +145,45 @@ impl Gateway {
             .into_iter()
             .filter(|p| p.instance.is_empty() || !rule.alive.contains(&p.instance))
             .collect();
-        if abandoned.is_empty() {
-            return;
+        let settled = self.settle_notes(abandoned, false).await;
+        if settled > 0 {
+            tracing::info!(settled, "settled records of publishes an interrupted gateway left");
+        }
+    }
+
+    /// Ends the key claims and publishes noted in this gateway's own name that nothing of it
+    /// holds any more (a release or settling write that failed, during a database outage say).
+    /// Other gateways wait for a claimed key, so such a note would keep them from writing it
+    /// for as long as this gateway lives. Under the key lock nothing of this gateway is changing
+    /// the key, so a note in its name found there is a leftover.
+    async fn settle_own_leftovers(&self) {
+        let own: Vec<PendingPublish> = match self.meta.publishing().await {
+            Ok(p) => p.into_iter().filter(|p| p.instance == self.instance).collect(),
+            Err(e) => return tracing::warn!(error = %e, "own-claim sweep: cannot read pending publishes"),
+        };
+        let settled = self.settle_notes(own, true).await;
+        if settled > 0 {
+            tracing::info!(settled, "settled keys this gateway had left claimed");
+        }
+    }
+
+    /// Settles each noted key: it keeps only the record of the file at it now (or none, if
+    /// nothing is). With `mine`, a key is settled only if this gateway can claim it under the
+    /// key lock (the note is still its own, or gone), never one another gateway holds since.
+    /// Answers how many it settled.
+    async fn settle_notes(&self, notes: Vec<PendingPublish>, mine: bool) -> usize {
+        if notes.is_empty() {
+            return 0;
         }
         let buckets = match self.meta.buckets().await {
             Ok(b) => b,
-            Err(e) => return tracing::warn!(error = %e, "publish sweep: cannot list buckets"),
+            Err(e) => {
+                tracing::warn!(error = %e, "publish sweep: cannot list buckets");
+                return 0;
+            }
         };
         let mut settled = 0;
-        for p in abandoned {
+        for p in notes {
             let folder = p.folder;
             let outcome: S3Result<()> = async {
                 let Some(rec) = buckets.iter().find(|b| b.folder_id == folder).cloned() else {
@@ -165,6 +200,15 @@ impl Gateway {
                 };
                 let path = parse_key(&p.key)?;
                 let _guard = self.locks.lock(folder, &p.key).await;
+                if mine
+                    && !self
+                        .meta
+                        .claim_key(folder, &p.key, &self.instance)
+                        .await
+                        .map_err(meta_err)?
+                {
+                    return Ok(());
+                }
                 // A versioned change settles by what is at the key (versioning.rs).
                 if self.key_versions(&b).settle(&path).await?.is_some() {
                     return Ok(());
@@ -181,7 +225,7 @@ impl Gateway {
                 Err(e) => tracing::warn!(%folder, error = ?e, "publish sweep: could not settle a key"),
             }
         }
-        tracing::info!(settled, "settled records of publishes an interrupted gateway left");
+        settled
     }
 }
 
