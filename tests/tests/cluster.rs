@@ -707,6 +707,46 @@ async fn racing_writes_and_deletes_on_different_gateways_keep_records_with_their
     }
 }
 
+/// A conditional delete through one gateway racing an overwrite through another never removes
+/// the overwrite: the delete judges and unlinks under the key's claim, which the overwrite must
+/// take too. Each round writes v1, then at once overwrites it with v2 on one gateway and deletes
+/// `If-Match: v1` on another: whichever goes first, the key ends holding v2 (the delete either ran
+/// before the overwrite, or found v2 and answered 412).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_conditional_delete_never_removes_an_overwrite_on_another_gateway() {
+    let c = Cluster::start(3);
+    let g: Vec<Client> = (0..3).map(|i| c.gw(i).client()).collect();
+    g[0].create_bucket().bucket("cdel").send().await.unwrap();
+    tokio::time::sleep(PROPAGATION).await;
+    for round in 0..120u32 {
+        let v1 = format!("v1 of round {round}");
+        let tag = format!("\"{}\"", penstock_tests::md5_hex(v1.as_bytes()));
+        put(&g[round as usize % 3], "cdel", "k", v1.as_bytes()).await;
+        let v2 = format!("v2 of round {round}");
+        let over = {
+            let (gw, body) = (g[(round as usize + 1) % 3].clone(), v2.clone().into_bytes());
+            tokio::spawn(
+                async move { gw.put_object().bucket("cdel").key("k").body(ByteStream::from(body)).send().await },
+            )
+        };
+        // Started 0 to 7 ms after the overwrite, so that over the rounds its judgement falls
+        // before, inside and after the overwrite's publish.
+        let delete = {
+            let gw = g[(round as usize + 2) % 3].clone();
+            let lag = Duration::from_micros(u64::from(round % 8) * 1000 + u64::from(round % 5) * 170);
+            tokio::spawn(async move {
+                tokio::time::sleep(lag).await;
+                gw.delete_object().bucket("cdel").key("k").if_match(tag).send().await
+            })
+        };
+        over.await.unwrap().unwrap();
+        if let Err(e) = delete.await.unwrap() {
+            assert_eq!((code(&e), status(&e)), ("PreconditionFailed".to_owned(), 412), "round {round}");
+        }
+        assert_eq!(get(&g[round as usize % 3], "cdel", "k").await, v2.as_bytes(), "round {round}: the overwrite stays");
+    }
+}
+
 /// A claim a live gateway left in its own name (a release that failed during a database
 /// hiccup, say) would keep every other gateway from writing that key (they wait for the claim,
 /// then answer 503) for as long as the gateway lives: its janitor settles such notes of its own
