@@ -201,32 +201,29 @@ pub(crate) fn key_err(k: KeyError) -> S3Error {
 pub(crate) fn meta_err(e: MetaError) -> S3Error {
     match e {
         // A conditional write's change found another gateway writing the key (see `Expect`).
-        MetaError::Busy => {
-            return custom(
-                "ConditionalRequestConflict",
-                StatusCode::CONFLICT,
-                "A conflicting conditional operation is currently in progress against this resource. Try again.",
-            );
-        }
+        MetaError::Busy => custom(
+            "ConditionalRequestConflict",
+            StatusCode::CONFLICT,
+            "A conflicting conditional operation is currently in progress against this resource. Try again.",
+        ),
         // One whose judged record changed since; callers that know the condition name it.
-        MetaError::Changed => {
-            return S3Error::with_message(
-                S3ErrorCode::PreconditionFailed,
-                "At least one of the pre-conditions you specified did not hold",
+        MetaError::Changed => S3Error::with_message(
+            S3ErrorCode::PreconditionFailed,
+            "At least one of the pre-conditions you specified did not hold",
+        ),
+        // The engine is down or unreachable: a retry may succeed, and clients retry 503s.
+        MetaError::Unavailable(_) => {
+            tracing::warn!(error = %e, "metadata engine unavailable");
+            S3Error::with_message(
+                S3ErrorCode::ServiceUnavailable,
+                "The metadata service is unavailable. Please try again.",
             )
         }
-        _ => {}
+        e => {
+            tracing::error!(error = %e, "metadata store error");
+            S3Error::with_message(S3ErrorCode::InternalError, "metadata store error")
+        }
     }
-    if let MetaError::Unavailable(_) = e {
-        // The engine is down or unreachable: a retry may succeed, and clients retry 503s.
-        tracing::warn!(error = %e, "metadata engine unavailable");
-        return S3Error::with_message(
-            S3ErrorCode::ServiceUnavailable,
-            "The metadata service is unavailable. Please try again.",
-        );
-    }
-    tracing::error!(error = %e, "metadata store error");
-    S3Error::with_message(S3ErrorCode::InternalError, "metadata store error")
 }
 
 /// An unexpected failure: logged in full, reported as InternalError.

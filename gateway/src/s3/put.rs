@@ -1,6 +1,7 @@
 //! PutObject, and the write path shared by every operation that creates an object: stream the
 //! body into a staging file while hashing, verify, then publish record and file together.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::StreamExt;
@@ -325,7 +326,7 @@ impl Gateway {
             // through these: whether the announcing write ran and how, and the answer, which the
             // step after the rename sends.
             let begun: Arc<Mutex<Option<MetaResult<()>>>> = Arc::default();
-            let settled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let settled = Arc::new(AtomicBool::new(false));
             let answer = Arc::new(Mutex::new(Some(answer)));
             let rt = tokio::runtime::Handle::current();
             let before = {
@@ -353,7 +354,7 @@ impl Gateway {
                         let _ = a.send(Ok(None));
                     }
                     match on_this_thread(&rt, meta.end_publish(folder, &key, Some(&rec))) {
-                        Ok(()) => done.store(true, std::sync::atomic::Ordering::Release),
+                        Ok(()) => done.store(true, Ordering::Release),
                         // The stored pair still resolves by fingerprint; once this gateway is
                         // gone, the janitor of another (or of its next run) settles it.
                         Err(e) => tracing::warn!(%key, error = %e, "could not settle a published record"),
@@ -367,7 +368,7 @@ impl Gateway {
             let failure = match (outcome, begun) {
                 (Ok(Announced::Published), _) => {
                     // The settling write stopped the key's publishing, and with it the claim.
-                    if settled.load(std::sync::atomic::Ordering::Acquire) {
+                    if settled.load(Ordering::Acquire) {
                         guard.ended();
                     }
                     return;

@@ -21,13 +21,14 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
+mod claims;
 mod recent;
 mod sql;
 mod versions;
 
 use recent::Recent;
 pub use sql::PG_SCHEMA_VERSION;
-use sql::{claim_object, DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, MIGRATIONS, UPSERT_OBJECT};
+use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, MIGRATIONS, UPSERT_OBJECT};
 
 use crate::engine::{
     Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery,
@@ -197,29 +198,6 @@ impl PgMetadata {
     /// [`PgMetadata::query`] for the number of rows changed.
     async fn exec(&self, sql: &str, args: Args<'_>) -> MetaResult<u64> {
         retried!(self, sql, |c, st| c.execute(&st, args))
-    }
-
-    /// Stores `rec` at the key if its record is the one expected (see [`claim_object`]), noting
-    /// the key as publishing by `instance` with `note`.
-    async fn claim(
-        &self,
-        folder: Uuid,
-        key: &str,
-        rec: &ObjectRecord,
-        instance: &str,
-        expect: &Expect,
-        note: bool,
-    ) -> MetaResult<()> {
-        let sql = claim_object(expect, note);
-        let (k, d) = (key.as_bytes(), json(rec));
-        let row = match expect {
-            Expect::Absent => self.query_one(&sql, &[&folder, &k, &d, &instance]).await?,
-            Expect::Record { etag, fingerprint, .. } => {
-                let f = json(fingerprint);
-                self.query_one(&sql, &[&folder, &k, &d, &instance, etag, &f]).await?
-            }
-        };
-        claimed(row.get(0), row.get(1))
     }
 
     async fn get<T: DeserializeOwned>(&self, table: &'static str, sql: &str, args: Args<'_>) -> MetaResult<Option<T>> {
@@ -514,20 +492,7 @@ impl Metadata for PgMetadata {
             .map(drop)
     }
     async fn expectation(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<Expect> {
-        // One statement: the record and the publishing note from one snapshot.
-        let sql = format!(
-            "SELECT (SELECT doc FROM objects WHERE folder_id = $1::uuid AND key = $2::bytea), NOT {}",
-            sql::NOT_BUSY.replace("$4", "$3")
-        );
-        let row = self.query_one(&sql, &[&folder, &key.as_bytes(), &instance]).await?;
-        if row.get::<_, bool>(1) {
-            return Err(MetaError::Busy);
-        }
-        let rec: Option<ObjectRecord> = match row.get::<_, Option<&str>>(0) {
-            Some(text) => Some(serde_json::from_str(text).map_err(|err| MetaError::Corrupt { cf: "objects", err })?),
-            None => None,
-        };
-        Ok(Expect::of(rec.as_ref()))
+        self.read_expectation(folder, key, instance).await
     }
     async fn put_object_if(
         &self,
@@ -547,21 +512,10 @@ impl Metadata for PgMetadata {
         true
     }
     async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
-        // A note another gateway holds is left as it is (no row comes back); this gateway's own
-        // (a claim it holds, a settling write that failed) is taken again.
-        let sql = format!(
-            "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $3)
-             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms
-             WHERE publishing.instance = $3 RETURNING 1"
-        );
-        Ok(self
-            .query_opt(&sql, &[&folder, &key.as_bytes(), &instance])
-            .await?
-            .is_some())
+        self.claim_note(folder, key, instance).await
     }
     async fn release_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
-        let sql = "DELETE FROM publishing WHERE folder_id = $1 AND key = $2 AND instance = $3";
-        self.exec(sql, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
+        self.release_note(folder, key, instance).await
     }
     // Each write below is one statement, its parts joined by data-modifying CTEs: atomic as a
     // transaction, at one round trip instead of four (BEGIN, two statements, COMMIT).
@@ -759,16 +713,6 @@ fn quota_row(scope: QuotaScope, r: &Row) -> Quota {
         scope,
         limit_bytes: r.get::<_, Option<i64>>(0).map(|l| l.max(0) as u64),
         usage_bytes: r.get::<_, i64>(1).max(0) as u64,
-    }
-}
-
-/// The outcome of a conditional store: whether it stored, and whether another gateway was
-/// publishing the key (why it did not).
-pub(super) fn claimed(stored: bool, busy: bool) -> MetaResult<()> {
-    match (stored, busy) {
-        (true, _) => Ok(()),
-        (false, true) => Err(MetaError::Busy),
-        (false, false) => Err(MetaError::Changed),
     }
 }
 

@@ -7,9 +7,10 @@ use deadpool_postgres::Object;
 use tokio_postgres::error::SqlState;
 use uuid::Uuid;
 
-use super::sql::{claim_object, DB_NOW_MS, UPSERT_OBJECT};
-use super::{claimed, doc, json, pg, successor, PgMetadata, RETRIES};
-use crate::engine::{Expect, KeyEdit, KeyedVersions, MetaResult, VersionQuery};
+use super::claims::{claimed, ClaimObject};
+use super::sql::{DB_NOW_MS, UPSERT_OBJECT};
+use super::{doc, json, pg, successor, PgMetadata, RETRIES};
+use crate::engine::{KeyEdit, KeyedVersions, MetaResult, VersionQuery};
 use crate::{MetaError, VersionRecord};
 
 impl PgMetadata {
@@ -104,15 +105,10 @@ async fn edit_once(
     }
     match (edit.object, edit.expect) {
         (Some(Some(r)), Some(e)) => {
-            let st = tx.prepare_cached(&claim_object(e, false)).await?;
+            let claim = ClaimObject::new(e, false);
+            let st = tx.prepare_cached(&claim.sql).await?;
             let d = json(r);
-            let row = match e {
-                Expect::Absent => tx.query_one(&st, &[&folder, &key, &d, &instance]).await?,
-                Expect::Record { etag, fingerprint, .. } => {
-                    let f = json(fingerprint);
-                    tx.query_one(&st, &[&folder, &key, &d, &instance, etag, &f]).await?
-                }
-            };
+            let row = tx.query_one(&st, &claim.args([&folder, &key, &d, &instance])).await?;
             if let Err(refused) = claimed(row.get(0), row.get(1)) {
                 return Ok(Err(refused));
             }
