@@ -16,7 +16,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -181,6 +181,31 @@ pub struct StallGuard<B> {
     limit: Option<Duration>,
     timer: Option<Pin<Box<Sleep>>>,
     metrics: Arc<Metrics>,
+    ended: Option<BodyEnd>,
+}
+
+/// Whether a request's body was read to its end: an HTTP/1 connection whose request body was
+/// left unread no longer lines up with the framing of the next request, so hyper closes it after
+/// the answer. The answer must then say `Connection: close`, or a client that pools connections
+/// sends its next request into the closing one, and one that cannot replay that request's body
+/// (an SDK's unseekable stream) fails it (aws-sdk-go-v2 after a 411 to a chunked PUT).
+#[derive(Clone, Debug)]
+pub struct BodyEnd(Arc<AtomicBool>);
+
+impl BodyEnd {
+    /// Starts as `reached` (a body that is empty from the start is read).
+    pub fn new(reached: bool) -> Self {
+        Self(Arc::new(AtomicBool::new(reached)))
+    }
+
+    /// Whether the body's end was read.
+    pub fn reached(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn mark(&self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 impl<B> StallGuard<B> {
@@ -191,7 +216,14 @@ impl<B> StallGuard<B> {
             limit,
             timer: None,
             metrics,
+            ended: None,
         }
+    }
+
+    /// Marks `end` once the last frame was read.
+    pub fn reporting_end(mut self, end: BodyEnd) -> Self {
+        self.ended = Some(end);
+        self
     }
 }
 
@@ -208,6 +240,13 @@ where
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
                 this.timer = None;
+                if let Some(end) = this
+                    .ended
+                    .as_ref()
+                    .filter(|_| frame.is_none() || this.inner.is_end_stream())
+                {
+                    end.mark();
+                }
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => {

@@ -18,7 +18,7 @@ use tracing::{field, Instrument};
 
 use crate::auth::GatewayAuth;
 use crate::interim::{wants_interim_continue, ContinueSignal};
-use crate::limits::{Activity, StallGuard};
+use crate::limits::{Activity, BodyEnd, StallGuard};
 use crate::metrics::Metrics;
 
 mod early;
@@ -161,6 +161,7 @@ impl Observed {
         mut req: Request<Incoming>,
         slot: &InfoSlot,
         close: bool,
+        end: BodyEnd,
     ) -> (
         http::Method,
         Option<(String, http::Method)>,
@@ -171,7 +172,7 @@ impl Observed {
         let req = if close {
             req.map(|_| Body::empty())
         } else {
-            let guarded = req.map(|b| StallGuard::new(b, self.body_stall, self.metrics.clone()));
+            let guarded = req.map(|b| StallGuard::new(b, self.body_stall, self.metrics.clone()).reporting_end(end));
             // Only a PUT's reading depends on it (body_digest.rs); the Host is not parsed for others.
             let virtual_hosted = guarded.method() == http::Method::PUT
                 && self.cors.as_ref().is_some_and(|c| c.host_bucket(&guarded).is_some());
@@ -319,7 +320,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 .or_else(|| refused_expiry(&req))
         };
         let in_flight = self.activity.as_ref().map(|a| a.begin());
-        let close = unsent_body(&req) && req.version() <= http::Version::HTTP_11;
+        let http1 = req.version() <= http::Version::HTTP_11;
+        let close = unsent_body(&req) && http1;
+        let end = BodyEnd::new(hyper::body::Body::is_end_stream(req.body()));
         if let Some(signal) = self.interim.as_ref().filter(|_| wants_interim_continue(&req)) {
             signal.request();
         }
@@ -347,7 +350,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 };
                 let (method, origin, named, result) = match served {
                     Some(resp) => (req.method().clone(), None, None, Ok(resp)),
-                    None => this.dispatch(req, &slot, close).await,
+                    None => this.dispatch(req, &slot, close, end.clone()).await,
                 };
                 metrics.in_flight().dec();
                 drop(in_flight);
@@ -398,7 +401,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     resp.headers_mut().insert("x-amz-request-id", v);
                 }
-                if close {
+                if close || (http1 && !end.reached()) {
                     resp.headers_mut()
                         .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
                 }

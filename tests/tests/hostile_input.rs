@@ -240,3 +240,77 @@ async fn session_tokens_are_refused() {
     let listed = c.list_objects_v2().bucket("tok").send().await.unwrap();
     assert_eq!(listed.key_count(), Some(0), "nothing was written");
 }
+
+/// The head of a PUT signed with `UNSIGNED-PAYLOAD` whose body follows in HTTP chunks: no
+/// Content-Length, as a client streaming a body of unknown length sends it.
+fn unsigned_chunked_head(gw: &Gateway, path: &str) -> String {
+    use aws_credential_types::Credentials;
+    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::sign::v4;
+
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let identity = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "test").into();
+    let mut settings = SigningSettings::default();
+    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("s3")
+        .time(std::time::SystemTime::now())
+        .settings(settings)
+        .build()
+        .unwrap();
+    let signable = SignableRequest::new(
+        "PUT",
+        format!("{}{path}", gw.endpoint),
+        [("host", host.as_str())].into_iter(),
+        SignableBody::UnsignedPayload,
+    )
+    .unwrap();
+    let (instructions, _) = sign(signable, &params.into()).unwrap().into_parts();
+    let mut head = format!("PUT {path} HTTP/1.1\r\nhost: {host}\r\ntransfer-encoding: chunked\r\n");
+    for (k, v) in instructions.headers() {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head + "\r\n"
+}
+
+/// An answer given before the request's body was read (411 to a PUT of unknown length) says
+/// `Connection: close`, and the gateway closes the connection: the unread body no longer lines
+/// up with the next request's framing, and a client that pools connections must not send its
+/// next request into one that is closing (aws-sdk-go-v2 then fails a PUT it cannot replay).
+/// Answers after a body read to its end keep the connection open.
+#[tokio::test]
+async fn an_answer_before_the_body_is_read_closes_the_connection() {
+    use std::io::Read;
+    let (gw, c) = Gateway::with_bucket("framing").await;
+
+    let mut conn = Conn::open(&gw);
+    conn.send(unsigned_chunked_head(&gw, "/framing/k").as_bytes());
+    conn.send(b"6\r\nabc123\r\n");
+    let r = conn.answer(false);
+    assert_eq!((r.status, error_code(&r.body).as_str()), (411, "MissingContentLength"));
+    assert_eq!(r.header("connection"), Some("close"), "{:?}", r.headers);
+    conn.send(b"0\r\n\r\n");
+    let mut rest = Vec::new();
+    let read = conn.w.read_to_end(&mut rest);
+    assert!(matches!(read, Ok(0)) || read.is_err(), "the connection stayed open: {rest:?}");
+    let e = c.head_object().bucket("framing").key("k").send().await;
+    assert!(e.is_err(), "a refused upload created the key");
+
+    // Bodies read to their end (Content-Length, aws-chunked, a refusal after the body, an
+    // anonymous GET) leave the connection open for the next request.
+    let mut conn = Conn::open(&gw);
+    let a = pattern(3, 70_000);
+    conn.send(&signed_chunked_put(&gw, "/framing/k", &[&a], None));
+    let r = conn.answer(false);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("connection"), None);
+    let r = conn.unsigned("PUT", "/framing/anon", &[], b"no keys");
+    assert_eq!(r.status, 403);
+    assert_eq!(r.header("connection"), None, "a refusal after its body was read: {:?}", r.headers);
+    let r = conn.unsigned("GET", "/framing/k", &[], b"");
+    assert_eq!(r.status, 403);
+    assert_eq!(r.header("connection"), None);
+    assert_eq!(penstock_tests::get(&c, "framing", "k").await, a);
+}
