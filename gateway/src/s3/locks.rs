@@ -94,15 +94,15 @@ impl Gateway {
     /// record change takes it before reading what the change depends on and keeps it until
     /// record and file are both in place.
     pub(crate) async fn hold_key(&self, folder: Uuid, key: &str) -> S3Result<KeyGuard> {
-        let local = self.locks.lock_owned(folder, key).await;
-        if !self.meta.shared() {
-            return Ok(KeyGuard {
-                local: Some(local),
-                claim: None,
-            });
-        }
         let (start, mut pause) = (Instant::now(), Duration::from_millis(1));
         loop {
+            let local = self.locks.lock_owned(folder, key).await;
+            if !self.meta.shared() {
+                return Ok(KeyGuard {
+                    local: Some(local),
+                    claim: None,
+                });
+            }
             if self
                 .meta
                 .claim_key(folder, key, layout_instance())
@@ -114,6 +114,9 @@ impl Gateway {
                     claim: Some((self.meta.clone(), folder, key.to_owned())),
                 });
             }
+            // Waited for without the local lock: its stripe is shared with other keys, whose
+            // changes on this gateway must not queue behind another gateway's hold of this one.
+            drop(local);
             if start.elapsed() > CLAIM_WAIT {
                 return Err(s3_error!(SlowDown, "Please reduce your request rate."));
             }
