@@ -256,8 +256,10 @@ pub trait Metadata: Send + Sync {
         expect: &Expect,
         instance: &str,
     ) -> MetaResult<()>;
-    /// Removes an object record.
-    async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()>;
+    /// Removes an object record and, in the same write, ends gateway `instance`'s claim of the
+    /// key ([`Metadata::claim_key`]; nothing if another gateway holds it): a delete needs no
+    /// [`Metadata::release_key`] after it.
+    async fn delete_object(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()>;
     /// Whether several gateways may share this engine, and so must claim keys
     /// ([`Metadata::claim_key`]) to order their changes of one key.
     fn shared(&self) -> bool;
@@ -268,7 +270,8 @@ pub trait Metadata: Send + Sync {
     /// until its record and file are both in place, so the "store record, move file" steps of
     /// writers on different gateways never interleave (record A, record B, rename B, rename A
     /// would leave A's bytes with B's record). The note ends with [`Metadata::end_publish`], a
-    /// versioned edit that stops publishing, or [`Metadata::release_key`]; a dead gateway's is
+    /// versioned edit that stops publishing, [`Metadata::delete_object`] or
+    /// [`Metadata::release_key`]; a dead gateway's is
     /// settled by a survivor like any pending publish. An engine one gateway opens (RocksDB)
     /// answers true at once: that gateway's key lock orders its writers.
     async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool>;

@@ -260,7 +260,7 @@ impl Metadata for RocksMetadata {
         })
         .await
     }
-    async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()> {
+    async fn delete_object(&self, folder: Uuid, key: &str, _instance: &str) -> MetaResult<()> {
         let key = key.to_owned();
         self.blocking(move |s| s.delete_object(folder, &key)).await
     }

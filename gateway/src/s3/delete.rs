@@ -3,6 +3,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
+use penstock_backends::layout::instance as layout_instance;
 use penstock_backends::ObjectPath;
 
 use super::error::{backend_err, meta_err, precondition_failed};
@@ -163,7 +164,7 @@ impl Gateway {
     pub(crate) async fn delete_key(&self, b: &BucketCtx, path: &ObjectPath, conds: &DeleteConditions) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
-        let _guard = self.hold_key(folder, &key).await?;
+        let mut guard = self.hold_key(folder, &key).await?;
         self.check_delete_conditions(b, path, conds).await?;
         // Parents that hold a marker record are directory markers and stay.
         let keep_depth = self.keep_depth(b, path).await?;
@@ -174,7 +175,13 @@ impl Gateway {
         if b.folder.remove(path, keep_depth).await.map_err(backend_err)? {
             self.charge(&b.rec.quota_scope, -(size as i64)).await?;
         }
-        self.meta.delete_object(folder, &key).await.map_err(meta_err)
+        self.meta
+            .delete_object(folder, &key, layout_instance())
+            .await
+            .map_err(meta_err)?;
+        // The record's removal ended the claim too.
+        guard.ended();
+        Ok(())
     }
 
     /// Refuses a delete whose conditions the key's current object fails (412, naming the

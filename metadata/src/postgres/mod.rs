@@ -504,9 +504,10 @@ impl Metadata for PgMetadata {
     ) -> MetaResult<()> {
         self.claim(folder, key, rec, instance, expect, false).await
     }
-    async fn delete_object(&self, folder: Uuid, key: &str) -> MetaResult<()> {
-        let sql = "DELETE FROM objects WHERE folder_id = $1 AND key = $2";
-        self.exec(sql, &[&folder, &key.as_bytes()]).await.map(drop)
+    async fn delete_object(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
+        let sql = "WITH o AS (DELETE FROM objects WHERE folder_id = $1 AND key = $2)
+                   DELETE FROM publishing WHERE folder_id = $1 AND key = $2 AND instance = $3";
+        self.exec(sql, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
     }
     fn shared(&self) -> bool {
         true

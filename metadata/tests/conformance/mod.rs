@@ -269,10 +269,10 @@ async fn objects(m: &dyn Metadata) {
     }
     m.put_object(f, "a/", &object(5)).await.unwrap();
     assert_eq!(m.object(f, "a/").await.unwrap(), Some(object(5)));
-    m.delete_object(f, "a").await.unwrap();
+    m.delete_object(f, "a", "gw-1").await.unwrap();
     assert_eq!(m.object(f, "a").await.unwrap(), None);
     assert_eq!(m.object(f, "a/").await.unwrap(), Some(object(5)));
-    m.delete_object(f, "never").await.unwrap();
+    m.delete_object(f, "never", "gw-1").await.unwrap();
     // Exports read a folder's records in key order, a page at a time.
     let keys = |v: Vec<(String, ObjectRecord)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert_eq!(keys(m.object_records(f, None, 10).await.unwrap()), ["a/", "dir/b"]);
@@ -419,7 +419,12 @@ pub async fn conditional_races(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
     b.begin_publish(f, "r", &object(202), "gwy", None).await.unwrap();
     b.end_publish(f, "r", Some(&object(202))).await.unwrap();
     assert!(a.claim_key(f, "r", "gwx").await.unwrap(), "the publish ended the claim");
-    a.release_key(f, "r", "gwx").await.unwrap();
+    b.delete_object(f, "r", "gwy").await.unwrap();
+    assert!(!b.claim_key(f, "r", "gwy").await.unwrap(), "another's delete leaves gwx's claim");
+    a.delete_object(f, "r", "gwx").await.unwrap();
+    assert_eq!(a.object(f, "r").await.unwrap(), None);
+    assert!(b.claim_key(f, "r", "gwy").await.unwrap(), "the holder's delete ended the claim");
+    b.release_key(f, "r", "gwy").await.unwrap();
     let tasks: Vec<_> = (0..16u64)
         .map(|i| {
             let m = if i % 2 == 0 { a.clone() } else { b.clone() };
