@@ -103,6 +103,15 @@ impl Postgres {
         }
     }
 
+    /// Crashes the server (immediate shutdown: no checkpoint, WAL not yet flushed is lost, as in
+    /// a power cut), then starts it again on the same port and data: it recovers from its WAL.
+    pub fn crash_and_restart(&mut self) {
+        let data = self.data_dir();
+        let _ = self.run("pg_ctl", &["-D", path(&data), "-m", "immediate", "-w", "stop"]);
+        self.running = false;
+        self.start_server();
+    }
+
     /// Starts the server again after [`Postgres::stop`], on the same port and data.
     pub fn restart(&mut self) {
         self.stop();

@@ -126,6 +126,36 @@ async fn postgres_outage_fails_fast_and_recovers() {
     }
 }
 
+/// Writes the engine leaves unsynced (a charge with `sync` unset, a publish's second half) are
+/// made durable by the synced write after them: a database crash right after an acknowledged
+/// publish keeps the charge and the published record, the note gone or left for the janitor.
+/// Each round crashes the server (immediate shutdown) right after the writes and lets it recover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unsynced_writes_survive_a_database_crash_behind_a_synced_one() {
+    use penstock_metadata::QuotaScope;
+    let mut pg = Postgres::start();
+    let url = pg.database("crash");
+    let s = QuotaScope::user(uuid::Uuid::new_v4());
+    let f = uuid::Uuid::new_v4();
+    for round in 1..=3u64 {
+        let m = PgMetadata::connect(&opts(url.clone())).await.unwrap();
+        let key = format!("k{round}");
+        let rec = conformance::object(round);
+        m.charge(&s, 100, false).await.unwrap();
+        m.begin_publish(f, &key, &rec, "gw", None).await.unwrap();
+        m.end_publish(f, &key, Some(&rec)).await.unwrap();
+        pg.crash_and_restart();
+        let m = PgMetadata::connect(&opts(url.clone())).await.unwrap();
+        let usage = m.quota(&s).await.unwrap().map(|q| q.usage_bytes);
+        assert_eq!(usage, Some(100 * round), "round {round}: a charge was lost");
+        assert_eq!(m.object(f, &key).await.unwrap(), Some(rec), "round {round}");
+        for p in m.publishing().await.unwrap() {
+            assert_eq!((p.folder, p.key.as_str()), (f, key.as_str()), "only this round's note may be left");
+            m.end_publish(f, &key, m.object(f, &key).await.unwrap().as_ref()).await.unwrap();
+        }
+    }
+}
+
 /// A dump of the embedded engine imported into PostgreSQL and exported again is the same dump,
 /// and so is the way back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

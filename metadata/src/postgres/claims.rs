@@ -4,7 +4,7 @@
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
-use super::sql::DB_NOW_MS;
+use super::sql::{DB_NOW_MS, LAZY};
 use super::{json, PgMetadata};
 use crate::engine::{Expect, MetaResult};
 use crate::{MetaError, ObjectRecord};
@@ -143,9 +143,12 @@ impl PgMetadata {
             .is_some())
     }
 
-    /// [`crate::engine::Metadata::release_key`].
+    /// [`crate::engine::Metadata::release_key`]. Unsynced ([`LAZY`]): a release lost in a
+    /// database crash leaves this gateway's own note, which its janitor settles.
     pub(super) async fn release_note(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
-        let sql = "DELETE FROM publishing WHERE folder_id = $1 AND key = $2 AND instance = $3";
-        self.exec(sql, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
+        let sql = format!(
+            "WITH {LAZY} DELETE FROM publishing USING lazy WHERE folder_id = $1 AND key = $2 AND instance = $3"
+        );
+        self.exec(&sql, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
     }
 }

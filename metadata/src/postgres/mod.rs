@@ -28,7 +28,7 @@ mod versions;
 
 use recent::Recent;
 pub use sql::PG_SCHEMA_VERSION;
-use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, MIGRATIONS, UPSERT_OBJECT};
+use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, LAZY, MIGRATIONS, UPSERT_OBJECT, UPSERT_OBJECT_LAZY};
 
 use crate::engine::{
     Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery,
@@ -401,21 +401,30 @@ impl Metadata for PgMetadata {
         v.sort_by_key(|q| q.scope.to_string());
         Ok(v)
     }
-    async fn charge(&self, scope: &QuotaScope, delta: i64, _sync: bool) -> MetaResult<Charge> {
+    async fn charge(&self, scope: &QuotaScope, delta: i64, sync: bool) -> MetaResult<Charge> {
         if delta == 0 {
             return Ok(Charge::Done);
         }
         // One statement: the row is locked for the check and the update, so charges from any
         // number of gateways serialize on it. A refused charge updates nothing and returns no row.
-        let done = self
-            .query_opt(
-                "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, NULL, GREATEST($2::BIGINT, 0))
-                 ON CONFLICT (scope) DO UPDATE SET usage_bytes = GREATEST(q.usage_bytes + $2::BIGINT, 0)
+        // Unsynced, the row's lock is let go at the commit instead of after a WAL flush: every
+        // write of a scope passes through this one row, and waiting for a flush while holding it
+        // made concurrent charges take turns at one flush each (16 charging clients: ~3,600
+        // charges/s synced, ~25,000 unsynced, pgbench on this machine).
+        const CHARGE: &str = "ON CONFLICT (scope) DO UPDATE SET usage_bytes = GREATEST(q.usage_bytes + $2::BIGINT, 0)
                  WHERE $2::BIGINT <= 0 OR q.limit_bytes IS NULL OR q.usage_bytes + $2::BIGINT <= q.limit_bytes
-                 RETURNING usage_bytes",
-                &[&scope.to_string(), &delta],
+                 RETURNING usage_bytes";
+        let sql = if sync {
+            format!(
+                "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, NULL, GREATEST($2::BIGINT, 0)) {CHARGE}"
             )
-            .await?;
+        } else {
+            format!(
+                "WITH {LAZY} INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes)
+                 SELECT $1::text, NULL, GREATEST($2::BIGINT, 0) FROM lazy {CHARGE}"
+            )
+        };
+        let done = self.query_opt(&sql, &[&scope.to_string(), &delta]).await?;
         if done.is_some() {
             return Ok(Charge::Done);
         }
@@ -540,16 +549,19 @@ impl Metadata for PgMetadata {
             .await
             .map(drop)
     }
+    // Unsynced (`LAZY`): the publish's first half is durable and, alone, already resolves to the
+    // record of the file at the key; a second half lost in a database crash leaves the key noted,
+    // and the note is settled again from the volume (by this gateway's janitor, or a survivor's).
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()> {
         let k = key.as_bytes();
-        let unnote = "DELETE FROM publishing WHERE folder_id = $1 AND key = $2";
+        let unnote = "DELETE FROM publishing USING lazy WHERE folder_id = $1 AND key = $2";
         match rec {
             Some(r) => {
-                let sql = format!("WITH o AS ({UPSERT_OBJECT}) {unnote}");
+                let sql = format!("WITH {LAZY}, o AS ({UPSERT_OBJECT_LAZY}) {unnote}");
                 self.exec(&sql, &[&folder, &k, &json(r)]).await
             }
             None => {
-                let sql = format!("WITH o AS (DELETE FROM objects WHERE folder_id = $1 AND key = $2) {unnote}");
+                let sql = format!("WITH {LAZY}, o AS (DELETE FROM objects WHERE folder_id = $1 AND key = $2) {unnote}");
                 self.exec(&sql, &[&folder, &k]).await
             }
         }

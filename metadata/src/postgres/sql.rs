@@ -35,6 +35,20 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// gateways whose clocks disagree still agree on who is silent.
 pub(super) const DB_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT";
 
+/// A common table expression (`lazy`) that turns off the wait for the commit's WAL flush for the
+/// one statement that reads from it: `set_config(.., true)` holds until the end of the
+/// statement's own transaction, whose commit reads the setting. For writes whose loss in a
+/// database crash is harmless because what they record is made durable by the caller's next
+/// synced write (WAL is flushed in order, so that flush covers them) or is settled again from the
+/// volume (a publish's second half, a claim's release). The statement must draw its rows from
+/// `lazy` (`SELECT … FROM lazy`, `USING lazy`) so that the expression is evaluated at all.
+pub(super) const LAZY: &str = "lazy AS (SELECT set_config('synchronous_commit', 'off', true))";
+
+/// [`UPSERT_OBJECT`] drawing its row from [`LAZY`], for a `WITH` that defines it.
+pub(super) const UPSERT_OBJECT_LAZY: &str =
+    "INSERT INTO objects (folder_id, key, doc) SELECT $1::uuid, $2::bytea, $3::text FROM lazy
+     ON CONFLICT (folder_id, key) DO UPDATE SET doc = EXCLUDED.doc";
+
 /// Stores an object record ($1 folder, $2 key, $3 document), replacing the key's record.
 pub(super) const UPSERT_OBJECT: &str =
     "INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $3) ON CONFLICT (folder_id, key) DO UPDATE SET doc = $3";
