@@ -140,6 +140,8 @@ pub enum LifecycleAction {
     MarkerRemoved,
     /// An incomplete multipart upload aborted.
     UploadAborted,
+    /// A current or noncurrent version moved to another storage class.
+    Transitioned,
 }
 
 impl EncodeLabelValue for LifecycleAction {
@@ -149,6 +151,7 @@ impl EncodeLabelValue for LifecycleAction {
             LifecycleAction::NoncurrentExpired => "noncurrent_expired",
             LifecycleAction::MarkerRemoved => "delete_marker_removed",
             LifecycleAction::UploadAborted => "upload_aborted",
+            LifecycleAction::Transitioned => "transitioned",
         })
     }
 }

@@ -205,6 +205,30 @@ pub struct LifecycleRule {
     /// Multipart uploads still incomplete this many days after they began are aborted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_incomplete_days: Option<u32>,
+    /// Current versions take these storage classes, each after its days or from its date.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transitions: Vec<LifecycleTransition>,
+    /// Noncurrent versions take these storage classes, each this many days after they became
+    /// noncurrent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noncurrent_transitions: Vec<LifecycleTransition>,
+}
+
+/// A lifecycle rule's move of objects to another storage class. The class is a label (see
+/// [`ObjectAttrs::storage_class`]): the object's bytes stay where they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleTransition {
+    /// Days after the write (current versions) or after the version became noncurrent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<u32>,
+    /// From this instant on (current versions; Unix milliseconds, a midnight UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_ms: Option<i64>,
+    /// The class taken, as S3 names it.
+    pub storage_class: String,
+    /// Noncurrent versions only: the newest this many noncurrent versions of a key stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newer_noncurrent_versions: Option<u32>,
 }
 
 /// The objects a lifecycle rule applies to: every condition given must hold.

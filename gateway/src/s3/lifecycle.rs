@@ -5,7 +5,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
 
-use penstock_metadata::{BucketRecord, LifecycleFilter, LifecycleRule as Rule};
+use penstock_metadata::{BucketRecord, LifecycleFilter, LifecycleRule as Rule, LifecycleTransition};
 
 use super::error::meta_err;
 use super::object::{format_http_date, ts_ms, validate_tags};
@@ -60,6 +60,32 @@ impl LifecycleTiming {
                 Some((at, r))
             })
             .min_by_key(|(at, _)| *at)
+    }
+}
+
+impl LifecycleTiming {
+    /// The coldest storage class the enabled rules that apply have moved a current version
+    /// written at `written_ms` to by `now_ms`, if any.
+    pub(crate) fn class_due<'a>(
+        &self,
+        rules: &'a [Rule],
+        key: &str,
+        tags: &[(String, String)],
+        size: u64,
+        written_ms: i64,
+        now_ms: i64,
+    ) -> Option<&'a str> {
+        rules
+            .iter()
+            .filter(|r| r.enabled && r.filter.matches(key, tags, size))
+            .flat_map(|r| &r.transitions)
+            .filter(|t| match (t.days, t.date_ms) {
+                (Some(d), _) => self.after_days(written_ms, d) <= now_ms,
+                (None, Some(date)) => date <= now_ms,
+                (None, None) => false,
+            })
+            .map(|t| t.storage_class.as_str())
+            .max_by_key(|c| coldness(c))
     }
 }
 
@@ -199,14 +225,6 @@ fn parse_rule(r: &LifecycleRule) -> S3Result<Rule> {
         ExpirationStatus::DISABLED => false,
         _ => return Err(malformed()),
     };
-    if r.transitions.as_ref().is_some_and(|t| !t.is_empty())
-        || r.noncurrent_version_transitions.as_ref().is_some_and(|t| !t.is_empty())
-    {
-        return Err(s3_error!(
-            NotImplemented,
-            "Transitions to other storage classes are not supported: every object has the STANDARD class"
-        ));
-    }
     let filter = parse_filter(r.filter.as_ref(), r.prefix.as_deref())?;
     let mut rule = Rule {
         id,
@@ -265,11 +283,40 @@ fn parse_rule(r: &LifecycleRule) -> S3Result<Rule> {
             ));
         }
     }
+    rule.transitions = r
+        .transitions
+        .iter()
+        .flatten()
+        .map(|t| transition(t.days, t.date.clone(), t.storage_class.as_ref(), None, "Transition"))
+        .collect::<S3Result<_>>()?;
+    rule.noncurrent_transitions = r
+        .noncurrent_version_transitions
+        .iter()
+        .flatten()
+        .map(|t| {
+            let days = t.noncurrent_days.ok_or_else(malformed)?;
+            let keep = match t.newer_noncurrent_versions {
+                None => None,
+                Some(v) if (1..=100).contains(&v) => Some(v as u32),
+                Some(_) => return Err(invalid("'NewerNoncurrentVersions' must be between 1 and 100")),
+            };
+            transition(
+                Some(days),
+                None,
+                t.storage_class.as_ref(),
+                keep,
+                "NoncurrentVersionTransition",
+            )
+        })
+        .collect::<S3Result<_>>()?;
+    check_transitions(&rule)?;
     let acts = rule.expiration_days.is_some()
         || rule.expiration_date_ms.is_some()
         || rule.expired_object_delete_marker
         || rule.noncurrent_days.is_some()
-        || rule.abort_incomplete_days.is_some();
+        || rule.abort_incomplete_days.is_some()
+        || !rule.transitions.is_empty()
+        || !rule.noncurrent_transitions.is_empty();
     if !acts {
         return Err(s3_error!(
             InvalidRequest,
@@ -277,6 +324,121 @@ fn parse_rule(r: &LifecycleRule) -> S3Result<Rule> {
         ));
     }
     Ok(rule)
+}
+
+/// The storage classes a lifecycle rule may move objects to, warmest first: S3 moves objects
+/// only down this list, never back up it.
+const TRANSITION_CLASSES: [&str; 6] = [
+    TransitionStorageClass::STANDARD_IA,
+    TransitionStorageClass::INTELLIGENT_TIERING,
+    TransitionStorageClass::ONEZONE_IA,
+    TransitionStorageClass::GLACIER_IR,
+    TransitionStorageClass::GLACIER,
+    TransitionStorageClass::DEEP_ARCHIVE,
+];
+
+/// How cold a storage class is: 0 for `STANDARD` and the classes no transition leads to, then
+/// the rank in [`TRANSITION_CLASSES`] from 1.
+pub(crate) fn coldness(class: &str) -> usize {
+    TRANSITION_CLASSES.iter().position(|c| *c == class).map_or(0, |i| i + 1)
+}
+
+/// One `Transition` or `NoncurrentVersionTransition`, validated as S3 does: exactly one of
+/// days and date, days not negative (at least 30 to an infrequent-access class), a class
+/// transitions lead to.
+fn transition(
+    days: Option<i32>,
+    date: Option<Timestamp>,
+    class: Option<&TransitionStorageClass>,
+    newer_noncurrent_versions: Option<u32>,
+    what: &str,
+) -> S3Result<LifecycleTransition> {
+    let class = class.ok_or_else(malformed)?.as_str();
+    if coldness(class) == 0 {
+        return Err(malformed());
+    }
+    let date_ms = match (days, date) {
+        (Some(_), Some(_)) | (None, None) => return Err(malformed()),
+        (Some(_), None) => None,
+        (None, Some(d)) => {
+            let t = time::OffsetDateTime::from(d);
+            if t.time() != time::Time::MIDNIGHT || t.offset() != time::UtcOffset::UTC {
+                return Err(invalid("'Date' must be at midnight GMT"));
+            }
+            Some((t.unix_timestamp_nanos() / 1_000_000) as i64)
+        }
+    };
+    let days = match days {
+        Some(d) if d < 0 => return Err(invalid(format!("'Days' for {what} action must be a positive integer"))),
+        Some(d) => Some(d as u32),
+        None => None,
+    };
+    let infrequent = [TransitionStorageClass::STANDARD_IA, TransitionStorageClass::ONEZONE_IA].contains(&class);
+    if infrequent && days.is_some_and(|d| d < 30) {
+        return Err(invalid(format!(
+            "'Days' in {what} action must be greater than or equal to 30 for storageClass '{class}'"
+        )));
+    }
+    Ok(LifecycleTransition {
+        days,
+        date_ms,
+        storage_class: class.to_owned(),
+        newer_noncurrent_versions,
+    })
+}
+
+/// What S3 checks across a rule's transitions: one class at most once among the transitions of
+/// each kind, days or dates but not both (with the expiration's too), and expiry after every
+/// transition.
+fn check_transitions(rule: &Rule) -> S3Result<()> {
+    for (list, what) in [
+        (&rule.transitions, "Transition"),
+        (&rule.noncurrent_transitions, "NoncurrentVersionTransition"),
+    ] {
+        for (i, t) in list.iter().enumerate() {
+            if list[..i].iter().any(|o| o.storage_class == t.storage_class) {
+                return Err(invalid(format!(
+                    "'StorageClass' must be different for '{what}' actions in same 'Rule'"
+                )));
+            }
+        }
+    }
+    let by_days = rule.transitions.iter().filter(|t| t.days.is_some()).count();
+    let by_date = rule.transitions.len() - by_days;
+    // Days somewhere (a transition's or the expiration's) and dates somewhere.
+    let days = by_days > 0 || rule.expiration_days.is_some();
+    let dates = by_date > 0 || rule.expiration_date_ms.is_some();
+    let mixed = !rule.transitions.is_empty() && days && dates;
+    if mixed {
+        return Err(invalid(
+            "Found mixed 'Date' and 'Days' based Expiration and Transition actions in lifecycle rule",
+        ));
+    }
+    let latest_days = rule.transitions.iter().filter_map(|t| t.days).max();
+    if let (Some(e), Some(t)) = (rule.expiration_days, latest_days) {
+        if e <= t {
+            return Err(invalid(
+                "'Days' in the Expiration action must be greater than 'Days' in the Transition action",
+            ));
+        }
+    }
+    let latest_date = rule.transitions.iter().filter_map(|t| t.date_ms).max();
+    if let (Some(e), Some(t)) = (rule.expiration_date_ms, latest_date) {
+        if e <= t {
+            return Err(invalid(
+                "'Date' in the Expiration action must be later than 'Date' in the Transition action",
+            ));
+        }
+    }
+    let latest_noncurrent = rule.noncurrent_transitions.iter().filter_map(|t| t.days).max();
+    if let (Some(e), Some(t)) = (rule.noncurrent_days, latest_noncurrent) {
+        if e <= t {
+            return Err(invalid(
+                "'NoncurrentDays' in the NoncurrentVersionExpiration action must be greater than 'NoncurrentDays' in the NoncurrentVersionTransition action",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The filter of a rule: the rule-level `Prefix` of the old schema, or a `Filter` holding one
@@ -387,8 +549,26 @@ fn rule_out(r: &Rule) -> LifecycleRule {
         abort_incomplete_multipart_upload: r.abort_incomplete_days.map(|d| AbortIncompleteMultipartUpload {
             days_after_initiation: Some(d as i32),
         }),
-        transitions: None,
-        noncurrent_version_transitions: None,
+        transitions: (!r.transitions.is_empty()).then(|| {
+            r.transitions
+                .iter()
+                .map(|t| Transition {
+                    days: t.days.map(|d| d as i32),
+                    date: t.date_ms.map(ts_ms),
+                    storage_class: Some(TransitionStorageClass::from(t.storage_class.clone())),
+                })
+                .collect()
+        }),
+        noncurrent_version_transitions: (!r.noncurrent_transitions.is_empty()).then(|| {
+            r.noncurrent_transitions
+                .iter()
+                .map(|t| NoncurrentVersionTransition {
+                    noncurrent_days: t.days.map(|d| d as i32),
+                    newer_noncurrent_versions: t.newer_noncurrent_versions.map(|n| n as i32),
+                    storage_class: Some(TransitionStorageClass::from(t.storage_class.clone())),
+                })
+                .collect()
+        }),
     }
 }
 

@@ -4,7 +4,8 @@
 //! deleted (in a versioned bucket a delete marker hides them, as a DELETE would), noncurrent
 //! versions past their noncurrent days go (keeping the newest `NewerNoncurrentVersions`),
 //! delete markers with nothing behind them go where a rule says `ExpiredObjectDeleteMarker`,
-//! and multipart uploads left incomplete too long are aborted. Every action goes through the
+//! multipart uploads left incomplete too long are aborted, and versions whose transitions are due
+//! take their new storage class (a label: the bytes stay). Every action goes through the
 //! same code as the S3 request that does it (key locks, quota, crash safety).
 //!
 //! With several gateways on one engine, only the live gateway with the smallest instance id
@@ -19,8 +20,9 @@ use penstock_metadata::{LifecycleRule, UploadQuery, VersionQuery, VersionRecord}
 use uuid::Uuid;
 
 use super::delete::DeleteConditions;
+use super::lifecycle::coldness;
 use super::list::{Marker, Query};
-use super::object::{last_modified, now_ms, parse_key};
+use super::object::{class_name, last_modified, now_ms, parse_key};
 use super::{location, BucketCtx, Gateway};
 use crate::metrics::LifecycleAction;
 
@@ -38,6 +40,8 @@ pub struct LifecycleReport {
     pub markers: u64,
     /// Incomplete uploads aborted.
     pub aborted: u64,
+    /// Versions moved to another storage class (current and noncurrent).
+    pub transitioned: u64,
     /// Bytes freed.
     pub bytes: u64,
 }
@@ -60,6 +64,7 @@ impl Gateway {
                     noncurrent = r.noncurrent,
                     markers = r.markers,
                     aborted = r.aborted,
+                    transitioned = r.transitioned,
                     bytes = r.bytes,
                     "lifecycle rules applied"
                 );
@@ -143,7 +148,128 @@ impl Gateway {
         if rules.iter().any(|r| r.abort_incomplete_days.is_some()) {
             self.abort_stale_uploads(b, &rules, report).await?;
         }
+        if rules.iter().any(|r| !r.transitions.is_empty()) {
+            self.transition_current(b, report).await?;
+        }
+        if b.rec.versioning.is_some() && rules.iter().any(|r| !r.noncurrent_transitions.is_empty()) {
+            self.transition_noncurrent(b, &rules, report).await?;
+        }
         Ok(())
+    }
+
+    /// Moves current versions to the coldest storage class their rules' transitions have
+    /// reached, where that is colder than the class they have (S3 never moves one back up).
+    async fn transition_current(&self, b: &BucketCtx, report: &mut LifecycleReport) -> S3Result<()> {
+        let now = now_ms();
+        let mut marker = Marker::default();
+        loop {
+            let q = Query {
+                prefix: "",
+                delimiter: None,
+                marker: marker.clone(),
+                max: PAGE,
+            };
+            let page = self.list_page(b, &q).await?;
+            for o in &page.objects {
+                let written = (o.st.mtime_ns / 1_000_000) as i64;
+                let rules = &b.rec.lifecycle;
+                let Some(class) = self
+                    .lifecycle
+                    .class_due(rules, &o.key, &o.rec.tags, o.st.size, written, now)
+                else {
+                    continue;
+                };
+                if coldness(class) <= coldness(&class_name(&o.rec.attrs)) {
+                    continue;
+                }
+                // Only the object judged: one written over it since the listing is judged later.
+                let judged = o.rec.etag.clone();
+                let moved = self
+                    .edit_record_in(b, &o.key, None, |r| {
+                        let still = r.etag == judged;
+                        if still {
+                            r.attrs.storage_class = Some(class.to_owned());
+                        }
+                        still
+                    })
+                    .await;
+                match moved {
+                    Ok(Some(_)) => {
+                        report.transitioned += 1;
+                        self.metrics.lifecycle(LifecycleAction::Transitioned, 0);
+                    }
+                    Ok(None) => {}
+                    Err(e) if *e.code() == S3ErrorCode::NoSuchKey => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            match page.next {
+                Some(m) => marker = m,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Moves noncurrent versions to the coldest storage class their rules' noncurrent
+    /// transitions have reached (counted from when each stopped being current), leaving the
+    /// newest `NewerNoncurrentVersions` of each key where they are.
+    async fn transition_noncurrent(
+        &self,
+        b: &BucketCtx,
+        rules: &[&LifecycleRule],
+        report: &mut LifecycleReport,
+    ) -> S3Result<()> {
+        let (folder, now) = (b.rec.folder_id, now_ms());
+        let mut after: Option<String> = None;
+        loop {
+            let q = VersionQuery {
+                prefix: "",
+                after: after.as_deref().map(|k| (k, None)),
+                limit: PAGE,
+            };
+            let page = self.meta.list_versions(folder, q).await.map_err(super::meta_err)?;
+            let full = page.len() == PAGE;
+            let mut keys: Vec<String> = page.into_iter().map(|(k, _)| k).collect();
+            keys.dedup();
+            for key in &keys {
+                let rows = self.meta.versions(folder, key).await.map_err(super::meta_err)?;
+                let objects: Vec<_> = rows.iter().filter_map(|v| v.object.as_ref().map(|o| (v, o))).collect();
+                for (i, (v, o)) in objects.iter().enumerate() {
+                    // `seq` is the nanosecond the version stopped being current.
+                    let since = v.seq / 1_000_000;
+                    let due = rules
+                        .iter()
+                        .filter(|r| r.filter.matches(key, &o.tags, o.fingerprint.size))
+                        .flat_map(|r| &r.noncurrent_transitions)
+                        .filter(|t| i >= t.newer_noncurrent_versions.unwrap_or(0) as usize)
+                        .filter(|t| t.days.is_some_and(|d| self.lifecycle.after_days(since, d) <= now))
+                        .map(|t| t.storage_class.as_str())
+                        .max_by_key(|c| coldness(c));
+                    let Some(class) = due.filter(|c| coldness(c) > coldness(&class_name(&o.attrs))) else {
+                        continue;
+                    };
+                    let moved = self
+                        .edit_record_in(b, key, Some(&v.version_id), |r| {
+                            r.attrs.storage_class = Some(class.to_owned());
+                            true
+                        })
+                        .await;
+                    match moved {
+                        Ok(_) => {
+                            report.transitioned += 1;
+                            self.metrics.lifecycle(LifecycleAction::Transitioned, 0);
+                        }
+                        // Removed meanwhile.
+                        Err(e) if *e.code() == S3ErrorCode::NoSuchVersion => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            match keys.pop() {
+                Some(last) if full => after = Some(last),
+                _ => return Ok(()),
+            }
+        }
     }
 
     /// Deletes the current versions whose expiry has passed.

@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::object::{check_tags, parse_key, reserved_tag_key, validate_object_tags};
 use super::versioning::{no_such_version, Found};
-use super::{caller, meta_err, Gateway};
+use super::{caller, meta_err, BucketCtx, Gateway};
 use crate::auth::Caller;
 use penstock_metadata::ObjectRecord;
 
@@ -123,10 +123,29 @@ impl Gateway {
     ) -> S3Result<Option<String>> {
         parse_key(key)?;
         let b = self.bucket(who, bucket).await?;
+        let edited = self
+            .edit_record_in(&b, key, version_id, |r| {
+                edit(r);
+                true
+            })
+            .await?;
+        Ok(edited.flatten())
+    }
+
+    /// [`Gateway::edit_record`] in a bucket already opened, for an edit that may decline (answers
+    /// false, and nothing is written): `None` when it declined, else the version's id in a
+    /// versioned bucket.
+    pub(crate) async fn edit_record_in(
+        &self,
+        b: &BucketCtx,
+        key: &str,
+        version_id: Option<&str>,
+        edit: impl FnOnce(&mut ObjectRecord) -> bool,
+    ) -> S3Result<Option<Option<String>>> {
         let folder = b.rec.folder_id;
         let _guard = self.hold_key(folder, key).await?;
         let current = match version_id {
-            Some(v) => matches!(self.find_version(&b, key, v).await?, Found::Current),
+            Some(v) => matches!(self.find_version(b, key, v).await?, Found::Current),
             None => true,
         };
         if !current {
@@ -139,15 +158,19 @@ impl Gateway {
             let Some(obj) = row.object.as_mut() else {
                 return Err(Gateway::marker_read(&row));
             };
-            edit(obj);
-            self.key_versions(&b).update_row(key, &row).await?;
-            return Ok(Some(v.to_owned()));
+            if !edit(obj) {
+                return Ok(None);
+            }
+            self.key_versions(b).update_row(key, &row).await?;
+            return Ok(Some(Some(v.to_owned())));
         }
-        let (mut rec, _, _) = self.open_object(&b, key).await?;
-        edit(&mut rec);
+        let (mut rec, _, _) = self.open_object(b, key).await?;
+        if !edit(&mut rec) {
+            return Ok(None);
+        }
         let k = key.to_owned();
         self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)?;
-        Ok(b.rec.versioning.map(|_| rec.version().to_owned()))
+        Ok(Some(b.rec.versioning.map(|_| rec.version().to_owned())))
     }
 }
 

@@ -227,3 +227,108 @@ async fn incomplete_uploads_are_aborted() {
     eventually("aborted the stale upload", || async { uploads().await == ["keep/y"] }).await;
     other.abort().await;
 }
+
+/// Transitions: validated as S3 validates them, answered back as given, and applied as a change
+/// of the storage class label (current versions after their days, noncurrent ones after theirs,
+/// never back to a warmer class), the bytes still readable where they are.
+#[tokio::test]
+async fn transitions_move_objects_to_their_storage_class() {
+    use aws_sdk_s3::types::{
+        NoncurrentVersionTransition, ObjectStorageClass, StorageClass, Transition, TransitionStorageClass,
+    };
+    let (_gw, c) = fast_gateway("ltier").await;
+    let to = |class: TransitionStorageClass, days: i32| Transition::builder().storage_class(class).days(days).build();
+    let bad = |r: LifecycleRule| {
+        let c = c.clone();
+        async move {
+            let conf = BucketLifecycleConfiguration::builder().rules(r).build().unwrap();
+            let put = c.put_bucket_lifecycle_configuration().bucket("ltier").lifecycle_configuration(conf);
+            code(&put.send().await.unwrap_err())
+        }
+    };
+    let ia_too_soon = rule("ia", prefix("")).transitions(to(TransitionStorageClass::StandardIa, 10)).build().unwrap();
+    assert_eq!(bad(ia_too_soon).await, "InvalidArgument");
+    let twice = rule("twice", prefix(""))
+        .transitions(to(TransitionStorageClass::Glacier, 1))
+        .transitions(to(TransitionStorageClass::Glacier, 5))
+        .build()
+        .unwrap();
+    assert_eq!(bad(twice).await, "InvalidArgument");
+    let expires_first = rule("early", prefix(""))
+        .transitions(to(TransitionStorageClass::Glacier, 5))
+        .expiration(expire_days(3))
+        .build()
+        .unwrap();
+    assert_eq!(bad(expires_first).await, "InvalidArgument");
+    let negative = rule("neg", prefix("")).transitions(to(TransitionStorageClass::Glacier, -1)).build().unwrap();
+    assert_eq!(bad(negative).await, "InvalidArgument");
+
+    let conf = VersioningConfiguration::builder().status(BucketVersioningStatus::Enabled).build();
+    c.put_bucket_versioning().bucket("ltier").versioning_configuration(conf).send().await.unwrap();
+    let rules = vec![
+        rule("cold", prefix("cold/"))
+            .transitions(to(TransitionStorageClass::GlacierIr, 1))
+            .transitions(to(TransitionStorageClass::DeepArchive, 3))
+            .expiration(expire_days(1000))
+            .build()
+            .unwrap(),
+        rule("old-versions", prefix("v/"))
+            .noncurrent_version_transitions(
+                NoncurrentVersionTransition::builder()
+                    .noncurrent_days(1)
+                    .storage_class(TransitionStorageClass::Glacier)
+                    .build(),
+            )
+            .build()
+            .unwrap(),
+    ];
+    set_rules(&c, "ltier", rules.clone()).await;
+    let got = c.get_bucket_lifecycle_configuration().bucket("ltier").send().await.unwrap();
+    assert_eq!(got.rules(), &rules[..], "rules answered back as given");
+
+    put(&c, "ltier", "cold/a", b"frozen bytes").await;
+    put(&c, "ltier", "warm/b", b"stays standard").await;
+    c.put_object()
+        .bucket("ltier")
+        .key("cold/already")
+        .storage_class(StorageClass::DeepArchive)
+        .body(ByteStream::from_static(b"deep already"))
+        .send()
+        .await
+        .unwrap();
+    let class = |k: &'static str| {
+        let c = c.clone();
+        async move { c.head_object().bucket("ltier").key(k).send().await.unwrap().storage_class().cloned() }
+    };
+    eventually("moved cold/a to GLACIER_IR", || async { class("cold/a").await == Some(StorageClass::GlacierIr) }).await;
+    eventually("moved cold/a on to DEEP_ARCHIVE", || async {
+        class("cold/a").await == Some(StorageClass::DeepArchive)
+    })
+    .await;
+    let listed = c.list_objects_v2().bucket("ltier").prefix("cold/a").send().await.unwrap();
+    assert_eq!(listed.contents()[0].storage_class(), Some(&ObjectStorageClass::DeepArchive));
+    let o = c.get_object().bucket("ltier").key("cold/a").send().await.unwrap();
+    assert_eq!(o.body.collect().await.unwrap().into_bytes().as_ref(), b"frozen bytes", "still readable");
+    assert_eq!(class("warm/b").await, None, "outside the filter: STANDARD");
+    assert_eq!(class("cold/already").await, Some(StorageClass::DeepArchive), "never moved back up");
+
+    // Noncurrent versions move; the current one keeps its class.
+    let first = c.put_object().bucket("ltier").key("v/k").body(ByteStream::from_static(b"one")).send().await.unwrap();
+    put(&c, "ltier", "v/k", b"two").await;
+    let first = first.version_id().unwrap().to_owned();
+    let version_class = |v: String| {
+        let c = c.clone();
+        async move {
+            let h = c.head_object().bucket("ltier").key("v/k").version_id(v).send().await.unwrap();
+            h.storage_class().cloned()
+        }
+    };
+    eventually("moved the noncurrent version", || async {
+        version_class(first.clone()).await == Some(StorageClass::Glacier)
+    })
+    .await;
+    assert_eq!(class("v/k").await, None, "the current version stays STANDARD");
+    let versions = c.list_object_versions().bucket("ltier").prefix("v/").send().await.unwrap();
+    let old = versions.versions().iter().find(|v| v.version_id() == Some(first.as_str())).unwrap();
+    assert_eq!(old.storage_class().map(|s| s.as_str()), Some("GLACIER"));
+}
