@@ -355,6 +355,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 metrics.in_flight().dec();
                 drop(in_flight);
                 let mut resp = result?;
+                if let Some(s) = resp.extensions_mut().remove::<crate::s3::AnswerStatus>() {
+                    *resp.status_mut() = s.0;
+                }
                 let elapsed = start.elapsed();
                 let status = resp.status();
 

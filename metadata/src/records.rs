@@ -326,6 +326,11 @@ pub struct ObjectAttrs {
     /// every object here lies in its folder alike, and it reads back as it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_class: Option<String>,
+    /// An object of an archive class (`GLACIER`, `DEEP_ARCHIVE`) counts as restored until then
+    /// (Unix milliseconds; RestoreObject), as S3's `x-amz-restore` says. Its bytes read here at
+    /// any time: the restore is bookkeeping for clients that ask for one before they read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_until_ms: Option<i64>,
 }
 
 /// Stored checksums, base64 as S3 returns them.

@@ -128,6 +128,8 @@ impl Gateway {
         attrs.acl = acl;
         attrs.owner = owner;
         attrs.storage_class = class;
+        // A copy is a new object: restored only if it is restored itself.
+        attrs.restored_until_ms = None;
 
         let mut updated = None;
         // In a versioned bucket even a metadata-only copy makes a new version.

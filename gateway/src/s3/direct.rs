@@ -375,6 +375,7 @@ macro_rules! object_headers {
             text($o.storage_class.map(|s| s.as_str().to_owned())).ok()?,
         )?;
         put(h, "x-amz-version-id", text($o.version_id).ok()?)?;
+        put(h, "x-amz-restore", text($o.restore).ok()?)?;
     }};
 }
 use object_headers;
@@ -391,7 +392,6 @@ macro_rules! only_written {
             && $o.object_lock_retain_until_date.is_none()
             && $o.replication_status.is_none()
             && $o.request_charged.is_none()
-            && $o.restore.is_none()
             && $o.sse_customer_algorithm.is_none()
             && $o.sse_customer_key_md5.is_none()
             && $o.ssekms_key_id.is_none()

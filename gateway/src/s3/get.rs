@@ -173,6 +173,7 @@ macro_rules! object_headers {
         $out.metadata = metadata_out(&a.user_metadata);
         // S3 names the class of an object only where it is not STANDARD.
         $out.storage_class = a.storage_class.clone().map(StorageClass::from);
+        $out.restore = super::restore::restore_header(a);
         $out.content_type = $i
             .response_content_type
             .clone()

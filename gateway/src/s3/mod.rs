@@ -29,6 +29,7 @@ mod put;
 mod quota;
 mod raw_headers;
 mod rdma;
+mod restore;
 mod sharing;
 mod stream;
 mod tagging;
@@ -59,6 +60,11 @@ pub(crate) use object::now_ms;
 pub(crate) use acl::OWNERSHIPS;
 pub use direct::DirectReads;
 pub(crate) use error::{error_document, DETAIL_HEADER};
+
+/// A status a handler answers with where s3s would write its fixed one (RestoreObject's 202):
+/// put in the response's extensions, it replaces the status on the way out (`observe.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnswerStatus(pub http::StatusCode);
 pub(crate) use get::select;
 pub(crate) use ignored_headers::range_ignored;
 pub(crate) use ignored_headers::Verified;

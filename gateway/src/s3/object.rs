@@ -184,6 +184,7 @@ impl AttrInput {
             acl: Vec::new(),
             owner: None,
             storage_class: stored_class(self.storage_class),
+            restored_until_ms: None,
         })
     }
 }

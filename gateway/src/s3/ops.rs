@@ -126,6 +126,7 @@ operations! {
     ListObjectVersions => list_object_versions(ListObjectVersionsInput) -> ListObjectVersionsOutput, ro;
     GetObjectTagging => get_object_tagging(GetObjectTaggingInput) -> GetObjectTaggingOutput, ro;
     PutObjectTagging => put_object_tagging(PutObjectTaggingInput) -> PutObjectTaggingOutput, rw;
+    RestoreObject => restore_object(RestoreObjectInput) -> RestoreObjectOutput, rw;
     DeleteObjectTagging => delete_object_tagging(DeleteObjectTaggingInput) -> DeleteObjectTaggingOutput, rw;
     CreateMultipartUpload => create_multipart_upload(CreateMultipartUploadInput) -> CreateMultipartUploadOutput, rw;
     UploadPart => upload_part(UploadPartInput) -> UploadPartOutput, rw;

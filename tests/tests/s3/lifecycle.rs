@@ -332,3 +332,58 @@ async fn transitions_move_objects_to_their_storage_class() {
     let old = versions.versions().iter().find(|v| v.version_id() == Some(first.as_str())).unwrap();
     assert_eq!(old.storage_class().map(|s| s.as_str()), Some("GLACIER"));
 }
+
+/// RestoreObject: archived objects (GLACIER, DEEP_ARCHIVE) are restored at once for the days
+/// asked (202, then 200 while restored), HEAD and GET say so in `x-amz-restore` until the days
+/// are over; other classes are refused (403 InvalidObjectState) and change nothing. The bytes
+/// read in every class, restored or not.
+#[tokio::test]
+async fn archived_objects_restore_at_once() {
+    use aws_sdk_s3::types::StorageClass;
+    let (gw, c) = fast_gateway("lrest").await;
+    put(&c, "lrest", "plain", b"standard bytes").await;
+    c.put_object()
+        .bucket("lrest")
+        .key("cold")
+        .storage_class(StorageClass::Glacier)
+        .body(ByteStream::from_static(b"archived bytes"))
+        .send()
+        .await
+        .unwrap();
+    let raw = penstock_client::Client::new(&gw.endpoint, penstock_tests::ACCESS_KEY, penstock_tests::SECRET_KEY);
+    // Answers the status and the error code (empty on success).
+    let restore = |k: &'static str, days: Option<i32>| {
+        let (raw, url) = (raw.clone(), format!("{}/lrest/{k}?restore", gw.endpoint));
+        async move {
+            let days = days.map(|d| format!("<Days>{d}</Days>")).unwrap_or_default();
+            let body =
+                format!("<RestoreRequest xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{days}</RestoreRequest>");
+            let r = raw.send(http::Method::POST, &url, &[], body.into()).await.unwrap();
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            let code = text.split("<Code>").nth(1).and_then(|c| c.split("</Code>").next()).unwrap_or("").to_owned();
+            (r.status.as_u16(), code)
+        }
+    };
+    let head_restore = |k: &'static str| {
+        let c = c.clone();
+        async move { c.head_object().bucket("lrest").key(k).send().await.unwrap().restore().map(str::to_owned) }
+    };
+    assert_eq!(restore("plain", Some(3)).await, (403, "InvalidObjectState".to_owned()));
+    assert_eq!(head_restore("plain").await, None);
+    assert_eq!(restore("cold", None).await, (400, "InvalidArgument".to_owned()));
+    assert_eq!(restore("missing", Some(1)).await, (404, "NoSuchKey".to_owned()));
+
+    assert_eq!(head_restore("cold").await, None, "not restored yet");
+    let got = c.get_object().bucket("lrest").key("cold").send().await.unwrap();
+    assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), b"archived bytes", "reads before a restore");
+    assert_eq!(restore("cold", Some(3)).await, (202, String::new()));
+    let h = head_restore("cold").await.expect("restored");
+    assert!(h.starts_with("ongoing-request=\"false\", expiry-date=\"") && h.ends_with(" GMT\""), "{h}");
+    let got = c.get_object().bucket("lrest").key("cold").send().await.unwrap();
+    assert_eq!(got.restore(), Some(h.as_str()), "GET says it too");
+    assert_eq!(restore("cold", Some(3)).await, (200, String::new()), "already restored");
+    // Three one-second days later the restore is over.
+    eventually("ended the restore", || async { head_restore("cold").await.is_none() }).await;
+    let got = c.get_object().bucket("lrest").key("cold").send().await.unwrap();
+    assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), b"archived bytes");
+}
