@@ -51,19 +51,19 @@ impl LifecycleTiming {
         rules
             .iter()
             .filter(|r| r.enabled && r.filter.matches(key, tags, size))
-            .filter_map(|r| {
-                let at = match (r.expiration_days, r.expiration_date_ms) {
-                    (Some(d), _) => self.after_days(written_ms, d),
-                    (None, Some(date)) => date,
-                    (None, None) => return None,
-                };
-                Some((at, r))
-            })
+            .filter_map(|r| Some((self.due_at(written_ms, r.expiration_days, r.expiration_date_ms)?, r)))
             .min_by_key(|(at, _)| *at)
     }
-}
 
-impl LifecycleTiming {
+    /// When an action of `days` days or from `date_ms` is due for what was written at
+    /// `written_ms` (days win where a rule somehow has both).
+    fn due_at(&self, written_ms: i64, days: Option<u32>, date_ms: Option<i64>) -> Option<i64> {
+        match (days, date_ms) {
+            (Some(d), _) => Some(self.after_days(written_ms, d)),
+            (None, date) => date,
+        }
+    }
+
     /// The coldest storage class the enabled rules that apply have moved a current version
     /// written at `written_ms` to by `now_ms`, if any.
     pub(crate) fn class_due<'a>(
@@ -79,10 +79,9 @@ impl LifecycleTiming {
             .iter()
             .filter(|r| r.enabled && r.filter.matches(key, tags, size))
             .flat_map(|r| &r.transitions)
-            .filter(|t| match (t.days, t.date_ms) {
-                (Some(d), _) => self.after_days(written_ms, d) <= now_ms,
-                (None, Some(date)) => date <= now_ms,
-                (None, None) => false,
+            .filter(|t| {
+                self.due_at(written_ms, t.days, t.date_ms)
+                    .is_some_and(|at| at <= now_ms)
             })
             .map(|t| t.storage_class.as_str())
             .max_by_key(|c| coldness(c))
@@ -414,30 +413,27 @@ fn check_transitions(rule: &Rule) -> S3Result<()> {
             "Found mixed 'Date' and 'Days' based Expiration and Transition actions in lifecycle rule",
         ));
     }
-    let latest_days = rule.transitions.iter().filter_map(|t| t.days).max();
-    if let (Some(e), Some(t)) = (rule.expiration_days, latest_days) {
-        if e <= t {
-            return Err(invalid(
-                "'Days' in the Expiration action must be greater than 'Days' in the Transition action",
-            ));
-        }
-    }
-    let latest_date = rule.transitions.iter().filter_map(|t| t.date_ms).max();
-    if let (Some(e), Some(t)) = (rule.expiration_date_ms, latest_date) {
-        if e <= t {
-            return Err(invalid(
-                "'Date' in the Expiration action must be later than 'Date' in the Transition action",
-            ));
-        }
-    }
-    let latest_noncurrent = rule.noncurrent_transitions.iter().filter_map(|t| t.days).max();
-    if let (Some(e), Some(t)) = (rule.noncurrent_days, latest_noncurrent) {
-        if e <= t {
-            return Err(invalid(
-                "'NoncurrentDays' in the NoncurrentVersionExpiration action must be greater than 'NoncurrentDays' in the NoncurrentVersionTransition action",
-            ));
-        }
-    }
+    // Expiry comes after every transition of its kind.
+    let after = |expiry: Option<i64>, transition: Option<i64>, msg: &str| match (expiry, transition) {
+        (Some(e), Some(t)) if e <= t => Err(invalid(msg)),
+        _ => Ok(()),
+    };
+    let latest_days = |list: &[LifecycleTransition]| list.iter().filter_map(|t| t.days.map(i64::from)).max();
+    after(
+        rule.expiration_days.map(i64::from),
+        latest_days(&rule.transitions),
+        "'Days' in the Expiration action must be greater than 'Days' in the Transition action",
+    )?;
+    after(
+        rule.expiration_date_ms,
+        rule.transitions.iter().filter_map(|t| t.date_ms).max(),
+        "'Date' in the Expiration action must be later than 'Date' in the Transition action",
+    )?;
+    after(
+        rule.noncurrent_days.map(i64::from),
+        latest_days(&rule.noncurrent_transitions),
+        "'NoncurrentDays' in the NoncurrentVersionExpiration action must be greater than 'NoncurrentDays' in the NoncurrentVersionTransition action",
+    )?;
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::delete::DeleteConditions;
 use super::lifecycle::coldness;
-use super::list::{Marker, Query};
+use super::list::{Listed, Marker, Query};
 use super::object::{class_name, last_modified, now_ms, parse_key};
 use super::{location, BucketCtx, Gateway};
 use crate::metrics::LifecycleAction;
@@ -161,16 +161,9 @@ impl Gateway {
     /// reached, where that is colder than the class they have (S3 never moves one back up).
     async fn transition_current(&self, b: &BucketCtx, report: &mut LifecycleReport) -> S3Result<()> {
         let now = now_ms();
-        let mut marker = Marker::default();
-        loop {
-            let q = Query {
-                prefix: "",
-                delimiter: None,
-                marker: marker.clone(),
-                max: PAGE,
-            };
-            let page = self.list_page(b, &q).await?;
-            for o in &page.objects {
+        let mut walk = CurrentWalk::default();
+        while let Some(page) = walk.next(self, b).await? {
+            for o in &page {
                 let written = (o.st.mtime_ns / 1_000_000) as i64;
                 let rules = &b.rec.lifecycle;
                 let Some(class) = self
@@ -183,10 +176,10 @@ impl Gateway {
                     continue;
                 }
                 // Only the object judged: one written over it since the listing is judged later.
-                let judged = o.rec.etag.clone();
+                let judged = &o.rec.etag;
                 let moved = self
                     .edit_record_in(b, &o.key, None, |r| {
-                        let still = r.etag == judged;
+                        let still = r.etag == *judged;
                         if still {
                             r.attrs.storage_class = Some(class.to_owned());
                         }
@@ -203,11 +196,8 @@ impl Gateway {
                     Err(e) => return Err(e),
                 }
             }
-            match page.next {
-                Some(m) => marker = m,
-                None => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     /// Moves noncurrent versions to the coldest storage class their rules' noncurrent
@@ -219,22 +209,12 @@ impl Gateway {
         rules: &[&LifecycleRule],
         report: &mut LifecycleReport,
     ) -> S3Result<()> {
-        let (folder, now) = (b.rec.folder_id, now_ms());
-        let mut after: Option<String> = None;
-        loop {
-            let q = VersionQuery {
-                prefix: "",
-                after: after.as_deref().map(|k| (k, None)),
-                limit: PAGE,
-            };
-            let page = self.meta.list_versions(folder, q).await.map_err(super::meta_err)?;
-            let full = page.len() == PAGE;
-            let mut keys: Vec<String> = page.into_iter().map(|(k, _)| k).collect();
-            keys.dedup();
-            for key in &keys {
-                let rows = self.meta.versions(folder, key).await.map_err(super::meta_err)?;
-                let objects: Vec<_> = rows.iter().filter_map(|v| v.object.as_ref().map(|o| (v, o))).collect();
-                for (i, (v, o)) in objects.iter().enumerate() {
+        let now = now_ms();
+        let mut walk = VersionedWalk::default();
+        while let Some(page) = walk.next(self, b).await? {
+            for (key, rows) in &page {
+                let objects = rows.iter().filter_map(|v| v.object.as_ref().map(|o| (v, o)));
+                for (i, (v, o)) in objects.enumerate() {
                     // `seq` is the nanosecond the version stopped being current.
                     let since = v.seq / 1_000_000;
                     let due = rules
@@ -265,26 +245,16 @@ impl Gateway {
                     }
                 }
             }
-            match keys.pop() {
-                Some(last) if full => after = Some(last),
-                _ => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     /// Deletes the current versions whose expiry has passed.
     async fn expire_current(&self, b: &BucketCtx, owner: Uuid, report: &mut LifecycleReport) -> S3Result<()> {
         let now = now_ms();
-        let mut marker = Marker::default();
-        loop {
-            let q = Query {
-                prefix: "",
-                delimiter: None,
-                marker: marker.clone(),
-                max: PAGE,
-            };
-            let page = self.list_page(b, &q).await?;
-            for o in &page.objects {
+        let mut walk = CurrentWalk::default();
+        while let Some(page) = walk.next(self, b).await? {
+            for o in &page {
                 let written = (o.st.mtime_ns / 1_000_000) as i64;
                 let due = self
                     .lifecycle
@@ -320,11 +290,8 @@ impl Gateway {
                 report.bytes += freed;
                 self.metrics.lifecycle(LifecycleAction::Expired, freed);
             }
-            match page.next {
-                Some(m) => marker = m,
-                None => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     /// Removes noncurrent versions past their days (keeping the newest ones a rule keeps) and
@@ -336,22 +303,10 @@ impl Gateway {
         owner: Uuid,
         report: &mut LifecycleReport,
     ) -> S3Result<()> {
-        let folder = b.rec.folder_id;
-        let mut after: Option<String> = None;
-        loop {
-            let q = VersionQuery {
-                prefix: "",
-                after: after.as_deref().map(|k| (k, None)),
-                limit: PAGE,
-            };
-            let page = self.meta.list_versions(folder, q).await.map_err(super::meta_err)?;
-            let full = page.len() == PAGE;
-            let mut keys: Vec<String> = page.into_iter().map(|(k, _)| k).collect();
-            keys.dedup();
-            for key in &keys {
-                // All rows of the key at once: a page may hold only some of them.
-                let rows = self.meta.versions(folder, key).await.map_err(super::meta_err)?;
-                for (vid, freed, action) in self.versions_due(b, key, &rows, rules).await? {
+        let mut walk = VersionedWalk::default();
+        while let Some(page) = walk.next(self, b).await? {
+            for (key, rows) in &page {
+                for (vid, freed, action) in self.versions_due(b, key, rows, rules).await? {
                     self.delete_any(b, &parse_key(key)?, Some(&vid), owner, &Default::default())
                         .await?;
                     match action {
@@ -362,11 +317,8 @@ impl Gateway {
                     self.metrics.lifecycle(action, freed);
                 }
             }
-            match keys.pop() {
-                Some(last) if full => after = Some(last),
-                _ => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     /// The version ids of one key's rows that rules remove now, with the bytes each frees.
@@ -463,5 +415,72 @@ impl Gateway {
                 return Ok(());
             }
         }
+    }
+}
+
+/// A walk over a bucket's current versions, a page of listing at a time.
+struct CurrentWalk {
+    /// Where the next page starts; `None` once the last page was read.
+    next: Option<Marker>,
+}
+
+impl Default for CurrentWalk {
+    fn default() -> Self {
+        Self {
+            next: Some(Marker::default()),
+        }
+    }
+}
+
+impl CurrentWalk {
+    async fn next(&mut self, gw: &Gateway, b: &BucketCtx) -> S3Result<Option<Vec<Listed>>> {
+        let Some(marker) = self.next.take() else {
+            return Ok(None);
+        };
+        let q = Query {
+            prefix: "",
+            delimiter: None,
+            marker,
+            max: PAGE,
+        };
+        let page = gw.list_page(b, &q).await?;
+        self.next = page.next;
+        Ok(Some(page.objects))
+    }
+}
+
+/// A walk over the keys of a bucket that have version rows (noncurrent versions, delete
+/// markers), a page of keys at a time, each with all its rows, newest first.
+#[derive(Default)]
+struct VersionedWalk {
+    /// The last key read; `done` once the last page was.
+    after: Option<String>,
+    done: bool,
+}
+
+impl VersionedWalk {
+    async fn next(&mut self, gw: &Gateway, b: &BucketCtx) -> S3Result<Option<Vec<(String, Vec<VersionRecord>)>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let folder = b.rec.folder_id;
+        let q = VersionQuery {
+            prefix: "",
+            after: self.after.as_deref().map(|k| (k, None)),
+            limit: PAGE,
+        };
+        let page = gw.meta.list_versions(folder, q).await.map_err(super::meta_err)?;
+        self.done = page.len() < PAGE;
+        let mut keys: Vec<String> = page.into_iter().map(|(k, _)| k).collect();
+        keys.dedup();
+        self.after = keys.last().cloned();
+        self.done |= self.after.is_none();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            // All rows of the key at once: a page may hold only some of them.
+            let rows = gw.meta.versions(folder, &key).await.map_err(super::meta_err)?;
+            out.push((key, rows));
+        }
+        Ok(Some(out))
     }
 }
