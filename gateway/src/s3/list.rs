@@ -403,6 +403,7 @@ impl Gateway {
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
         let owners = (i.fetch_owner == Some(true)).then_some(&*b.rec);
+        let restore = super::restore::asks_restore_status(i.optional_object_attributes.as_ref());
         let key_count = (page.objects.len() + page.prefixes.len()) as i32;
         let out = ListObjectsV2Output {
             name: Some(i.bucket.clone()),
@@ -415,7 +416,12 @@ impl Gateway {
             is_truncated: Some(page.next.is_some()),
             next_continuation_token: page.next.as_ref().map(encode_token),
             encoding_type: i.encoding_type.clone(),
-            contents: Some(page.objects.iter().map(|o| object_entry(o, url, owners)).collect()),
+            contents: Some(
+                page.objects
+                    .iter()
+                    .map(|o| object_entry(o, url, owners, restore))
+                    .collect(),
+            ),
             common_prefixes: Some(common_prefixes(&page.prefixes, url)),
             ..Default::default()
         };
@@ -437,6 +443,7 @@ impl Gateway {
             .list_after_key(&b, &prefix, delimiter.as_deref(), &marker_s, max)
             .await?;
         let url = is_url(i.encoding_type.as_ref())?;
+        let restore = super::restore::asks_restore_status(i.optional_object_attributes.as_ref());
         let next_marker = match (&page.next, &delimiter) {
             (Some(m), Some(_)) => Some(enc(url, &m.after)),
             _ => None,
@@ -453,7 +460,7 @@ impl Gateway {
             contents: Some(
                 page.objects
                     .iter()
-                    .map(|o| object_entry(o, url, Some(&b.rec)))
+                    .map(|o| object_entry(o, url, Some(&b.rec), restore))
                     .collect(),
             ),
             common_prefixes: Some(common_prefixes(&page.prefixes, url)),
@@ -504,8 +511,9 @@ pub(crate) fn enc(url: bool, s: &str) -> String {
     }
 }
 
-/// A listed object; with its owner where `owners` (the bucket's record) is given.
-fn object_entry(o: &Listed, url: bool, owners: Option<&penstock_metadata::BucketRecord>) -> Object {
+/// A listed object; with its owner where `owners` (the bucket's record) is given, and its
+/// restore status where `restore` asks for it.
+fn object_entry(o: &Listed, url: bool, owners: Option<&penstock_metadata::BucketRecord>, restore: bool) -> Object {
     let algos: Vec<ChecksumAlgorithm> = super::checksum::Algo::ALL
         .into_iter()
         .filter(|&a| o.rec.checksums.get(a).is_some())
@@ -520,7 +528,7 @@ fn object_entry(o: &Listed, url: bool, owners: Option<&penstock_metadata::Bucket
         checksum_algorithm: (!algos.is_empty()).then_some(algos),
         checksum_type: o.rec.checksums.checksum_type.map(super::checksum::s3_type),
         owner: owners.map(|b| super::object_owner(b, &o.rec.attrs)),
-        ..Default::default()
+        restore_status: super::restore::restore_status(restore, &o.rec.attrs),
     }
 }
 

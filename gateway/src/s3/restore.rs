@@ -23,11 +23,30 @@ fn archived(attrs: &ObjectAttrs) -> bool {
     )
 }
 
+/// Until when an archived object is restored, if a restore is in force.
+fn restored_until(attrs: &ObjectAttrs) -> Option<i64> {
+    attrs.restored_until_ms.filter(|t| *t > now_ms() && archived(attrs))
+}
+
 /// `x-amz-restore` of an archived object restored until a time still to come.
 pub(crate) fn restore_header(attrs: &ObjectAttrs) -> Option<String> {
-    let until = attrs.restored_until_ms.filter(|t| *t > now_ms() && archived(attrs))?;
-    let date = format_http_date(&ts_ms(until))?;
+    let date = format_http_date(&ts_ms(restored_until(attrs)?))?;
     Some(format!("ongoing-request=\"false\", expiry-date=\"{date}\""))
+}
+
+/// A listing's `RestoreStatus` of an object (when the request asks for it with
+/// `x-amz-optional-object-attributes: RestoreStatus`): only for one restored now, as S3 answers.
+pub(crate) fn restore_status(asked: bool, attrs: &ObjectAttrs) -> Option<RestoreStatus> {
+    let until = restored_until(attrs).filter(|_| asked)?;
+    Some(RestoreStatus {
+        is_restore_in_progress: Some(false),
+        restore_expiry_date: Some(ts_ms(until)),
+    })
+}
+
+/// Whether a listing asks for each object's `RestoreStatus`.
+pub(crate) fn asks_restore_status(attrs: Option<&OptionalObjectAttributesList>) -> bool {
+    attrs.is_some_and(|l| l.iter().any(|a| a.as_str() == OptionalObjectAttributes::RESTORE_STATUS))
 }
 
 /// What a RestoreObject found.

@@ -139,6 +139,7 @@ impl Gateway {
         };
 
         let own = owner_of(&b.rec);
+        let restore = super::restore::asks_restore_status(i.optional_object_attributes.as_ref());
         // ListObjectVersions names every version's class, STANDARD included.
         let class =
             |a: &penstock_metadata::ObjectAttrs| Some(ObjectVersionStorageClass::from(super::object::class_name(a)));
@@ -154,6 +155,7 @@ impl Gateway {
                     version_id: Some(l.rec.version().to_owned()),
                     owner: Some(super::object_owner(&b.rec, &l.rec.attrs)),
                     storage_class: class(&l.rec.attrs),
+                    restore_status: super::restore::restore_status(restore, &l.rec.attrs),
                     ..Default::default()
                 }),
                 Entry::Row { key, row, latest } => match &row.object {
@@ -166,6 +168,7 @@ impl Gateway {
                         version_id: Some(row.version_id.clone()),
                         owner: Some(super::object_owner(&b.rec, &o.attrs)),
                         storage_class: class(&o.attrs),
+                        restore_status: super::restore::restore_status(restore, &o.attrs),
                         ..Default::default()
                     }),
                     None => markers.push(DeleteMarkerEntry {

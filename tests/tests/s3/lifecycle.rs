@@ -382,6 +382,22 @@ async fn archived_objects_restore_at_once() {
     let got = c.get_object().bucket("lrest").key("cold").send().await.unwrap();
     assert_eq!(got.restore(), Some(h.as_str()), "GET says it too");
     assert_eq!(restore("cold", Some(3)).await, (200, String::new()), "already restored");
+    // Listings answer the restore where asked for it, and only for a restored object.
+    use aws_sdk_s3::types::OptionalObjectAttributes;
+    let listed = c
+        .list_objects_v2()
+        .bucket("lrest")
+        .optional_object_attributes(OptionalObjectAttributes::RestoreStatus)
+        .send()
+        .await
+        .unwrap();
+    let status = |k: &str| listed.contents().iter().find(|o| o.key() == Some(k)).unwrap().restore_status().cloned();
+    let cold = status("cold").expect("a restore status for the restored object");
+    assert_eq!(cold.is_restore_in_progress(), Some(false));
+    assert!(cold.restore_expiry_date().is_some());
+    assert_eq!(status("plain"), None);
+    let unasked = c.list_objects_v2().bucket("lrest").send().await.unwrap();
+    assert!(unasked.contents().iter().all(|o| o.restore_status().is_none()), "not asked for");
     // Three one-second days later the restore is over.
     eventually("ended the restore", || async { head_restore("cold").await.is_none() }).await;
     let got = c.get_object().bucket("lrest").key("cold").send().await.unwrap();
