@@ -94,15 +94,15 @@ impl Gateway {
     /// record change takes it before reading what the change depends on and keeps it until
     /// record and file are both in place.
     pub(crate) async fn hold_key(&self, folder: Uuid, key: &str) -> S3Result<KeyGuard> {
+        if !self.meta.shared() {
+            return Ok(KeyGuard {
+                local: Some(self.locks.lock_owned(folder, key).await),
+                claim: None,
+            });
+        }
         let (start, mut pause) = (Instant::now(), Duration::from_millis(1));
         loop {
             let local = self.locks.lock_owned(folder, key).await;
-            if !self.meta.shared() {
-                return Ok(KeyGuard {
-                    local: Some(local),
-                    claim: None,
-                });
-            }
             if self
                 .meta
                 .claim_key(folder, key, layout_instance())

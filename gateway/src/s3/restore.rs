@@ -37,7 +37,10 @@ pub(crate) fn restore_header(attrs: &ObjectAttrs) -> Option<String> {
 /// A listing's `RestoreStatus` of an object (when the request asks for it with
 /// `x-amz-optional-object-attributes: RestoreStatus`): only for one restored now, as S3 answers.
 pub(crate) fn restore_status(asked: bool, attrs: &ObjectAttrs) -> Option<RestoreStatus> {
-    let until = restored_until(attrs).filter(|_| asked)?;
+    if !asked {
+        return None;
+    }
+    let until = restored_until(attrs)?;
     Some(RestoreStatus {
         is_restore_in_progress: Some(false),
         restore_expiry_date: Some(ts_ms(until)),

@@ -1,6 +1,8 @@
 //! Conditional stores and key claims: what lets gateways that share the database order their
 //! changes of one key ([`crate::Expect`], [`crate::engine::Metadata::claim_key`]).
 
+use std::sync::LazyLock;
+
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
@@ -17,6 +19,33 @@ fn not_busy(instance: &str) -> String {
     )
 }
 
+/// The text of a [`ClaimObject`]: for an expected `record` (else an absent one), with `note`.
+fn claim_sql(record: bool, note: bool) -> String {
+    let free = not_busy("$4");
+    let stored = if record {
+        format!(
+            "UPDATE objects SET doc = $3::text WHERE folder_id = $1::uuid AND key = $2::bytea
+               AND doc::jsonb ->> 'etag' = $5::text AND doc::jsonb -> 'fingerprint' = $6::text::jsonb
+               AND {free} RETURNING 1"
+        )
+    } else {
+        format!(
+            "INSERT INTO objects (folder_id, key, doc) SELECT $1::uuid, $2::bytea, $3::text WHERE {free}
+             ON CONFLICT (folder_id, key) DO NOTHING RETURNING 1"
+        )
+    };
+    let noted = if note {
+        format!(
+            ", p AS (INSERT INTO publishing (folder_id, key, since_ms, instance)
+                     SELECT $1::uuid, $2::bytea, {DB_NOW_MS}, $4::text FROM o
+                     ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms, instance = $4::text)"
+        )
+    } else {
+        String::new()
+    };
+    format!("WITH o AS ({stored}){noted} SELECT EXISTS (SELECT 1 FROM o), NOT {free}")
+}
+
 /// One statement that stores `$3` as the key's record (a conditional write's) only while the
 /// record is still the one expected and no other gateway is publishing the key; with `note`, it
 /// also notes the key as publishing by `$4`. Parameters: `$1` folder, `$2` key, `$3` document,
@@ -30,43 +59,22 @@ fn not_busy(instance: &str) -> String {
 /// Every write through a gateway stores the key's record before its file moves, so a writer
 /// that came between the caller's read and this statement has changed the row it checks.
 pub(super) struct ClaimObject<'e> {
-    pub sql: String,
+    pub sql: &'static str,
     expect: &'e Expect,
     fingerprint: Option<String>,
 }
 
 impl<'e> ClaimObject<'e> {
     pub fn new(expect: &'e Expect, note: bool) -> Self {
-        let free = not_busy("$4");
-        let (stored, fingerprint) = match expect {
-            Expect::Absent => (
-                format!(
-                    "INSERT INTO objects (folder_id, key, doc) SELECT $1::uuid, $2::bytea, $3::text WHERE {free}
-                     ON CONFLICT (folder_id, key) DO NOTHING RETURNING 1"
-                ),
-                None,
-            ),
-            Expect::Record { fingerprint, .. } => (
-                format!(
-                    "UPDATE objects SET doc = $3::text WHERE folder_id = $1::uuid AND key = $2::bytea
-                       AND doc::jsonb ->> 'etag' = $5::text AND doc::jsonb -> 'fingerprint' = $6::text::jsonb
-                       AND {free} RETURNING 1"
-                ),
-                Some(json(fingerprint)),
-            ),
+        // The four forms (absent or expected record, with or without the note), composed once.
+        static SQL: LazyLock<[[String; 2]; 2]> =
+            LazyLock::new(|| [false, true].map(|record| [false, true].map(|note| claim_sql(record, note))));
+        let (record, fingerprint) = match expect {
+            Expect::Absent => (false, None),
+            Expect::Record { fingerprint, .. } => (true, Some(json(fingerprint))),
         };
-        let noted = if note {
-            format!(
-                ", p AS (INSERT INTO publishing (folder_id, key, since_ms, instance)
-                         SELECT $1::uuid, $2::bytea, {DB_NOW_MS}, $4::text FROM o
-                         ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms, instance = $4::text)"
-            )
-        } else {
-            String::new()
-        };
-        let sql = format!("WITH o AS ({stored}){noted} SELECT EXISTS (SELECT 1 FROM o), NOT {free}");
         Self {
-            sql,
+            sql: &SQL[usize::from(record)][usize::from(note)],
             expect,
             fingerprint,
         }
@@ -106,18 +114,20 @@ impl PgMetadata {
     ) -> MetaResult<()> {
         let st = ClaimObject::new(expect, note);
         let (k, d) = (key.as_bytes(), json(rec));
-        let row = self.query_one(&st.sql, &st.args([&folder, &k, &d, &instance])).await?;
+        let row = self.query_one(st.sql, &st.args([&folder, &k, &d, &instance])).await?;
         claimed(row.get(0), row.get(1))
     }
 
     /// [`crate::engine::Metadata::expectation`]: the record and the publishing note from one
     /// snapshot, in one statement.
     pub(super) async fn read_expectation(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<Expect> {
-        let sql = format!(
-            "SELECT (SELECT doc FROM objects WHERE folder_id = $1::uuid AND key = $2::bytea), NOT {}",
-            not_busy("$3")
-        );
-        let row = self.query_one(&sql, &[&folder, &key.as_bytes(), &instance]).await?;
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "SELECT (SELECT doc FROM objects WHERE folder_id = $1::uuid AND key = $2::bytea), NOT {}",
+                not_busy("$3")
+            )
+        });
+        let row = self.query_one(&SQL, &[&folder, &key.as_bytes(), &instance]).await?;
         if row.get::<_, bool>(1) {
             return Err(MetaError::Busy);
         }
@@ -132,13 +142,15 @@ impl PgMetadata {
     /// row comes back); this gateway's own (a claim it holds, a settling write that failed) is
     /// taken again.
     pub(super) async fn claim_note(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
-        let sql = format!(
-            "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $3)
-             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms
-             WHERE publishing.instance = $3 RETURNING 1"
-        );
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $3)
+                 ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms
+                 WHERE publishing.instance = $3 RETURNING 1"
+            )
+        });
         Ok(self
-            .query_opt(&sql, &[&folder, &key.as_bytes(), &instance])
+            .query_opt(&SQL, &[&folder, &key.as_bytes(), &instance])
             .await?
             .is_some())
     }
@@ -146,9 +158,9 @@ impl PgMetadata {
     /// [`crate::engine::Metadata::release_key`]. Unsynced ([`LAZY`]): a release lost in a
     /// database crash leaves this gateway's own note, which its janitor settles.
     pub(super) async fn release_note(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
-        let sql = format!(
-            "WITH {LAZY} DELETE FROM publishing USING lazy WHERE folder_id = $1 AND key = $2 AND instance = $3"
-        );
-        self.exec(&sql, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!("WITH {LAZY} DELETE FROM publishing USING lazy WHERE folder_id = $1 AND key = $2 AND instance = $3")
+        });
+        self.exec(&SQL, &[&folder, &key.as_bytes(), &instance]).await.map(drop)
     }
 }

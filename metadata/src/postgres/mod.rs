@@ -11,6 +11,7 @@
 //! tenancy lists are sorted here. The SQL sticks to what CockroachDB and YugabyteDB also run
 //! (`INSERT … ON CONFLICT`, row comparisons, no advisory locks or PL/pgSQL).
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -414,17 +415,19 @@ impl Metadata for PgMetadata {
         const CHARGE: &str = "ON CONFLICT (scope) DO UPDATE SET usage_bytes = GREATEST(q.usage_bytes + $2::BIGINT, 0)
                  WHERE $2::BIGINT <= 0 OR q.limit_bytes IS NULL OR q.usage_bytes + $2::BIGINT <= q.limit_bytes
                  RETURNING usage_bytes";
-        let sql = if sync {
-            format!(
-                "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, NULL, GREATEST($2::BIGINT, 0)) {CHARGE}"
-            )
-        } else {
-            format!(
-                "WITH {LAZY} INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes)
-                 SELECT $1::text, NULL, GREATEST($2::BIGINT, 0) FROM lazy {CHARGE}"
-            )
-        };
-        let done = self.query_opt(&sql, &[&scope.to_string(), &delta]).await?;
+        const SYNCED: &str =
+            "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, NULL, GREATEST($2::BIGINT, 0))";
+        static SQL: LazyLock<[String; 2]> = LazyLock::new(|| {
+            [
+                format!("{SYNCED} {CHARGE}"),
+                format!(
+                    "WITH {LAZY} INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes)
+                     SELECT $1::text, NULL, GREATEST($2::BIGINT, 0) FROM lazy {CHARGE}"
+                ),
+            ]
+        });
+        let sql = &SQL[usize::from(!sync)];
+        let done = self.query_opt(sql, &[&scope.to_string(), &delta]).await?;
         if done.is_some() {
             return Ok(Charge::Done);
         }
@@ -540,12 +543,14 @@ impl Metadata for PgMetadata {
         if let Some(e) = expect {
             return self.claim(folder, key, rec, instance, e, true).await;
         }
-        let sql = format!(
-            "WITH o AS ({UPSERT_OBJECT})
-             INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $4)
-             ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms, instance = $4"
-        );
-        self.exec(&sql, &[&folder, &key.as_bytes(), &json(rec), &instance])
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "WITH o AS ({UPSERT_OBJECT})
+                 INSERT INTO publishing (folder_id, key, since_ms, instance) VALUES ($1, $2, {DB_NOW_MS}, $4)
+                 ON CONFLICT (folder_id, key) DO UPDATE SET since_ms = EXCLUDED.since_ms, instance = $4"
+            )
+        });
+        self.exec(&SQL, &[&folder, &key.as_bytes(), &json(rec), &instance])
             .await
             .map(drop)
     }
@@ -553,17 +558,15 @@ impl Metadata for PgMetadata {
     // record of the file at the key; a second half lost in a database crash leaves the key noted,
     // and the note is settled again from the volume (by this gateway's janitor, or a survivor's).
     async fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> MetaResult<()> {
+        const UNNOTE: &str = "DELETE FROM publishing USING lazy WHERE folder_id = $1 AND key = $2";
+        static STORE: LazyLock<String> = LazyLock::new(|| format!("WITH {LAZY}, o AS ({UPSERT_OBJECT_LAZY}) {UNNOTE}"));
+        static REMOVE: LazyLock<String> = LazyLock::new(|| {
+            format!("WITH {LAZY}, o AS (DELETE FROM objects WHERE folder_id = $1 AND key = $2) {UNNOTE}")
+        });
         let k = key.as_bytes();
-        let unnote = "DELETE FROM publishing USING lazy WHERE folder_id = $1 AND key = $2";
         match rec {
-            Some(r) => {
-                let sql = format!("WITH {LAZY}, o AS ({UPSERT_OBJECT_LAZY}) {unnote}");
-                self.exec(&sql, &[&folder, &k, &json(r)]).await
-            }
-            None => {
-                let sql = format!("WITH {LAZY}, o AS (DELETE FROM objects WHERE folder_id = $1 AND key = $2) {unnote}");
-                self.exec(&sql, &[&folder, &k]).await
-            }
+            Some(r) => self.exec(&STORE, &[&folder, &k, &json(r)]).await,
+            None => self.exec(&REMOVE, &[&folder, &k]).await,
         }
         .map(drop)
     }

@@ -106,7 +106,7 @@ async fn edit_once(
     match (edit.object, edit.expect) {
         (Some(Some(r)), Some(e)) => {
             let claim = ClaimObject::new(e, false);
-            let st = tx.prepare_cached(&claim.sql).await?;
+            let st = tx.prepare_cached(claim.sql).await?;
             let d = json(r);
             let row = tx.query_one(&st, &claim.args([&folder, &key, &d, &instance])).await?;
             if let Err(refused) = claimed(row.get(0), row.get(1)) {
