@@ -115,7 +115,7 @@ pub mod raw {
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Access key the harness installs as the bootstrap superadmin.
@@ -145,6 +145,9 @@ pub struct Gateway {
     pub endpoint: String,
     /// The gateway's data directory.
     pub data_dir: PathBuf,
+    /// Where the process's standard output (its "ready" banner) goes, and how long that file was
+    /// when the current process started: its banner lies beyond.
+    out: (PathBuf, u64),
     _dir: tempfile::TempDir,
 }
 
@@ -217,8 +220,27 @@ impl Gateway {
         let data_dir = dir.path().join("data");
         let cfg = dir.path().join("penstock.toml");
         std::fs::write(&cfg, toml).unwrap();
-        let child = spawn(&cfg, &data_dir, addr, admin_addr, &dir.path().join("gateway.log"));
-        Self { child, addr, admin_addr, config: cfg, endpoint: format!("http://{addr}"), data_dir, _dir: dir }
+        let out = (dir.path().join("gateway.out"), 0);
+        let child = spawn(&cfg, &data_dir, addr, admin_addr, &dir.path().join("gateway.log"), &out.0);
+        Self { child, addr, admin_addr, config: cfg, endpoint: format!("http://{addr}"), data_dir, out, _dir: dir }
+    }
+
+    /// Starts the process (again) with the current configuration, ports and data, logging to
+    /// `log` (in the test's directory).
+    fn respawn(&mut self, log: &str) {
+        self.out.1 = std::fs::metadata(&self.out.0).map_or(0, |m| m.len());
+        let log = self._dir.path().join(log);
+        self.child = spawn(&self.config, &self.data_dir, self.addr, self.admin_addr, &log, &self.out.0);
+    }
+
+    /// Whether this process said it listens on `self.addr`. A connection alone does not tell:
+    /// another program may hold the port the gateway failed to bind.
+    fn announced(&self) -> bool {
+        let Ok(out) = std::fs::read(&self.out.0) else { return false };
+        let banner = format!("Penstock is ready on http://{}", self.addr);
+        let tls_banner = format!("Penstock is ready on https://{}", self.addr);
+        let new = String::from_utf8_lossy(out.get(self.out.1 as usize..).unwrap_or_default());
+        new.contains(&banner) || new.contains(&tls_banner)
     }
 
     /// Waits until the gateway listens. With `may_move` (a first start, whose ports nobody
@@ -227,19 +249,18 @@ impl Gateway {
     fn wait_ready(&mut self, may_move: bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut moves = 0;
-        while TcpStream::connect(self.addr).is_err() {
+        while !(self.announced() && TcpStream::connect(self.addr).is_ok()) {
             let exited = matches!(self.child.try_wait(), Ok(Some(_)));
             if exited && may_move && moves < 5 && self.log().contains("Address already in use") {
                 moves += 1;
-                let log = self._dir.path().join("gateway.log");
-                std::fs::write(&log, "").unwrap();
+                std::fs::write(self._dir.path().join("gateway.log"), "").unwrap();
                 (self.addr, self.admin_addr) = (loopback(free_port()), loopback(free_port()));
                 self.endpoint = format!("http://{}", self.addr);
-                self.child = spawn(&self.config, &self.data_dir, self.addr, self.admin_addr, &log);
+                self.respawn("gateway.log");
                 continue;
             }
             assert!(!exited && Instant::now() < deadline, "gateway did not start; log:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -257,8 +278,7 @@ impl Gateway {
 
     /// Starts the process again (after [`Gateway::kill`]) on the same data and port.
     pub fn restart(&mut self) {
-        self.child =
-            spawn(&self.config, &self.data_dir, self.addr, self.admin_addr, &self._dir.path().join("gateway2.log"));
+        self.respawn("gateway2.log");
         self.wait_ready(false);
     }
 
@@ -387,8 +407,9 @@ impl Gateway {
     }
 }
 
-fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, admin: SocketAddr, log: &Path) -> Child {
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, admin: SocketAddr, log: &Path, out: &Path) -> Child {
+    let append = |p: &Path| std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap();
+    let (log, out) = (append(log), append(out));
     Command::new(binary())
         .args(["serve", "--config"])
         .arg(cfg)
@@ -399,7 +420,7 @@ fn spawn(cfg: &Path, data_dir: &Path, addr: SocketAddr, admin: SocketAddr, log: 
         .env("PENSTOCK_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("PENSTOCK_ACCESS_KEY", ACCESS_KEY)
         .env("PENSTOCK_SECRET_KEY", SECRET_KEY)
-        .stdout(Stdio::null())
+        .stdout(out)
         .stderr(log)
         .spawn()
         .expect("start penstock")
@@ -409,6 +430,13 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failing test shows what its gateway said: CI keeps only the test's output.
+        if std::thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            eprintln!("--- last lines of the log of the gateway on {} ---\n{tail}\n---", self.addr);
+        }
     }
 }
 
@@ -476,17 +504,27 @@ pub fn unpack_fixture(name: &str) -> (tempfile::TempDir, serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
 
     /// A port taken by someone else between the probe and the gateway's bind moves the gateway
-    /// to new ports instead of failing the test that started it.
+    /// to new ports instead of failing the test that started it; a squatter on the S3 port, whose
+    /// listener accepts the readiness probe's connection, does not pass for the gateway.
     #[test]
     fn a_gateway_whose_port_was_taken_starts_on_new_ones() {
-        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
-        let taken = squatter.local_addr().unwrap();
-        let mut gw = Gateway::launch_on(tempfile::tempdir().unwrap(), "", loopback(free_port()), taken);
-        gw.wait_ready(true);
-        assert_ne!(gw.admin_addr, taken);
-        assert!(TcpStream::connect(gw.addr).is_ok());
-        assert!(gw.endpoint.ends_with(&gw.addr.port().to_string()));
+        for s3_port in [false, true] {
+            let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
+            let taken = squatter.local_addr().unwrap();
+            let (addr, admin) = if s3_port { (taken, loopback(free_port())) } else { (loopback(free_port()), taken) };
+            let mut gw = Gateway::launch_on(tempfile::tempdir().unwrap(), "", addr, admin);
+            gw.wait_ready(true);
+            assert!(gw.addr != taken && gw.admin_addr != taken, "{s3_port}");
+            assert!(gw.endpoint.ends_with(&gw.addr.port().to_string()));
+            assert!(matches!(gw.child.try_wait(), Ok(None)), "the gateway runs");
+            let mut c = TcpStream::connect(gw.addr).unwrap();
+            c.write_all(b"GET /minio/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+            let mut answer = String::new();
+            c.read_to_string(&mut answer).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
+        }
     }
 }

@@ -291,7 +291,9 @@ async fn an_answer_before_the_body_is_read_closes_the_connection() {
     let r = conn.answer(false);
     assert_eq!((r.status, error_code(&r.body).as_str()), (411, "MissingContentLength"));
     assert_eq!(r.header("connection"), Some("close"), "{:?}", r.headers);
-    conn.send(b"0\r\n\r\n");
+    // The rest of the body may find the connection closed already (EPIPE): what is checked is
+    // that nothing more comes back.
+    let _ = std::io::Write::write_all(&mut conn.w, b"0\r\n\r\n");
     let mut rest = Vec::new();
     let read = conn.w.read_to_end(&mut rest);
     assert!(matches!(read, Ok(0)) || read.is_err(), "the connection stayed open: {rest:?}");
