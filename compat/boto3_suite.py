@@ -4,6 +4,7 @@ checksums as aws-chunked trailers), plus presigned GET/PUT/POST with SigV4 and S
 Run by compat/boto3.sh against a fresh gateway (ENDPOINT and AWS_* in the environment)."""
 
 import base64
+import datetime
 import hashlib
 import hmac
 import io
@@ -673,9 +674,33 @@ ssec = dict(SSECustomerAlgorithm="AES256", SSECustomerKey=base64.b64encode(ssec_
 check("SSE-C write refused", error_code(lambda: s3.put_object(Bucket=B, Key="ssec", Body=b"x", **ssec))
       == ("NotImplemented", 501))
 check("SSE-C write left nothing", error_code(lambda: s3.head_object(Bucket=B, Key="ssec"))[1] == 404)
-check("object lock bucket refused",
-      error_code(lambda: s3.create_bucket(Bucket=B + "-lock", ObjectLockEnabledForBucket=True))
-      == ("NotImplemented", 501))
+
+# Object lock: a locked version is not deleted by id (the bypass lets GOVERNANCE go, never a legal
+# hold or COMPLIANCE); deletes without an id leave a marker over it.
+L = B + "-lock"
+s3.create_bucket(Bucket=L, ObjectLockEnabledForBucket=True)
+check("object lock versions its bucket", s3.get_bucket_versioning(Bucket=L).get("Status") == "Enabled")
+lock_conf = {"ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}}
+s3.put_object_lock_configuration(Bucket=L, ObjectLockConfiguration=lock_conf)
+check("object lock configuration", s3.get_object_lock_configuration(Bucket=L)["ObjectLockConfiguration"] == lock_conf)
+check("object lock keeps versioning on",
+      error_code(lambda: s3.put_bucket_versioning(Bucket=L, VersioningConfiguration={"Status": "Suspended"}))
+      == ("InvalidBucketState", 409))
+lv = s3.put_object(Bucket=L, Key="k", Body=b"kept")["VersionId"]
+check("default retention applied", s3.head_object(Bucket=L, Key="k").get("ObjectLockMode") == "GOVERNANCE")
+check("locked version not deleted",
+      error_code(lambda: s3.delete_object(Bucket=L, Key="k", VersionId=lv)) == ("AccessDenied", 403))
+s3.put_object_legal_hold(Bucket=L, Key="k", LegalHold={"Status": "ON"})
+check("legal hold", s3.get_object_legal_hold(Bucket=L, Key="k")["LegalHold"] == {"Status": "ON"})
+r = s3.delete_objects(Bucket=L, Delete={"Objects": [{"Key": "k", "VersionId": lv}]}, BypassGovernanceRetention=True)
+check("legal hold beats the bypass", [e["Code"] for e in r.get("Errors", [])] == ["AccessDenied"], r)
+s3.put_object_legal_hold(Bucket=L, Key="k", LegalHold={"Status": "OFF"})
+until = datetime.datetime(2031, 1, 1, tzinfo=datetime.timezone.utc)
+s3.put_object_retention(Bucket=L, Key="k", Retention={"Mode": "GOVERNANCE", "RetainUntilDate": until})
+check("retention", s3.get_object_retention(Bucket=L, Key="k")["Retention"]["RetainUntilDate"] == until)
+check("bypass deletes governance", s3.delete_object(Bucket=L, Key="k", VersionId=lv,
+                                                    BypassGovernanceRetention=True)["ResponseMetadata"]["HTTPStatusCode"] == 204)
+s3.delete_bucket(Bucket=L)
 owner = s3.get_bucket_acl(Bucket=B)["Owner"]["ID"]
 check("expected owner", "Contents" in s3.list_objects_v2(Bucket=B, ExpectedBucketOwner=owner))
 check("unexpected owner refused",

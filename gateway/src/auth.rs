@@ -352,7 +352,7 @@ impl S3Access for GatewayAccess {
             req.input.key = upload.key_for(&req.input.key);
             upload.apply_fields(&mut req.input)?;
         }
-        // A form asks for encryption or object lock in its fields, not in headers.
+        // A form asks for encryption in its fields, not in headers.
         let i = &req.input;
         let customer_key = i.sse_customer_algorithm.is_some() || i.sse_customer_key.is_some();
         crate::s3::Unoffered {
@@ -363,9 +363,6 @@ impl S3Access for GatewayAccess {
                 || i.bucket_key_enabled.is_some(),
             customer_key,
             source_customer_key: false,
-            lock: i.object_lock_mode.is_some()
-                || i.object_lock_retain_until_date.is_some()
-                || i.object_lock_legal_hold_status.is_some(),
             method: i.server_side_encryption.as_ref().map(|m| m.as_str().to_owned()),
             kms_params: i.ssekms_key_id.is_some()
                 || i.ssekms_encryption_context.is_some()

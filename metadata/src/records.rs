@@ -97,6 +97,65 @@ pub struct BucketRecord {
     /// The bucket's tags (PutBucketTagging), key and value, in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<(String, String)>,
+    /// Object lock: `Some` once enabled (CreateBucket with object lock, or
+    /// PutObjectLockConfiguration on a versioned bucket), never disabled again, as on S3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_lock: Option<ObjectLock>,
+}
+
+/// A bucket's object lock configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectLock {
+    /// The retention new object versions get when their write names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_retention: Option<DefaultRetention>,
+}
+
+/// A bucket's default retention: a mode and a period of days or of years.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefaultRetention {
+    pub mode: RetentionMode,
+    /// The period, in days or in years (exactly one is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub years: Option<u32>,
+}
+
+/// An object lock retention mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RetentionMode {
+    /// Deletes and shortening need the bypass-governance permission and header.
+    Governance,
+    /// No one may delete the version or shorten its retention until it ends.
+    Compliance,
+}
+
+impl RetentionMode {
+    /// The mode as S3 spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Governance => "GOVERNANCE",
+            Self::Compliance => "COMPLIANCE",
+        }
+    }
+
+    /// The mode S3 spells `s` (exactly, upper case), if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "GOVERNANCE" => Some(Self::Governance),
+            "COMPLIANCE" => Some(Self::Compliance),
+            _ => None,
+        }
+    }
+}
+
+/// An object version's retention: its mode, and until when (Unix milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    pub mode: RetentionMode,
+    pub until_ms: i64,
 }
 
 /// One ACL grant: who (`id:<user id hex>`, `AllUsers`, `AuthenticatedUsers` or `LogDelivery`)
@@ -157,6 +216,7 @@ impl BucketRecord {
             acl: Vec::new(),
             cors: Vec::new(),
             tags: Vec::new(),
+            object_lock: None,
         }
     }
 }
@@ -331,6 +391,12 @@ pub struct ObjectAttrs {
     /// any time: the restore is bookkeeping for clients that ask for one before they read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_until_ms: Option<i64>,
+    /// Object lock retention of this version (buckets with object lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
+    /// Object lock legal hold of this version: `None` never set, else on or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
 }
 
 /// Stored checksums, base64 as S3 returns them.

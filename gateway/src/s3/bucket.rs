@@ -70,11 +70,6 @@ impl Gateway {
         if let Some(why) = refused_bucket_name(&name) {
             return Err(s3_error!(InvalidBucketName, "The specified bucket is not valid: {why}"));
         }
-        // A bucket asked for with object lock would be served without it: refused, as setting
-        // its object lock configuration is.
-        if req.input.object_lock_enabled_for_bucket == Some(true) {
-            return Err(super::not_offered("object lock"));
-        }
         let (d, n) = (who.user.domain.clone(), name.clone());
         if let Some(existing) = self.meta.bucket(&d, &n).await.map_err(meta_err)? {
             if existing.quota_scope != QuotaScope::user(who.user.id) {
@@ -119,6 +114,11 @@ impl Gateway {
             now_ms(),
         );
         self.creation_acl(&mut rec, &req.input).await?;
+        // A bucket made with object lock is versioned from the start, as on S3.
+        if req.input.object_lock_enabled_for_bucket == Some(true) {
+            rec.versioning = Some(penstock_metadata::Versioning::Enabled);
+            rec.object_lock = Some(penstock_metadata::ObjectLock::default());
+        }
         // Folder and record are made, or the folder undone, in a task of its own: a client that
         // disconnects midway (dropping this future) must not leave a folder without a record.
         let meta = self.meta.clone();

@@ -128,8 +128,10 @@ impl Gateway {
         attrs.acl = acl;
         attrs.owner = owner;
         attrs.storage_class = class;
-        // A copy is a new object: restored only if it is restored itself.
+        // A copy is a new object: restored only if it is restored itself, locked as its own
+        // request (or the bucket's default retention) says.
         attrs.restored_until_ms = None;
+        super::object_lock::lock_input!(input).apply(&b.rec, &mut attrs)?;
 
         let mut updated = None;
         // In a versioned bucket even a metadata-only copy makes a new version.

@@ -31,8 +31,9 @@ impl Gateway {
             last_modified: i.if_match_last_modified_time.clone(),
             size: i.if_match_size,
         };
+        let bypass = super::object_lock::bypass(&req, i.bypass_governance_retention, &b.rec)?;
         let d = self
-            .delete_any(&b, &path, i.version_id.as_deref(), who.user.id, &conds)
+            .delete_any(&b, &path, i.version_id.as_deref(), who.user.id, &conds, bypass)
             .await?;
         Ok(S3Response::new(DeleteObjectOutput {
             version_id: d.version_id,
@@ -58,6 +59,7 @@ impl Gateway {
         let quiet = i.delete.quiet == Some(true);
         let peer = peer(&req).map(|p| p.0.ip());
         let tenancy = who.may(&b.rec, Perm::Wd);
+        let bypass = super::object_lock::bypass(&req, i.bypass_governance_retention, &b.rec)?;
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for obj in &i.delete.objects {
@@ -87,7 +89,7 @@ impl Gateway {
                     last_modified: obj.last_modified_time.clone(),
                     size: obj.size,
                 };
-                self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id, &conds)
+                self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id, &conds, bypass)
                     .await
             }
             .await;
@@ -114,9 +116,10 @@ impl Gateway {
         }))
     }
 
-    /// Deletes a key, or one version of it. In a versioned bucket (keys ending in `/` aside:
-    /// directories keep one version) the change runs in a task of its own, so a client that
-    /// disconnects cannot leave it half done.
+    /// Deletes a key, or one version of it (unless its object lock protects it; `bypass` lets a
+    /// governance retention go). In a versioned bucket (keys ending in `/` aside: directories
+    /// keep one version) the change runs in a task of its own, so a client that disconnects
+    /// cannot leave it half done.
     pub(crate) async fn delete_any(
         &self,
         b: &BucketCtx,
@@ -124,6 +127,7 @@ impl Gateway {
         version_id: Option<&str>,
         owner: Uuid,
         conds: &DeleteConditions,
+        bypass: bool,
     ) -> S3Result<Deleted> {
         let Some(status) = b.rec.versioning.filter(|_| !path.is_dir()) else {
             check_version(version_id)?;
@@ -135,6 +139,9 @@ impl Gateway {
         };
         let guard = self.hold_key(b.rec.folder_id, &path.key()).await?;
         self.check_delete_conditions(b, path, conds).await?;
+        if let Some(v) = version_id {
+            self.check_version_removable(b, path, v, bypass).await?;
+        }
         let keep_depth = self.keep_depth(b, path).await?;
         let (kv, path, version_id) = (self.key_versions(b), path.clone(), version_id.map(str::to_owned));
         tokio::spawn(async move {

@@ -174,6 +174,7 @@ macro_rules! object_headers {
         // S3 names the class of an object only where it is not STANDARD.
         $out.storage_class = a.storage_class.clone().map(StorageClass::from);
         $out.restore = super::restore::restore_header(a);
+        super::object_lock::lock_out!($out, a);
         $out.content_type = $i
             .response_content_type
             .clone()

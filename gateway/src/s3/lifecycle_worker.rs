@@ -23,6 +23,7 @@ use super::delete::DeleteConditions;
 use super::lifecycle::coldness;
 use super::list::{Listed, Marker, Query};
 use super::object::{class_name, last_modified, now_ms, parse_key};
+use super::tagging::Edited;
 use super::{location, BucketCtx, Gateway};
 use crate::metrics::LifecycleAction;
 
@@ -183,15 +184,15 @@ impl Gateway {
                         if still {
                             r.attrs.storage_class = Some(class.to_owned());
                         }
-                        still
+                        Ok(still)
                     })
                     .await;
                 match moved {
-                    Ok(Some(_)) => {
+                    Ok(Edited::Done { .. }) => {
                         report.transitioned += 1;
                         self.metrics.lifecycle(LifecycleAction::Transitioned, 0);
                     }
-                    Ok(None) => {}
+                    Ok(Edited::Declined) => {}
                     Err(e) if *e.code() == S3ErrorCode::NoSuchKey => {}
                     Err(e) => return Err(e),
                 }
@@ -231,7 +232,7 @@ impl Gateway {
                     let moved = self
                         .edit_record_in(b, key, Some(&v.version_id), |r| {
                             r.attrs.storage_class = Some(class.to_owned());
-                            true
+                            Ok(true)
                         })
                         .await;
                     match moved {
@@ -281,7 +282,10 @@ impl Gateway {
                         size: Some(o.st.size as i64),
                     }
                 };
-                match self.delete_any(b, &parse_key(&o.key)?, None, owner, &conds).await {
+                match self
+                    .delete_any(b, &parse_key(&o.key)?, None, owner, &conds, false)
+                    .await
+                {
                     Ok(_) => {}
                     Err(e) if matches!(e.code(), S3ErrorCode::PreconditionFailed | S3ErrorCode::NoSuchKey) => continue,
                     Err(e) => return Err(e),
@@ -307,8 +311,15 @@ impl Gateway {
         while let Some(page) = walk.next(self, b).await? {
             for (key, rows) in &page {
                 for (vid, freed, action) in self.versions_due(b, key, rows, rules).await? {
-                    self.delete_any(b, &parse_key(key)?, Some(&vid), owner, &Default::default())
-                        .await?;
+                    let gone = self
+                        .delete_any(b, &parse_key(key)?, Some(&vid), owner, &Default::default(), false)
+                        .await;
+                    match gone {
+                        Ok(_) => {}
+                        // Locked since the listing: kept, as a lock keeps a version from rules.
+                        Err(e) if *e.code() == S3ErrorCode::AccessDenied => continue,
+                        Err(e) => return Err(e),
+                    }
                     match action {
                         LifecycleAction::MarkerRemoved => report.markers += 1,
                         _ => report.noncurrent += 1,
@@ -339,7 +350,9 @@ impl Gateway {
                 // `seq` is the nanosecond the version stopped being current.
                 let since = v.seq / 1_000_000;
                 let applies = r.filter.matches(key, &o.tags, o.fingerprint.size);
+                // A version its object lock protects stays, whatever the rules say (as on S3).
                 if applies
+                    && super::object_lock::removable(&o.attrs)
                     && self.lifecycle.after_days(since, days) <= now
                     && !due.iter().any(|(id, ..)| *id == v.version_id)
                 {

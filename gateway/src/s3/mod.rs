@@ -22,6 +22,7 @@ mod list;
 mod locks;
 mod multipart;
 mod object;
+mod object_lock;
 pub(crate) mod ops;
 mod policy;
 pub(crate) mod post_form;
@@ -72,7 +73,7 @@ pub(crate) use multipart::{check_part_number, parse_copy_range as copy_range};
 pub(crate) use object::{parse_http_date, parse_key, validate_tags, Conditions};
 pub use rdma::{has_token as rdma_has_token, PeerAddr};
 pub(crate) use sharing::RequestFacts;
-pub(crate) use unconfigured::{not_offered, refuse_unknown_storage_class, refuse_unoffered, Unoffered};
+pub(crate) use unconfigured::{refuse_unknown_storage_class, refuse_unoffered, Unoffered};
 
 pub(crate) use error::{internal, meta_err, presigned_too_long};
 

@@ -79,6 +79,7 @@ impl Gateway {
                     .into_attrs()?;
                 a.acl = acl;
                 a.owner = owner;
+                super::object_lock::lock_input!(input).apply(&b.rec, &mut a)?;
                 a
             },
             checksum_algorithm: algo,

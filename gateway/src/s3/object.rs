@@ -185,6 +185,8 @@ impl AttrInput {
             owner: None,
             storage_class: stored_class(self.storage_class),
             restored_until_ms: None,
+            retention: None,
+            legal_hold: None,
         })
     }
 }

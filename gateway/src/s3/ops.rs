@@ -96,8 +96,6 @@ operations! {
     GetBucketLogging => get_bucket_logging(GetBucketLoggingInput) -> GetBucketLoggingOutput, ro;
     GetBucketNotificationConfiguration => get_bucket_notification_configuration(
         GetBucketNotificationConfigurationInput) -> GetBucketNotificationConfigurationOutput, ro;
-    GetObjectLockConfiguration => get_object_lock_configuration(GetObjectLockConfigurationInput)
-        -> GetObjectLockConfigurationOutput, ro;
     GetBucketAccelerateConfiguration => get_bucket_accelerate_configuration(GetBucketAccelerateConfigurationInput)
         -> GetBucketAccelerateConfigurationOutput, ro;
     GetBucketRequestPayment => get_bucket_request_payment(GetBucketRequestPaymentInput)
@@ -114,6 +112,15 @@ operations! {
         -> DeleteBucketOwnershipControlsOutput, wd;
     GetObjectAcl => get_object_acl(GetObjectAclInput) -> GetObjectAclOutput, ro;
     PutObjectAcl => put_object_acl(PutObjectAclInput) -> PutObjectAclOutput, rw;
+    // Object lock (`object_lock.rs`): removing a lock's protection (bypass) needs `wd` as well.
+    GetObjectLockConfiguration => get_object_lock_configuration(GetObjectLockConfigurationInput)
+        -> GetObjectLockConfigurationOutput, ro;
+    PutObjectLockConfiguration => put_object_lock_configuration(PutObjectLockConfigurationInput)
+        -> PutObjectLockConfigurationOutput, wd;
+    GetObjectRetention => get_object_retention(GetObjectRetentionInput) -> GetObjectRetentionOutput, ro;
+    PutObjectRetention => put_object_retention(PutObjectRetentionInput) -> PutObjectRetentionOutput, rw;
+    GetObjectLegalHold => get_object_legal_hold(GetObjectLegalHoldInput) -> GetObjectLegalHoldOutput, ro;
+    PutObjectLegalHold => put_object_legal_hold(PutObjectLegalHoldInput) -> PutObjectLegalHoldOutput, rw;
     PutObject => put_object(PutObjectInput) -> PutObjectOutput, rw;
     GetObject => get_object(GetObjectInput) -> GetObjectOutput, ro;
     HeadObject => head_object(HeadObjectInput) -> HeadObjectOutput, ro;
@@ -152,7 +159,7 @@ mod tests {
         assert_eq!(required("ListBuckets"), Need::Authenticated);
         assert_eq!(required("PutBucketPolicy"), Need::Folder(Perm::Wd));
         assert_eq!(required("PutBucketCors"), Need::Folder(Perm::Wd));
-        assert_eq!(required("PutObjectLockConfiguration"), Need::Unsupported);
+        assert_eq!(required("PutObjectLockConfiguration"), Need::Folder(Perm::Wd));
         assert_eq!(required("GetObjectLockConfiguration"), Need::Folder(Perm::Ro));
         assert_eq!(required("PutBucketTagging"), Need::Folder(Perm::Wd));
         assert_eq!(required("PutBucketEncryption"), Need::Unsupported);

@@ -731,6 +731,7 @@ pub(crate) fn action_of(op: &str, versioned: bool) -> String {
         ("DeleteBucketReplication", _) => "PutReplicationConfiguration",
         ("GetBucketNotificationConfiguration", _) => "GetBucketNotification",
         ("GetObjectLockConfiguration", _) => "GetBucketObjectLockConfiguration",
+        ("PutObjectLockConfiguration", _) => "PutBucketObjectLockConfiguration",
         ("GetBucketAccelerateConfiguration", _) => "GetAccelerateConfiguration",
         ("GetBucketReplication", _) => "GetReplicationConfiguration",
         (op, _) => op,

@@ -47,6 +47,7 @@ impl Gateway {
             .into_attrs()?;
         attrs.acl = acl;
         attrs.owner = owner;
+        super::object_lock::lock_input!(input).apply(&b.rec, &mut attrs)?;
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
             if_match: input.if_match.take(),

@@ -102,14 +102,14 @@ impl Gateway {
         let version_id = self
             .edit_record_in(&b, &i.key, i.version_id.as_deref(), |rec| {
                 if !archived(&rec.attrs) {
-                    return false;
+                    return Ok(false);
                 }
                 verdict = match restore_header(&rec.attrs) {
                     Some(_) => Verdict::Extended,
                     None => Verdict::Restored,
                 };
                 rec.attrs.restored_until_ms = Some(until);
-                true
+                Ok(true)
             })
             .await?;
         let status = match verdict {
@@ -125,7 +125,7 @@ impl Gateway {
         let mut resp = S3Response::new(RestoreObjectOutput::default());
         // s3s answers RestoreObject 200 whatever the handler says: the status goes through.
         resp.extensions.insert(super::AnswerStatus(status));
-        if let Some(Some(v)) = version_id {
+        if let super::tagging::Edited::Done { version_id: Some(v) } = version_id {
             if let Ok(v) = http::HeaderValue::from_str(&v) {
                 resp.headers.insert("x-amz-version-id", v);
             }

@@ -126,22 +126,24 @@ impl Gateway {
         let edited = self
             .edit_record_in(&b, key, version_id, |r| {
                 edit(r);
-                true
+                Ok(true)
             })
             .await?;
-        Ok(edited.flatten())
+        Ok(match edited {
+            Edited::Done { version_id } => version_id,
+            Edited::Declined => None,
+        })
     }
 
-    /// [`Gateway::edit_record`] in a bucket already opened, for an edit that may decline (answers
-    /// false, and nothing is written): `None` when it declined, else the version's id in a
-    /// versioned bucket.
+    /// [`Gateway::edit_record`] in a bucket already opened, under the key's lock, for an edit
+    /// that may decline (answers false, and nothing is written) or refuse (an error, answered).
     pub(crate) async fn edit_record_in(
         &self,
         b: &BucketCtx,
         key: &str,
         version_id: Option<&str>,
-        edit: impl FnOnce(&mut ObjectRecord) -> bool,
-    ) -> S3Result<Option<Option<String>>> {
+        edit: impl FnOnce(&mut ObjectRecord) -> S3Result<bool>,
+    ) -> S3Result<Edited> {
         let folder = b.rec.folder_id;
         let _guard = self.hold_key(folder, key).await?;
         let current = match version_id {
@@ -158,20 +160,32 @@ impl Gateway {
             let Some(obj) = row.object.as_mut() else {
                 return Err(Gateway::marker_read(&row));
             };
-            if !edit(obj) {
-                return Ok(None);
+            if !edit(obj)? {
+                return Ok(Edited::Declined);
             }
             self.key_versions(b).update_row(key, &row).await?;
-            return Ok(Some(Some(v.to_owned())));
+            return Ok(Edited::Done {
+                version_id: Some(v.to_owned()),
+            });
         }
         let (mut rec, _, _) = self.open_object(b, key).await?;
-        if !edit(&mut rec) {
-            return Ok(None);
+        if !edit(&mut rec)? {
+            return Ok(Edited::Declined);
         }
         let k = key.to_owned();
         self.meta.put_object(folder, &k, &rec).await.map_err(meta_err)?;
-        Ok(Some(b.rec.versioning.map(|_| rec.version().to_owned())))
+        Ok(Edited::Done {
+            version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
+        })
     }
+}
+
+/// What [`Gateway::edit_record_in`] did.
+pub(crate) enum Edited {
+    /// The edit declined: nothing was written.
+    Declined,
+    /// The record was written; `version_id` is the version's id in a versioned bucket.
+    Done { version_id: Option<String> },
 }
 
 /// A request's tags as stored: key and value, in the order given.

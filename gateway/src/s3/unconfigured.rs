@@ -1,5 +1,5 @@
 //! Bucket settings this gateway does not offer (encryption, website, logging, notifications,
-//! object lock, transfer acceleration, requester pays, replication), read as never set.
+//! transfer acceleration, requester pays, replication), read as never set.
 //!
 //! Tools that manage buckets read every setting of a bucket before they change one (Terraform's
 //! AWS provider, console-like UIs, `aws s3api` scripts) and stop at `NotImplemented`. What S3
@@ -8,8 +8,8 @@
 //! nothing here would act on it.
 //!
 //! The same holds for requests that ask for one of these features per object (server-side
-//! encryption headers, object lock headers): they are refused, never served as if the feature
-//! had been applied, so no client believes an object encrypted or locked that is not.
+//! encryption headers): they are refused, never served as if the feature had been applied, so no
+//! client believes an object encrypted that is not.
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
@@ -52,12 +52,6 @@ never_set! {
     get_bucket_notification_configuration(GetBucketNotificationConfigurationInput)
         -> GetBucketNotificationConfigurationOutput =>
         Ok(S3Response::new(GetBucketNotificationConfigurationOutput::default()));
-    /// GetObjectLockConfiguration: object lock not enabled.
-    get_object_lock_configuration(GetObjectLockConfigurationInput) -> GetObjectLockConfigurationOutput =>
-        Err(s3_error!(
-            ObjectLockConfigurationNotFoundError,
-            "Object Lock configuration does not exist for this bucket"
-        ));
     /// GetBucketAccelerateConfiguration: never set (no `Status`, as S3 answers then).
     get_bucket_accelerate_configuration(GetBucketAccelerateConfigurationInput)
         -> GetBucketAccelerateConfigurationOutput =>
@@ -88,7 +82,7 @@ never_set! {
 /// never encrypted with one.
 const READS: [&str; 3] = ["GetObject", "HeadObject", "GetObjectAttributes"];
 
-/// Operations that write object data, where encryption and object lock headers would apply.
+/// Operations that write object data, where encryption headers would apply.
 /// Other operations take no notice of them, as on S3.
 const WRITES: [&str; 6] = [
     "PutObject",
@@ -99,17 +93,17 @@ const WRITES: [&str; 6] = [
     "UploadPartCopy",
 ];
 
-/// 501 `NotImplemented` for a request asking for `what` (server-side encryption, object lock):
+/// 501 `NotImplemented` for a request asking for `what` (server-side encryption):
 /// S3's answer to a header that implies functionality it does not implement.
-pub(crate) fn not_offered(what: &str) -> S3Error {
+fn not_offered(what: &str) -> S3Error {
     s3_error!(
         NotImplemented,
         "A header you provided implies functionality that is not implemented: {what}"
     )
 }
 
-/// What a request asks for of encryption and object lock, from its headers or (for a browser
-/// form) its fields.
+/// What a request asks for of encryption, from its headers or (for a browser form) its
+/// fields.
 #[derive(Debug, Default)]
 pub(crate) struct Unoffered {
     /// Any server-side encryption (SSE-C, SSE-KMS, SSE-S3).
@@ -118,8 +112,6 @@ pub(crate) struct Unoffered {
     pub customer_key: bool,
     /// A customer-provided key for a copy's source.
     pub source_customer_key: bool,
-    /// Object lock (mode, retention, legal hold).
-    pub lock: bool,
     /// The `x-amz-server-side-encryption` header (the method: `AES256`, `aws:kms`, ...), as
     /// sent; `Some("")` when it is not text.
     pub method: Option<String>,
@@ -143,14 +135,12 @@ impl Unoffered {
                     asked.method = Some(v.to_owned());
                 }
             }
-            asked.lock |= n.starts_with("x-amz-object-lock-");
         }
         asked
     }
 
     /// Refuses what is asked of operation `op`, since objects here are plain files in the
-    /// tenant's folder (what a compute session that mounts it reads) and no bucket has object
-    /// lock:
+    /// tenant's folder (what a compute session that mounts it reads):
     /// - a customer key on a read, or for a copy's source: 400 `InvalidRequest`, as S3 answers
     ///   when the object was not encrypted with a customer key;
     /// - any other server-side encryption header on a read: 400 `InvalidArgument`, as S3
@@ -158,9 +148,7 @@ impl Unoffered {
     /// - a malformed encryption request on a write (a method S3 does not know, a customer key
     ///   with a method, SSE-KMS parameters without the `aws:kms` method): 400
     ///   `InvalidArgument`, as S3 answers;
-    /// - any other server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]);
-    /// - object lock on a write: 400 `InvalidRequest`, as S3 answers for a bucket without an
-    ///   object lock configuration.
+    /// - any other server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]).
     ///
     /// Other operations take no notice, as on S3.
     pub(crate) fn refuse(&self, op: &str) -> S3Result<()> {
@@ -200,9 +188,6 @@ impl Unoffered {
                 ));
             }
             return Err(not_offered("server-side encryption"));
-        }
-        if write && self.lock {
-            return Err(s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration"));
         }
         Ok(())
     }
@@ -267,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn encryption_and_lock_requests_are_refused_as_s3_refuses_them() {
+    fn encryption_requests_are_refused_as_s3_refuses_them() {
         let not_impl = Some(("NotImplemented".to_owned(), 501));
         let invalid = Some(("InvalidRequest".to_owned(), 400));
         let ssec = ("x-amz-server-side-encryption-customer-algorithm", "AES256");
@@ -305,11 +290,8 @@ mod tests {
         );
         let src = ("x-amz-copy-source-server-side-encryption-customer-key", "k");
         assert_eq!(answer("CopyObject", &[src]), invalid);
-        assert_eq!(
-            answer("PutObject", &[("x-amz-object-lock-mode", "GOVERNANCE")]),
-            invalid
-        );
-        assert_eq!(answer("PutObject", &[("x-amz-object-lock-legal-hold", "ON")]), invalid);
+        // Object lock is judged with the bucket (`object_lock.rs`), not here.
+        assert_eq!(answer("PutObject", &[("x-amz-object-lock-legal-hold", "ON")]), None);
         // What asks for nothing unoffered passes, and operations that neither read nor write
         // object data take no notice of these headers.
         assert_eq!(
@@ -317,10 +299,6 @@ mod tests {
             None
         );
         assert_eq!(answer("ListObjectsV2", &[ssec]), None);
-        assert_eq!(
-            answer("DeleteObject", &[("x-amz-object-lock-mode", "GOVERNANCE")]),
-            None
-        );
         assert_eq!(answer("PutObject", &[("x-amz-meta-server-side-encryption", "x")]), None);
         assert_eq!(answer("PutObject", &[("content-type", "text/plain")]), None);
     }

@@ -163,6 +163,12 @@ impl Gateway {
             }
         };
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
+        if b.rec.object_lock.is_some() && status != Versioning::Enabled {
+            return Err(s3_error!(
+                InvalidBucketState,
+                "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
+            ));
+        }
         if b.rec.versioning != Some(status) {
             self.update_bucket(&b.rec, |rec| rec.versioning = Some(status)).await?;
         }

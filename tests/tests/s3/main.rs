@@ -10,6 +10,7 @@ mod lifecycle;
 mod list;
 mod multipart;
 mod object;
+mod object_lock;
 mod service;
 mod tagging;
 mod versioning;
