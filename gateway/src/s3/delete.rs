@@ -31,7 +31,9 @@ impl Gateway {
             last_modified: i.if_match_last_modified_time.clone(),
             size: i.if_match_size,
         };
-        let bypass = super::object_lock::bypass(&req, i.bypass_governance_retention, &b.rec)?;
+        let bypass = self
+            .may_bypass(&req, i.bypass_governance_retention, &b.rec, &i.key, None)
+            .await?;
         let d = self
             .delete_any(&b, &path, i.version_id.as_deref(), who.user.id, &conds, bypass)
             .await?;
@@ -59,7 +61,6 @@ impl Gateway {
         let quiet = i.delete.quiet == Some(true);
         let peer = peer(&req).map(|p| p.0.ip());
         let tenancy = who.may(&b.rec, Perm::Wd);
-        let bypass = super::object_lock::bypass(&req, i.bypass_governance_retention, &b.rec)?;
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for obj in &i.delete.objects {
@@ -81,6 +82,15 @@ impl Gateway {
                     check_version_id(v)?;
                 }
                 let path = parse_key(&obj.key)?;
+                let bypass = self
+                    .may_bypass(
+                        &req,
+                        i.bypass_governance_retention,
+                        &b.rec,
+                        &obj.key,
+                        obj.version_id.as_deref(),
+                    )
+                    .await?;
                 let conds = DeleteConditions {
                     if_match: obj.e_tag.clone().map(|t| match t {
                         ETag::Strong(v) if v == "*" => ETagCondition::Any,

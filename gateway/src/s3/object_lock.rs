@@ -3,7 +3,7 @@
 //! PutObjectLegalHold, or the `x-amz-object-lock-*` headers of the write that made it), and
 //! the rule they enforce: a version under legal hold, or under a retention still running, is not
 //! deleted for good (DeleteObject and DeleteObjects with a version id, lifecycle expiry), except a
-//! `GOVERNANCE` retention by a caller who may delete and sends
+//! `GOVERNANCE` retention by a caller allowed `s3:BypassGovernanceRetention` who sends
 //! `x-amz-bypass-governance-retention: true`.
 //!
 //! A lock holds versions in S3's sense: an object lock bucket is versioned (and stays so), so an
@@ -24,7 +24,7 @@ use penstock_backends::ObjectPath;
 
 use super::object::{now_ms, parse_key, ts_ms};
 use super::versioning::Found;
-use super::{caller, BucketCtx, Gateway};
+use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
 
 /// Longest default retention S3 takes, in days and in years.
 const MAX_DEFAULT_DAYS: i32 = 36_500;
@@ -146,8 +146,8 @@ fn running(r: Option<Retention>, now: i64) -> Option<Retention> {
 }
 
 /// Refuses (403 `AccessDenied`) to remove for good a version whose lock protects it: a legal
-/// hold, a `COMPLIANCE` retention still running, or a `GOVERNANCE` one unless `bypass` (the
-/// caller may delete and sent `x-amz-bypass-governance-retention: true`).
+/// hold, a `COMPLIANCE` retention still running, or a `GOVERNANCE` one unless `bypass` (see
+/// [`Gateway::may_bypass`]).
 pub(crate) fn check_removable(attrs: &ObjectAttrs, bypass: bool) -> S3Result<()> {
     if attrs.legal_hold == Some(true) {
         return Err(protected());
@@ -175,13 +175,6 @@ fn check_retention_change(old: Option<Retention>, new: Option<Retention>, bypass
         return Ok(());
     }
     Err(protected())
-}
-
-/// Whether the request asks to bypass governance retention and its caller may: the header is
-/// `true` and the caller holds delete permission on the bucket's folder (S3's
-/// `s3:BypassGovernanceRetention`, which a bucket policy does not grant here).
-pub(crate) fn bypass<I>(req: &S3Request<I>, asked: Option<bool>, b: &BucketRecord) -> S3Result<bool> {
-    Ok(asked == Some(true) && caller(req)?.may(b, Perm::Wd))
 }
 
 /// A bucket's object lock configuration as S3 answers it.
@@ -241,6 +234,33 @@ fn configuration_in(conf: Option<ObjectLockConfiguration>) -> S3Result<ObjectLoc
 }
 
 impl Gateway {
+    /// Whether the request asks to bypass governance retention (`asked`: its
+    /// `x-amz-bypass-governance-retention` is `true`) for `key` and its caller may: S3's
+    /// `s3:BypassGovernanceRetention`, which holders of delete permission on the folder have
+    /// and a bucket policy may grant others or deny anyone (administrators aside).
+    pub(crate) async fn may_bypass<I>(
+        &self,
+        req: &S3Request<I>,
+        asked: Option<bool>,
+        b: &BucketRecord,
+        key: &str,
+        version: Option<&str>,
+    ) -> S3Result<bool> {
+        if asked != Some(true) {
+            return Ok(false);
+        }
+        let who = caller(req)?;
+        let facts = RequestFacts {
+            op: "BypassGovernanceRetention",
+            key: Some(key),
+            version,
+            uri: &req.uri,
+            headers: &req.headers,
+            peer: peer(req).map(|p| p.0.ip()),
+        };
+        self.permits(&who, b, who.may(b, Perm::Wd), &facts).await
+    }
+
     /// PutObjectLockConfiguration: enables object lock on a versioned bucket (409
     /// `InvalidBucketState` on one that is not) and sets or clears its default retention.
     pub(crate) async fn put_object_lock_configuration(
@@ -308,7 +328,9 @@ impl Gateway {
                 ))
             }
         };
-        let bypass = bypass(&req, i.bypass_governance_retention, &b.rec)?;
+        let bypass = self
+            .may_bypass(&req, i.bypass_governance_retention, &b.rec, &i.key, None)
+            .await?;
         self.edit_record_in(&b, &i.key, i.version_id.as_deref(), |r| {
             check_retention_change(r.attrs.retention, new, bypass)?;
             r.attrs.retention = new;

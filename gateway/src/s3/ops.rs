@@ -166,6 +166,18 @@ mod tests {
         assert!(ALL.iter().all(|(op, _)| required(op) != Need::Unsupported));
     }
 
+    /// Every operation maps to a policy action S3 knows, so a policy can name each (a policy
+    /// naming an unknown action is malformed).
+    #[test]
+    fn every_operation_has_a_policy_action() {
+        for (op, _) in ALL.iter().chain(&[("BypassGovernanceRetention", "")]) {
+            for versioned in [false, true] {
+                let a = super::super::policy::action_of(op, versioned);
+                assert!(super::super::policy::known_action(&a), "{op}: {a}");
+            }
+        }
+    }
+
     /// s3s names each operation as its `S3` method in PascalCase (`list_objects_v2` is
     /// `ListObjectsV2`); a name in the table that breaks the rule would route its handler but
     /// have every request to it refused as not implemented.

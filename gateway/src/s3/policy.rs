@@ -128,31 +128,43 @@ fn parse_op(name: &str) -> Option<(Op, bool)> {
 /// The second field says whether the action applies to objects (else to buckets).
 const ACTIONS: &[(&str, bool)] = &[
     ("s3:abortmultipartupload", true),
+    ("s3:bypassgovernanceretention", true),
     ("s3:createbucket", false),
     ("s3:deletebucket", false),
     ("s3:deletebucketpolicy", false),
+    ("s3:deletebucketwebsite", false),
     ("s3:deleteobject", true),
     ("s3:deleteobjecttagging", true),
     ("s3:deleteobjectversion", true),
     ("s3:deleteobjectversiontagging", true),
+    ("s3:getaccelerateconfiguration", false),
     ("s3:getbucketacl", false),
     ("s3:getbucketcors", false),
     ("s3:getbucketlocation", false),
+    ("s3:getbucketlogging", false),
+    ("s3:getbucketnotification", false),
+    ("s3:getbucketobjectlockconfiguration", false),
     ("s3:getbucketownershipcontrols", false),
     ("s3:getbucketpolicy", false),
     ("s3:getbucketpolicystatus", false),
     ("s3:getbucketpublicaccessblock", false),
+    ("s3:getbucketrequestpayment", false),
     ("s3:getbuckettagging", false),
     ("s3:getbucketversioning", false),
+    ("s3:getbucketwebsite", false),
+    ("s3:getencryptionconfiguration", false),
     ("s3:getlifecycleconfiguration", false),
     ("s3:getobject", true),
     ("s3:getobjectacl", true),
     ("s3:getobjectattributes", true),
+    ("s3:getobjectlegalhold", true),
+    ("s3:getobjectretention", true),
     ("s3:getobjecttagging", true),
     ("s3:getobjectversion", true),
     ("s3:getobjectversionacl", true),
     ("s3:getobjectversionattributes", true),
     ("s3:getobjectversiontagging", true),
+    ("s3:getreplicationconfiguration", false),
     ("s3:listallmybuckets", false),
     ("s3:listbucket", false),
     ("s3:listbucketmultipartuploads", false),
@@ -160,17 +172,23 @@ const ACTIONS: &[(&str, bool)] = &[
     ("s3:listmultipartuploadparts", true),
     ("s3:putbucketacl", false),
     ("s3:putbucketcors", false),
+    ("s3:putbucketobjectlockconfiguration", false),
     ("s3:putbucketownershipcontrols", false),
     ("s3:putbucketpolicy", false),
     ("s3:putbucketpublicaccessblock", false),
     ("s3:putbuckettagging", false),
     ("s3:putbucketversioning", false),
+    ("s3:putencryptionconfiguration", false),
     ("s3:putlifecycleconfiguration", false),
     ("s3:putobject", true),
     ("s3:putobjectacl", true),
+    ("s3:putobjectlegalhold", true),
+    ("s3:putobjectretention", true),
     ("s3:putobjecttagging", true),
     ("s3:putobjectversionacl", true),
     ("s3:putobjectversiontagging", true),
+    ("s3:putreplicationconfiguration", false),
+    ("s3:restoreobject", true),
 ];
 
 /// Condition keys of S3 a policy may name, lower-cased (besides the `aws:` global keys and the
@@ -550,13 +568,18 @@ fn parse_principal(p: &Value) -> Result<Option<Vec<String>>, Malformed> {
     }
 }
 
+/// Whether `a` (as [`action_of`] spells it, any case) is an action S3 knows.
+pub(crate) fn known_action(a: &str) -> bool {
+    let a = a.to_ascii_lowercase();
+    ACTIONS.iter().any(|(n, _)| *n == a)
+}
+
 fn parse_actions(a: &Value) -> Result<Vec<String>, Malformed> {
     let list = strings(a, "Action")?;
     list.into_iter()
         .map(|a| {
             let a = a.to_ascii_lowercase();
-            let known =
-                a == "*" || (a.starts_with("s3:") && (a.contains(['*', '?']) || ACTIONS.iter().any(|(n, _)| *n == a)));
+            let known = a == "*" || (a.starts_with("s3:") && (a.contains(['*', '?']) || known_action(&a)));
             if known {
                 Ok(a)
             } else {

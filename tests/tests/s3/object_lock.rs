@@ -182,6 +182,51 @@ async fn locked_versions_are_not_deleted() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
+    // A bucket policy may grant the bypass (s3:BypassGovernanceRetention) to that user...
+    let policy = |effect: &str, who: &str, actions: &str| {
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"{effect}","Principal":{{"AWS":"arn:aws:iam::default:user/{who}"}},"Action":{actions},"Resource":"arn:aws:s3:::vault/*"}}]}}"#
+        )
+    };
+    let grant = policy("Allow", "writer", r#"["s3:PutObjectRetention","s3:BypassGovernanceRetention"]"#);
+    c.put_bucket_policy().bucket("vault").policy(grant).send().await.unwrap();
+    rw.s3
+        .put_object_retention()
+        .bucket("vault")
+        .key("gov")
+        .version_id(&v1)
+        .retention(retention(ObjectLockRetentionMode::Governance, at(45)))
+        .bypass_governance_retention(true)
+        .send()
+        .await
+        .unwrap();
+    // ...or deny it to a user whose folder permission includes it.
+    let wd = gw.tenant("default", "deleter", "user");
+    gw.admin(&["vfolder", "grant", "default", "vault", &wd.id, "wd"]);
+    let deny = policy("Deny", "deleter", r#""s3:BypassGovernanceRetention""#);
+    c.put_bucket_policy().bucket("vault").policy(deny).send().await.unwrap();
+    let e = wd
+        .s3
+        .delete_object()
+        .bucket("vault")
+        .key("gov")
+        .version_id(&v1)
+        .bypass_governance_retention(true)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
+    c.delete_bucket_policy().bucket("vault").send().await.unwrap();
+    wd.s3
+        .put_object_retention()
+        .bucket("vault")
+        .key("gov")
+        .version_id(&v1)
+        .retention(retention(ObjectLockRetentionMode::Governance, at(40)))
+        .bypass_governance_retention(true)
+        .send()
+        .await
+        .unwrap();
 
     // DeleteObjects: a locked entry fails on its own; with the bypass it goes.
     let free = put_version(&c, "vault", "free").await;
