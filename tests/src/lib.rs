@@ -113,6 +113,72 @@ pub mod raw {
     }
 }
 
+/// SigV4 signing of hand-made requests (region `us-east-1`, service `s3`), for tests that put
+/// bytes on the wire themselves.
+pub mod sigv4 {
+    use std::time::SystemTime;
+
+    use aws_credential_types::Credentials;
+    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::sign::v4;
+    use aws_smithy_runtime_api::client::identity::Identity;
+
+    /// Keys and a signing time.
+    pub struct Signer {
+        identity: Identity,
+        time: SystemTime,
+    }
+
+    impl Signer {
+        /// Signs as `access_key`/`secret_key` at `time`.
+        pub fn new(access_key: &str, secret_key: &str, time: SystemTime) -> Self {
+            let identity = Credentials::new(access_key, secret_key, None, None, "test").into();
+            Self { identity, time }
+        }
+
+        /// The harness's superadmin keys, now.
+        pub fn admin() -> Self {
+            Self::new(crate::ACCESS_KEY, crate::SECRET_KEY, SystemTime::now())
+        }
+
+        fn params(&self) -> v4::SigningParams<'_, SigningSettings> {
+            let mut settings = SigningSettings::default();
+            settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+            v4::SigningParams::builder()
+                .identity(&self.identity)
+                .region("us-east-1")
+                .name("s3")
+                .time(self.time)
+                .settings(settings)
+                .build()
+                .expect("signing parameters")
+        }
+
+        /// Signs `method url` with `headers` (which must include `host`) and `body`: the headers
+        /// to add (`authorization`, `x-amz-date`, `x-amz-content-sha256`) and the signature,
+        /// which seeds an aws-chunked body's chunk signatures.
+        pub fn sign(
+            &self,
+            method: &str,
+            url: &str,
+            headers: &[(&str, &str)],
+            body: SignableBody<'_>,
+        ) -> (Vec<(String, String)>, String) {
+            let signable = SignableRequest::new(method, url, headers.iter().copied(), body).expect("signable request");
+            let (instructions, signature) = sign(signable, &self.params().into()).expect("signature").into_parts();
+            let added = instructions.headers().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+            (added, signature)
+        }
+
+        /// The signature of one aws-chunked chunk of `data`, following `previous` (the seed's
+        /// or the previous chunk's signature).
+        pub fn sign_chunk(&self, data: &[u8], previous: &str) -> String {
+            let data = bytes::Bytes::copy_from_slice(data);
+            v4::sign_chunk(&data, previous, &self.params()).expect("chunk signature").signature().to_owned()
+        }
+    }
+}
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};

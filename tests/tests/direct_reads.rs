@@ -30,9 +30,7 @@ enum Signer<'a> {
 
 /// The head of a SigV4 header-signed request (`extra` headers signed too).
 fn head(gw: &Gateway, method: &str, path: &str, extra: &[(&str, &str)], signer: Signer<'_>) -> String {
-    use aws_credential_types::Credentials;
-    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
-    use aws_sigv4::sign::v4;
+    use std::time::{Duration, SystemTime};
 
     let host = gw.endpoint.trim_start_matches("http://").to_owned();
     let mut lines = format!("{method} {path} HTTP/1.1\r\nhost: {host}\r\nuser-agent: direct-reads-test\r\n");
@@ -40,33 +38,22 @@ fn head(gw: &Gateway, method: &str, path: &str, extra: &[(&str, &str)], signer: 
         lines.push_str(&format!("{k}: {v}\r\n"));
     }
     let (ak, sk, when) = match signer {
-        Signer::Key(ak, sk) => (ak, sk, std::time::SystemTime::now()),
-        Signer::Tampered => (ACCESS_KEY, SECRET_KEY, std::time::SystemTime::now()),
-        Signer::Stale => (ACCESS_KEY, SECRET_KEY, std::time::SystemTime::now() - std::time::Duration::from_secs(1500)),
+        Signer::Key(ak, sk) => (ak, sk, SystemTime::now()),
+        Signer::Tampered => (ACCESS_KEY, SECRET_KEY, SystemTime::now()),
+        Signer::Stale => (ACCESS_KEY, SECRET_KEY, SystemTime::now() - Duration::from_secs(1500)),
         Signer::Anonymous => return lines + "\r\n",
     };
-    let identity = Credentials::new(ak, sk, None, None, "test").into();
-    let mut settings = SigningSettings::default();
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region("us-east-1")
-        .name("s3")
-        .time(when)
-        .settings(settings)
-        .build()
-        .unwrap();
     let mut signed: Vec<(&str, &str)> = vec![("host", host.as_str())];
     signed.extend_from_slice(extra);
     let url = format!("{}{path}", gw.endpoint);
-    let signable = SignableRequest::new(method, url, signed.into_iter(), SignableBody::Bytes(b"")).unwrap();
-    let (instructions, _) = sign(signable, &params.into()).unwrap().into_parts();
-    for (k, v) in instructions.headers() {
+    let body = aws_sigv4::http_request::SignableBody::Bytes(b"");
+    let (added, _) = penstock_tests::sigv4::Signer::new(ak, sk, when).sign(method, &url, &signed, body);
+    for (k, v) in added {
         let v = if k.eq_ignore_ascii_case("authorization") && matches!(signer, Signer::Tampered) {
             let last = v.chars().last().unwrap();
             format!("{}{}", &v[..v.len() - 1], if last == '0' { '1' } else { '0' })
         } else {
-            v.to_owned()
+            v
         };
         lines.push_str(&format!("{k}: {v}\r\n"));
     }

@@ -6,6 +6,7 @@ use base64::Engine;
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use penstock_tests::raw::Conn;
+use penstock_tests::sigv4::Signer;
 use penstock_tests::{pattern, Gateway, ACCESS_KEY, SECRET_KEY};
 
 fn raw_client(gw: &Gateway) -> penstock_client::Client {
@@ -99,47 +100,29 @@ async fn digests_of_xml_bodies_are_checked() {
 /// the wire; `tamper` flips one byte of that chunk's signature (the final, empty chunk is the
 /// last index).
 fn signed_chunked_put(gw: &Gateway, path: &str, chunks: &[&[u8]], tamper: Option<usize>) -> Vec<u8> {
-    use aws_credential_types::Credentials;
-    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
-    use aws_sigv4::sign::v4;
+    use aws_sigv4::http_request::SignableBody;
 
     let host = gw.endpoint.trim_start_matches("http://").to_owned();
     let decoded: usize = chunks.iter().map(|c| c.len()).sum();
-    let identity = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "test").into();
-    let now = std::time::SystemTime::now();
-    let params = || {
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        v4::SigningParams::builder()
-            .identity(&identity)
-            .region("us-east-1")
-            .name("s3")
-            .time(now)
-            .settings(settings)
-            .build()
-            .unwrap()
-    };
-
+    let signer = Signer::admin();
+    let decoded = decoded.to_string();
     let seed_headers = [
-        ("host", host),
-        ("content-encoding", "aws-chunked".to_owned()),
-        ("x-amz-decoded-content-length", decoded.to_string()),
+        ("host", host.as_str()),
+        ("content-encoding", "aws-chunked"),
+        ("x-amz-decoded-content-length", decoded.as_str()),
     ];
-    let signable = SignableRequest::new(
+    let (added, seed) = signer.sign(
         "PUT",
-        format!("{}{path}", gw.endpoint),
-        seed_headers.iter().map(|(k, v)| (*k, v.as_str())),
+        &format!("{}{path}", gw.endpoint),
+        &seed_headers,
         SignableBody::Precomputed("STREAMING-AWS4-HMAC-SHA256-PAYLOAD".to_owned()),
-    )
-    .unwrap();
-    let (instructions, seed) = sign(signable, &params().into()).unwrap().into_parts();
+    );
 
     // The body: every data chunk, then the empty final chunk, each signed over the one before.
-    let params = params();
     let mut running = seed;
     let mut body = Vec::new();
     for (i, data) in chunks.iter().copied().chain([&b""[..]]).enumerate() {
-        let sig = v4::sign_chunk(&Bytes::copy_from_slice(data), &running, &params).unwrap().signature().to_owned();
+        let sig = signer.sign_chunk(data, &running);
         running = sig.clone();
         let mut sent = sig.into_bytes();
         if tamper == Some(i) {
@@ -156,7 +139,7 @@ fn signed_chunked_put(gw: &Gateway, path: &str, chunks: &[&[u8]], tamper: Option
     for (k, v) in &seed_headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
-    for (k, v) in instructions.headers() {
+    for (k, v) in &added {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
@@ -244,32 +227,15 @@ async fn session_tokens_are_refused() {
 /// The head of a PUT signed with `UNSIGNED-PAYLOAD` whose body follows in HTTP chunks: no
 /// Content-Length, as a client streaming a body of unknown length sends it.
 fn unsigned_chunked_head(gw: &Gateway, path: &str) -> String {
-    use aws_credential_types::Credentials;
-    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
-    use aws_sigv4::sign::v4;
-
     let host = gw.endpoint.trim_start_matches("http://").to_owned();
-    let identity = Credentials::new(ACCESS_KEY, SECRET_KEY, None, None, "test").into();
-    let mut settings = SigningSettings::default();
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region("us-east-1")
-        .name("s3")
-        .time(std::time::SystemTime::now())
-        .settings(settings)
-        .build()
-        .unwrap();
-    let signable = SignableRequest::new(
+    let (added, _) = Signer::admin().sign(
         "PUT",
-        format!("{}{path}", gw.endpoint),
-        [("host", host.as_str())].into_iter(),
-        SignableBody::UnsignedPayload,
-    )
-    .unwrap();
-    let (instructions, _) = sign(signable, &params.into()).unwrap().into_parts();
+        &format!("{}{path}", gw.endpoint),
+        &[("host", host.as_str())],
+        aws_sigv4::http_request::SignableBody::UnsignedPayload,
+    );
     let mut head = format!("PUT {path} HTTP/1.1\r\nhost: {host}\r\ntransfer-encoding: chunked\r\n");
-    for (k, v) in instructions.headers() {
+    for (k, v) in added {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head + "\r\n"
