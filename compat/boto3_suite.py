@@ -11,6 +11,7 @@ import io
 import json
 import os
 import sys
+import time
 import http.client as httpclient
 import urllib.parse
 import uuid
@@ -700,7 +701,21 @@ s3.put_object_retention(Bucket=L, Key="k", Retention={"Mode": "GOVERNANCE", "Ret
 check("retention", s3.get_object_retention(Bucket=L, Key="k")["Retention"]["RetainUntilDate"] == until)
 check("bypass deletes governance", s3.delete_object(Bucket=L, Key="k", VersionId=lv,
                                                     BypassGovernanceRetention=True)["ResponseMetadata"]["HTTPStatusCode"] == 204)
-s3.delete_bucket(Bucket=L)
+# A browser form's lock fields lock what it uploads.
+lock_fields = {"x-amz-object-lock-mode": "COMPLIANCE", "x-amz-object-lock-retain-until-date": "2000-01-01T00:00:00Z",
+               "x-amz-object-lock-legal-hold": "ON"}
+post = s3.generate_presigned_post(L, "form", Fields=dict(lock_fields),
+                                  Conditions=[{k: v} for k, v in lock_fields.items()])
+check("form with a past retain-until date refused", post_form(post, "f.txt", b"x")[0] == 400)
+lock_fields["x-amz-object-lock-retain-until-date"] = (
+    datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+post = s3.generate_presigned_post(L, "form", Fields=dict(lock_fields),
+                                  Conditions=[{k: v} for k, v in lock_fields.items()])
+check("form upload with a lock", post_form(post, "f.txt", b"form bytes")[0] == 204)
+h = s3.head_object(Bucket=L, Key="form")
+check("form's lock applied", (h.get("ObjectLockMode"), h.get("ObjectLockLegalHoldStatus")) == ("COMPLIANCE", "ON"), h)
+s3.put_object_legal_hold(Bucket=L, Key="form", LegalHold={"Status": "OFF"})
+s3.delete_object(Bucket=L, Key="form")
 owner = s3.get_bucket_acl(Bucket=B)["Owner"]["ID"]
 check("expected owner", "Contents" in s3.list_objects_v2(Bucket=B, ExpectedBucketOwner=owner))
 check("unexpected owner refused",
@@ -712,9 +727,11 @@ check("delete_objects", len(r["Deleted"]) == len(keys) + 1, r)
 s3.delete_object(Bucket=B, Key="dir/obj.bin")
 check("deleted", error_code(lambda: s3.head_object(Bucket=B, Key="dir/obj.bin"))[1] == 404)
 check("bucket not empty", error_code(lambda: s3.delete_bucket(Bucket=B))[0] == "BucketNotEmpty")
-for bucket in (B, B2):
+time.sleep(5)  # the form's COMPLIANCE retention ends
+for bucket in (B, B2, L):
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        objs = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get("Versions", [])]
+        objs = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
         if objs:
             s3.delete_objects(Bucket=bucket, Delete={"Objects": objs})
     s3.delete_bucket(Bucket=bucket)
