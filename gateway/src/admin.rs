@@ -667,7 +667,7 @@ struct GrantBody {
 async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<Perm>) -> ApiResult {
     let (d, n) = (domain.to_owned(), name.to_owned());
     let s = gw.meta.as_ref();
-    let mut b = s
+    let b = s
         .bucket(&d, &n)
         .await?
         .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
@@ -680,18 +680,24 @@ async fn grant(gw: &Gateway, domain: &str, name: &str, user: Uuid, perm: Option<
     if u.domain != b.domain {
         return Err(bad("folders can only be shared within their domain"));
     }
-    match perm {
-        Some(p) => {
-            b.grants.insert(user, p);
-        }
-        None => {
-            b.grants
-                .remove(&user)
-                .ok_or_else(|| not_found("the user has no grant on this folder"))?;
-        }
+    // The change is made where the record is stored, so a bucket setting changed at the same
+    // moment (through S3, here or on another gateway) is not undone by this write.
+    let folder = b.folder_id;
+    let edit = Box::new(move |b: &mut BucketRecord| {
+        b.folder_id == folder
+            && match perm {
+                Some(p) => b.grants.insert(user, p) != Some(p),
+                None => b.grants.remove(&user).is_some(),
+            }
+    });
+    let (rec, written) = s
+        .update_bucket(&d, &n, edit)
+        .await?
+        .filter(|(rec, _)| rec.folder_id == folder)
+        .ok_or_else(|| not_found(format!("no vfolder {n} in domain {d}")))?;
+    if perm.is_none() && !written {
+        return Err(not_found("the user has no grant on this folder"));
     }
-    s.put_bucket(&b).await?;
-    let rec = b;
     to_value(StatusCode::OK, &rec)
 }
 

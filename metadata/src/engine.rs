@@ -16,6 +16,11 @@ use crate::{
 /// Result of a metadata call.
 pub type MetaResult<T> = std::result::Result<T, MetaError>;
 
+/// An edit of a bucket's record (see [`Metadata::update_bucket`]): changes the record it is
+/// given, as stored now, and answers whether to write it back. It may run more than once (an
+/// engine retries a transaction the database aborted), each time on the record as stored then.
+pub type BucketEdit = Box<dyn FnMut(&mut BucketRecord) -> bool + Send>;
+
 /// What a quota charge did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Charge {
@@ -209,6 +214,17 @@ pub trait Metadata: Send + Sync {
     async fn create_bucket(&self, b: &BucketRecord) -> MetaResult<bool>;
     /// Replaces an existing bucket record.
     async fn put_bucket(&self, b: &BucketRecord) -> MetaResult<()>;
+    /// Edits bucket `domain/name` where it is stored: `edit` gets the record as it is now and
+    /// answers whether to write it back. Edits of one bucket take turns (RocksDB: the store's
+    /// bucket lock; PostgreSQL: the row's lock), so two settings changed at once, through one
+    /// gateway or several, both stay. Answers the record as it is afterwards and whether `edit`
+    /// wrote it; `None` where there is no such bucket.
+    async fn update_bucket(
+        &self,
+        domain: &str,
+        name: &str,
+        edit: BucketEdit,
+    ) -> MetaResult<Option<(BucketRecord, bool)>>;
     /// A bucket by domain and name.
     async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>>;
     /// All buckets, by domain and name.

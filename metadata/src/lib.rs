@@ -17,8 +17,8 @@ pub mod schema;
 mod store;
 
 pub use engine::{
-    on_blocking_thread, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
-    UploadQuery, VersionQuery,
+    on_blocking_thread, BucketEdit, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata,
+    PendingPublish, UploadQuery, VersionQuery,
 };
 pub use postgres::{PgMetadata, PgOptions, PG_SCHEMA_VERSION};
 pub use records::*;

@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::engine::{
-    Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery,
-    VersionQuery,
+    BucketEdit, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
+    UploadQuery, VersionQuery,
 };
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, Store, UploadId,
@@ -162,6 +162,15 @@ impl Metadata for RocksMetadata {
     }
     async fn put_bucket(&self, b: &BucketRecord) -> MetaResult<()> {
         self.with(b, |s, b| s.put_bucket(b)).await
+    }
+    async fn update_bucket(
+        &self,
+        domain: &str,
+        name: &str,
+        edit: BucketEdit,
+    ) -> MetaResult<Option<(BucketRecord, bool)>> {
+        let (domain, name) = (domain.to_owned(), name.to_owned());
+        self.blocking(move |s| s.update_bucket(&domain, &name, edit)).await
     }
     async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>> {
         self.store.bucket(domain, name)

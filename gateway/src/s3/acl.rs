@@ -425,7 +425,7 @@ impl Gateway {
         check_form(&asked)?;
         let grants = self.grants_for(&b.rec, &asked, None).await?;
         if grants != b.rec.acl {
-            self.update_bucket(&b.rec, move |r| r.acl = grants).await?;
+            self.update_bucket(&b.rec, move |r| r.acl = grants.clone()).await?;
         }
         Ok(S3Response::new(PutBucketAclOutput::default()))
     }
@@ -503,7 +503,8 @@ impl Gateway {
             return Err(s3_error!(MalformedXML, "Invalid ObjectOwnership {o}"));
         }
         let stored = (o != "BucketOwnerEnforced").then_some(o);
-        self.update_bucket(&b.rec, move |r| r.ownership = stored).await?;
+        self.update_bucket(&b.rec, move |r| r.ownership = stored.clone())
+            .await?;
         Ok(S3Response::new(PutBucketOwnershipControlsOutput::default()))
     }
 

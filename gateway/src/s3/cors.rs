@@ -226,7 +226,7 @@ impl Gateway {
     ) -> S3Result<S3Response<PutBucketCorsOutput>> {
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let rules = rules_of(&req.input.cors_configuration)?;
-        self.update_bucket(&b.rec, move |r| r.cors = rules).await?;
+        self.update_bucket(&b.rec, move |r| r.cors = rules.clone()).await?;
         Ok(S3Response::new(PutBucketCorsOutput::default()))
     }
 

@@ -110,7 +110,8 @@ impl Gateway {
             .ok_or_else(|| s3_error!(MalformedXML, "The lifecycle configuration is missing"))?;
         let rules = parse_rules(&conf.rules)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        self.update_bucket(&b.rec, |rec| rec.lifecycle = rules).await?;
+        self.update_bucket(&b.rec, move |rec| rec.lifecycle = rules.clone())
+            .await?;
         Ok(S3Response::new(PutBucketLifecycleConfigurationOutput::default()))
     }
 
@@ -147,18 +148,43 @@ impl Gateway {
         Ok(resp)
     }
 
-    /// Changes a bucket's stored record: read again (the access check's copy may be a moment
-    /// old), changed by `f`, written back whole.
-    pub(crate) async fn update_bucket(&self, seen: &BucketRecord, f: impl FnOnce(&mut BucketRecord)) -> S3Result<()> {
-        let mut rec = self
+    /// Changes a bucket's stored record by `f`, where it is stored (the access check's copy may
+    /// be a moment old, and other changes of the bucket may run at once: see
+    /// `Metadata::update_bucket`). 404 `NoSuchBucket` when it is gone (or another bucket took its
+    /// name).
+    pub(crate) async fn update_bucket(
+        &self,
+        seen: &BucketRecord,
+        mut f: impl FnMut(&mut BucketRecord) + Send + 'static,
+    ) -> S3Result<()> {
+        self.edit_bucket(seen, move |rec| {
+            f(rec);
+            true
+        })
+        .await
+        .map(drop)
+    }
+
+    /// [`Gateway::update_bucket`] for a change that may decline (`f` answers false, and nothing
+    /// is written): the record as stored afterwards, and whether `f` changed it. `f` may be
+    /// called more than once (on PostgreSQL, again after a serialization failure), each time on
+    /// the record as stored then.
+    pub(crate) async fn edit_bucket(
+        &self,
+        seen: &BucketRecord,
+        mut f: impl FnMut(&mut BucketRecord) -> bool + Send + 'static,
+    ) -> S3Result<(BucketRecord, bool)> {
+        let folder = seen.folder_id;
+        let edit = Box::new(move |rec: &mut BucketRecord| rec.folder_id == folder && f(rec));
+        match self
             .meta
-            .bucket(&seen.domain, &seen.name)
+            .update_bucket(&seen.domain, &seen.name, edit)
             .await
             .map_err(meta_err)?
-            .filter(|r| r.folder_id == seen.folder_id)
-            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
-        f(&mut rec);
-        self.meta.put_bucket(&rec).await.map_err(meta_err)
+        {
+            Some((rec, written)) if rec.folder_id == folder => Ok((rec, written)),
+            _ => Err(s3_error!(NoSuchBucket, "The specified bucket does not exist")),
+        }
     }
 
     /// The `x-amz-expiration` of a current version, if a rule of its bucket expires it.

@@ -269,13 +269,22 @@ impl Gateway {
     ) -> S3Result<S3Response<PutObjectLockConfigurationOutput>> {
         let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let lock = configuration_in(req.input.object_lock_configuration)?;
-        if b.rec.object_lock.is_none() && b.rec.versioning != Some(Versioning::Enabled) {
+        // Judged on the record as stored: versioning may have changed a moment ago.
+        let (rec, _) = self
+            .edit_bucket(&b.rec, move |rec| {
+                let allowed = rec.object_lock.is_some() || rec.versioning == Some(Versioning::Enabled);
+                if allowed {
+                    rec.object_lock = Some(lock.clone());
+                }
+                allowed
+            })
+            .await?;
+        if rec.object_lock.is_none() {
             return Err(s3_error!(
                 InvalidBucketState,
                 "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration"
             ));
         }
-        self.update_bucket(&b.rec, |rec| rec.object_lock = Some(lock)).await?;
         Ok(S3Response::new(PutObjectLockConfigurationOutput::default()))
     }
 
@@ -412,7 +421,9 @@ impl Gateway {
 
     /// Refuses (403 `AccessDenied`) to remove version `version_id` of `path` for good where its
     /// lock protects it ([`check_removable`]); a version not there (a no-op delete) or a delete
-    /// marker passes. The caller holds the key's lock.
+    /// marker passes. The caller holds the key's lock. The version's own record decides, not
+    /// the bucket's configuration as this gateway last read it: with several gateways, that may
+    /// be older than the lock another one just set.
     pub(crate) async fn check_version_removable(
         &self,
         b: &BucketCtx,
@@ -420,9 +431,6 @@ impl Gateway {
         version_id: &str,
         bypass: bool,
     ) -> S3Result<()> {
-        if b.rec.object_lock.is_none() {
-            return Ok(());
-        }
         let attrs = match self.find_version(b, &path.key(), version_id).await {
             Ok(Found::Current) => match self.key_versions(b).current(path).await? {
                 Some(c) => c.rec.attrs,

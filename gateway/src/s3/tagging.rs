@@ -42,7 +42,7 @@ impl Gateway {
             ));
         }
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        self.update_bucket(&b.rec, move |r| r.tags = tags).await?;
+        self.update_bucket(&b.rec, move |r| r.tags = tags.clone()).await?;
         Ok(S3Response::with_status(
             PutBucketTaggingOutput::default(),
             http::StatusCode::NO_CONTENT,

@@ -163,14 +163,22 @@ impl Gateway {
             }
         };
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        if b.rec.object_lock.is_some() && status != Versioning::Enabled {
+        // Judged on the record as stored: object lock may have been enabled a moment ago.
+        let (rec, _) = self
+            .edit_bucket(&b.rec, move |rec| {
+                let locked = rec.object_lock.is_some() && status != Versioning::Enabled;
+                let change = !locked && rec.versioning != Some(status);
+                if change {
+                    rec.versioning = Some(status);
+                }
+                change
+            })
+            .await?;
+        if rec.object_lock.is_some() && status != Versioning::Enabled {
             return Err(s3_error!(
                 InvalidBucketState,
                 "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
             ));
-        }
-        if b.rec.versioning != Some(status) {
-            self.update_bucket(&b.rec, |rec| rec.versioning = Some(status)).await?;
         }
         Ok(S3Response::new(PutBucketVersioningOutput::default()))
     }

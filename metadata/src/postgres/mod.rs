@@ -32,8 +32,8 @@ pub use sql::PG_SCHEMA_VERSION;
 use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, LAZY, MIGRATIONS, UPSERT_OBJECT, UPSERT_OBJECT_LAZY};
 
 use crate::engine::{
-    Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish, UploadQuery,
-    VersionQuery,
+    BucketEdit, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
+    UploadQuery, VersionQuery,
 };
 use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
@@ -178,6 +178,39 @@ impl PgMetadata {
                 Err(e) => return Err(pg(e)),
             }
         }
+    }
+
+    /// One try of [`Metadata::update_bucket`]: the row read and locked, edited, written back,
+    /// in one transaction. The outer error is the database's (a serialization failure is tried
+    /// again), the inner one a record that does not parse.
+    async fn edit_bucket_once(
+        &self,
+        domain: &str,
+        name: &str,
+        edit: &mut BucketEdit,
+    ) -> Result<MetaResult<Option<(BucketRecord, bool)>>, tokio_postgres::Error> {
+        let mut c = match self.client().await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        let tx = c.transaction().await?;
+        // The row's lock makes concurrent edits of the bucket (from any gateway) take turns.
+        let sql = "SELECT doc FROM buckets WHERE domain = $1 AND name = $2 FOR UPDATE";
+        let Some(row) = tx.query_opt(sql, &[&domain, &name]).await? else {
+            return Ok(Ok(None));
+        };
+        let stored: BucketRecord = match doc("buckets", &row, 0) {
+            Ok(b) => b,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut b = stored.clone();
+        if !edit(&mut b) {
+            return Ok(Ok(Some((stored, false))));
+        }
+        let sql = "UPDATE buckets SET doc = $3 WHERE domain = $1 AND name = $2";
+        tx.execute(sql, &[&domain, &name, &json(&b)]).await?;
+        tx.commit().await?;
+        Ok(Ok(Some((b, true))))
     }
 
     /// Runs a statement, prepared once per connection (the statement cache saves a round trip
@@ -329,6 +362,28 @@ impl Metadata for PgMetadata {
         let sql = "INSERT INTO buckets (domain, name, doc) VALUES ($1, $2, $3)
                    ON CONFLICT (domain, name) DO UPDATE SET doc = $3";
         self.exec(sql, &[&b.domain, &b.name, &json(b)]).await.map(drop)
+    }
+    async fn update_bucket(
+        &self,
+        domain: &str,
+        name: &str,
+        mut edit: BucketEdit,
+    ) -> MetaResult<Option<(BucketRecord, bool)>> {
+        let k = (domain.to_owned(), name.to_owned());
+        let mut tries = 0u32;
+        let done = loop {
+            match self.edit_bucket_once(domain, name, &mut edit).await {
+                // Aborted (serializable isolation): nothing changed; read and edit again.
+                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
+                    tries += 1;
+                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
+                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+                }
+                done => break done.map_err(pg)?,
+            }
+        };
+        self.buckets.forget(&k);
+        done
     }
     async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>> {
         let k = (domain.to_owned(), name.to_owned());

@@ -343,7 +343,28 @@ impl Store {
 
     /// Replaces an existing bucket record (grants, permission, status).
     pub fn put_bucket(&self, b: &BucketRecord) -> Result<()> {
+        let _guard = self.bucket_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.put_cached(&self.buckets, CF_BUCKETS, &bucket_key(&b.domain, &b.name), b)
+    }
+
+    /// Lets `edit` change bucket `domain/name` under the bucket lock, writing it back if it says
+    /// so: the record afterwards and whether it was written; `None` where there is none.
+    pub fn update_bucket(
+        &self,
+        domain: &str,
+        name: &str,
+        edit: impl FnOnce(&mut BucketRecord) -> bool,
+    ) -> Result<Option<(BucketRecord, bool)>> {
+        let _guard = self.bucket_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(stored) = self.bucket(domain, name)? else {
+            return Ok(None);
+        };
+        let mut b = stored.clone();
+        if !edit(&mut b) {
+            return Ok(Some((stored, false)));
+        }
+        self.put_cached(&self.buckets, CF_BUCKETS, &bucket_key(domain, name), &b)?;
+        Ok(Some((b, true)))
     }
 
     /// Looks up a bucket by domain and name.

@@ -17,6 +17,7 @@ pub async fn run(m: Arc<dyn Metadata>) {
     tenants(m.as_ref()).await;
     buckets(m.as_ref()).await;
     bucket_name_race(m.clone()).await;
+    bucket_edit_race(m.clone(), m.clone()).await;
     quotas(m.as_ref()).await;
     quota_race(m.clone()).await;
     objects(m.as_ref()).await;
@@ -201,6 +202,53 @@ async fn bucket_name_race(m: Arc<dyn Metadata>) {
     assert_eq!(won.len(), 1, "exactly one CreateBucket wins: {won:?}");
     let stored = m.bucket("race", "contested").await.unwrap().unwrap();
     assert_eq!(stored.folder_id, tries[won[0]].folder_id);
+}
+
+/// Edits of one bucket made at once (each adding its own tag, as PutBucketTagging,
+/// PutBucketCors, PutBucketVersioning ... of one bucket may run at once) all stay, through one
+/// engine or two on one database; an edit that declines writes nothing; a missing bucket is
+/// `None`.
+pub async fn bucket_edit_race(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
+    let name = format!("edits-{}", Uuid::new_v4().simple());
+    let rec = bucket("race", &name);
+    assert!(a.create_bucket(&rec).await.unwrap());
+    let tasks: Vec<_> = (0..24)
+        .map(|i| {
+            let (m, name) = (if i % 2 == 0 { a.clone() } else { b.clone() }, name.clone());
+            tokio::spawn(async move {
+                let edit = Box::new(move |r: &mut BucketRecord| {
+                    r.tags.push((format!("t{i}"), String::new()));
+                    true
+                });
+                m.update_bucket("race", &name, edit).await.unwrap().unwrap()
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert!(t.await.unwrap().1, "written");
+    }
+    let stored = b.bucket("race", &name).await.unwrap().unwrap();
+    let mut tags: Vec<&str> = stored.tags.iter().map(|(k, _)| k.as_str()).collect();
+    tags.sort();
+    let mut want: Vec<String> = (0..24).map(|i| format!("t{i}")).collect();
+    want.sort();
+    assert_eq!(tags, want, "every edit stays");
+    let (seen, written) = a
+        .update_bucket(
+            "race",
+            &name,
+            Box::new(|r: &mut BucketRecord| {
+                r.tags.clear();
+                false
+            }),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!written);
+    assert_eq!(seen.tags.len(), 24, "a declined edit answers the record as stored");
+    assert_eq!(a.bucket("race", &name).await.unwrap().unwrap().tags.len(), 24, "and writes nothing");
+    assert!(a.update_bucket("race", "no-such-bucket", Box::new(|_| true)).await.unwrap().is_none());
 }
 
 async fn quotas(m: &dyn Metadata) {

@@ -99,3 +99,48 @@ async fn create_own_bucket_again_in_us_east_1() {
     let e = c.create_bucket().bucket("delta").create_bucket_configuration(elsewhere).send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (409, "BucketAlreadyOwnedByYou"));
 }
+
+/// Settings of one bucket changed at once (as Terraform applies a bucket's resources in
+/// parallel) all stay: each change is made on the record as stored, in turn, not on a copy read
+/// before another change landed.
+#[tokio::test]
+async fn bucket_settings_changed_at_once_all_stay() {
+    use aws_sdk_s3::types::{
+        BucketVersioningStatus, CorsConfiguration, CorsRule, PublicAccessBlockConfiguration, Tag, Tagging,
+        VersioningConfiguration,
+    };
+    let gw = Gateway::start();
+    let c = gw.client();
+    for round in 0..5 {
+        let b = format!("settings-{round}");
+        penstock_tests::mkbucket(&c, &b).await;
+        let tags = Tagging::builder().tag_set(Tag::builder().key("k").value("v").build().unwrap()).build().unwrap();
+        let cors = CorsConfiguration::builder()
+            .cors_rules(CorsRule::builder().allowed_methods("GET").allowed_origins("*").build().unwrap())
+            .build()
+            .unwrap();
+        let versioning = VersioningConfiguration::builder().status(BucketVersioningStatus::Enabled).build();
+        let block = PublicAccessBlockConfiguration::builder().block_public_acls(true).build();
+        let policy = format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::{b}/*","Condition":{{"IpAddress":{{"aws:SourceIp":"10.0.0.0/8"}}}}}}]}}"#
+        );
+        let (t, co, v, pa, po) = tokio::join!(
+            c.put_bucket_tagging().bucket(&b).tagging(tags).send(),
+            c.put_bucket_cors().bucket(&b).cors_configuration(cors).send(),
+            c.put_bucket_versioning().bucket(&b).versioning_configuration(versioning).send(),
+            c.put_public_access_block().bucket(&b).public_access_block_configuration(block).send(),
+            c.put_bucket_policy().bucket(&b).policy(policy).send(),
+        );
+        t.unwrap();
+        co.unwrap();
+        v.unwrap();
+        pa.unwrap();
+        po.unwrap();
+        assert_eq!(c.get_bucket_tagging().bucket(&b).send().await.unwrap().tag_set().len(), 1, "{b}: tags");
+        assert_eq!(c.get_bucket_cors().bucket(&b).send().await.unwrap().cors_rules().len(), 1, "{b}: cors");
+        let v = c.get_bucket_versioning().bucket(&b).send().await.unwrap();
+        assert_eq!(v.status(), Some(&BucketVersioningStatus::Enabled), "{b}: versioning");
+        c.get_public_access_block().bucket(&b).send().await.unwrap();
+        c.get_bucket_policy().bucket(&b).send().await.unwrap();
+    }
+}
