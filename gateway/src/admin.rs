@@ -295,10 +295,14 @@ async fn route(gw: &Gateway, token: &str, req: Request<Incoming>) -> ApiResult {
         (&Method::PATCH, ["v1", "keypairs", ak]) => {
             let b: KeypairPatch = body(req).await?;
             let ak = ak.to_string();
-            let s = gw.meta.as_ref();
-            let mut kp = s.keypair(&ak).await?.ok_or_else(|| not_found("no such keypair"))?;
-            kp.enabled = b.enabled;
-            s.put_keypair(&kp).await?;
+            // Changed where it is stored: a keypair deleted meanwhile stays deleted.
+            let enabled = b.enabled;
+            let edit = Box::new(move |kp: &mut Keypair| std::mem::replace(&mut kp.enabled, enabled) != enabled);
+            let (kp, _) = gw
+                .meta
+                .update_keypair(&ak, edit)
+                .await?
+                .ok_or_else(|| not_found("no such keypair"))?;
             Ok((StatusCode::OK, keypair_view(&kp)))
         }
         (&Method::DELETE, ["v1", "keypairs", ak]) => {
@@ -449,16 +453,23 @@ struct MemberBody {
 async fn membership(gw: &Gateway, project: Uuid, user: Uuid, add: bool) -> ApiResult {
     let s = gw.meta.as_ref();
     let p = s.project(project).await?.ok_or_else(|| not_found("no such project"))?;
-    let mut u = s.user(user).await?.ok_or_else(|| not_found("no such user"))?;
+    // Changed where it is stored, so memberships changed at once (two projects, say) all stay.
+    let domain = p.domain.clone();
+    let edit = Box::new(move |u: &mut User| {
+        u.domain == domain
+            && if add {
+                u.projects.insert(project)
+            } else {
+                u.projects.remove(&project)
+            }
+    });
+    let (u, _) = s
+        .update_user(user, edit)
+        .await?
+        .ok_or_else(|| not_found("no such user"))?;
     if u.domain != p.domain {
         return Err(bad("a user can only join projects of their own domain"));
     }
-    if add {
-        u.projects.insert(project);
-    } else {
-        u.projects.remove(&project);
-    }
-    s.put_user(&u).await?;
     to_value(StatusCode::OK, &u)
 }
 

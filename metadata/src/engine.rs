@@ -16,10 +16,13 @@ use crate::{
 /// Result of a metadata call.
 pub type MetaResult<T> = std::result::Result<T, MetaError>;
 
-/// An edit of a bucket's record (see [`Metadata::update_bucket`]): changes the record it is
+/// An edit of a stored record (see [`Metadata::update_bucket`]): changes the record it is
 /// given, as stored now, and answers whether to write it back. It may run more than once (an
 /// engine retries a transaction the database aborted), each time on the record as stored then.
-pub type BucketEdit = Box<dyn FnMut(&mut BucketRecord) -> bool + Send>;
+pub type Edit<T> = Box<dyn FnMut(&mut T) -> bool + Send>;
+
+/// An edit of a bucket's record.
+pub type BucketEdit = Edit<BucketRecord>;
 
 /// What a quota charge did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,6 +198,9 @@ pub trait Metadata: Send + Sync {
     async fn projects(&self) -> MetaResult<Vec<Project>>;
     /// Stores (or replaces) a user.
     async fn put_user(&self, u: &User) -> MetaResult<()>;
+    /// Edits user `id` where it is stored, in turn with every other change of it, as
+    /// [`Metadata::update_bucket`] does for buckets; `None` where there is no such user.
+    async fn update_user(&self, id: Uuid, edit: Edit<User>) -> MetaResult<Option<(User, bool)>>;
     /// A user by id.
     async fn user(&self, id: Uuid) -> MetaResult<Option<User>>;
     /// All users.
@@ -202,6 +208,10 @@ pub trait Metadata: Send + Sync {
     /// A keypair by access key.
     async fn keypair(&self, access_key: &str) -> MetaResult<Option<Keypair>>;
     /// Stores (or replaces) a keypair.
+    /// Edits keypair `access_key` where it is stored, in turn with every other change of it
+    /// (its removal included: a keypair removed meanwhile is not written back), as
+    /// [`Metadata::update_bucket`] does for buckets; `None` where there is no such keypair.
+    async fn update_keypair(&self, access_key: &str, edit: Edit<Keypair>) -> MetaResult<Option<(Keypair, bool)>>;
     async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()>;
     /// Removes a keypair.
     async fn delete_keypair(&self, access_key: &str) -> MetaResult<()>;

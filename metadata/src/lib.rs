@@ -17,7 +17,7 @@ pub mod schema;
 mod store;
 
 pub use engine::{
-    on_blocking_thread, BucketEdit, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata,
+    on_blocking_thread, BucketEdit, Charge, Edit, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata,
     PendingPublish, UploadQuery, VersionQuery,
 };
 pub use postgres::{PgMetadata, PgOptions, PG_SCHEMA_VERSION};

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::engine::{
-    BucketEdit, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
+    BucketEdit, Charge, Edit, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
     UploadQuery, VersionQuery,
 };
 use crate::{
@@ -138,6 +138,9 @@ impl Metadata for RocksMetadata {
     async fn put_user(&self, u: &User) -> MetaResult<()> {
         self.with(u, |s, u| s.put_user(u)).await
     }
+    async fn update_user(&self, id: Uuid, edit: Edit<User>) -> MetaResult<Option<(User, bool)>> {
+        self.blocking(move |s| s.update_user(id, edit)).await
+    }
     async fn user(&self, id: Uuid) -> MetaResult<Option<User>> {
         self.store.user(id)
     }
@@ -149,6 +152,10 @@ impl Metadata for RocksMetadata {
     }
     async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()> {
         self.with(kp, |s, kp| s.put_keypair(kp)).await
+    }
+    async fn update_keypair(&self, access_key: &str, edit: Edit<Keypair>) -> MetaResult<Option<(Keypair, bool)>> {
+        let ak = access_key.to_owned();
+        self.blocking(move |s| s.update_keypair(&ak, edit)).await
     }
     async fn delete_keypair(&self, access_key: &str) -> MetaResult<()> {
         self.with(&access_key.to_owned(), |s, ak| s.delete_keypair(ak)).await

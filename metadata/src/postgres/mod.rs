@@ -32,7 +32,7 @@ pub use sql::PG_SCHEMA_VERSION;
 use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, LAZY, MIGRATIONS, UPSERT_OBJECT, UPSERT_OBJECT_LAZY};
 
 use crate::engine::{
-    BucketEdit, Charge, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
+    BucketEdit, Charge, Edit, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
     UploadQuery, VersionQuery,
 };
 use crate::{
@@ -180,37 +180,64 @@ impl PgMetadata {
         }
     }
 
-    /// One try of [`Metadata::update_bucket`]: the row read and locked, edited, written back,
-    /// in one transaction. The outer error is the database's (a serialization failure is tried
-    /// again), the inner one a record that does not parse.
-    async fn edit_bucket_once(
+    /// Edits the record (`doc`) of one row where it is stored: `select` reads and locks it
+    /// (`... FOR UPDATE` by the key in `key`), `edit` changes it, `update` writes it back (the
+    /// key's parameters, then the record), all in one transaction, so concurrent edits of the row
+    /// through any gateway take turns. A serialization failure (serializable isolation) runs the
+    /// whole again, edit included, on the row as it is then.
+    async fn update_doc<T: Serialize + DeserializeOwned + Clone>(
         &self,
-        domain: &str,
-        name: &str,
-        edit: &mut BucketEdit,
-    ) -> Result<MetaResult<Option<(BucketRecord, bool)>>, tokio_postgres::Error> {
+        table: &'static str,
+        select: &str,
+        update: &str,
+        key: Args<'_>,
+        mut edit: Edit<T>,
+    ) -> MetaResult<Option<(T, bool)>> {
+        let mut tries = 0u32;
+        loop {
+            match self.update_doc_once(table, select, update, key, &mut edit).await {
+                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
+                    tries += 1;
+                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
+                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+                }
+                done => return done.map_err(pg)?,
+            }
+        }
+    }
+
+    /// One try of [`PgMetadata::update_doc`]. The outer error is the database's, the inner one
+    /// a record that does not parse (or no connection).
+    async fn update_doc_once<T: Serialize + DeserializeOwned + Clone>(
+        &self,
+        table: &'static str,
+        select: &str,
+        update: &str,
+        key: Args<'_>,
+        edit: &mut Edit<T>,
+    ) -> Result<MetaResult<Option<(T, bool)>>, tokio_postgres::Error> {
         let mut c = match self.client().await {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
         let tx = c.transaction().await?;
-        // The row's lock makes concurrent edits of the bucket (from any gateway) take turns.
-        let sql = "SELECT doc FROM buckets WHERE domain = $1 AND name = $2 FOR UPDATE";
-        let Some(row) = tx.query_opt(sql, &[&domain, &name]).await? else {
+        let Some(row) = tx.query_opt(select, key).await? else {
             return Ok(Ok(None));
         };
-        let stored: BucketRecord = match doc("buckets", &row, 0) {
-            Ok(b) => b,
+        let stored: T = match doc(table, &row, 0) {
+            Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
-        let mut b = stored.clone();
-        if !edit(&mut b) {
+        let mut v = stored.clone();
+        if !edit(&mut v) {
             return Ok(Ok(Some((stored, false))));
         }
-        let sql = "UPDATE buckets SET doc = $3 WHERE domain = $1 AND name = $2";
-        tx.execute(sql, &[&domain, &name, &json(&b)]).await?;
+        let text = json(&v);
+        let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = key.to_vec();
+        args.push(&text);
+        tx.execute(update, &args).await?;
         tx.commit().await?;
-        Ok(Ok(Some((b, true))))
+        Ok(Ok(Some((v, true))))
     }
 
     /// Runs a statement, prepared once per connection (the statement cache saves a round trip
@@ -314,6 +341,13 @@ impl Metadata for PgMetadata {
         let sql = "INSERT INTO users (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = $2";
         self.exec(sql, &[&u.id, &json(u)]).await.map(drop)
     }
+    async fn update_user(&self, id: Uuid, edit: Edit<User>) -> MetaResult<Option<(User, bool)>> {
+        let select = "SELECT doc FROM users WHERE id = $1 FOR UPDATE";
+        let update = "UPDATE users SET doc = $2 WHERE id = $1";
+        let done = self.update_doc("users", select, update, &[&id], edit).await;
+        self.users.forget(&id);
+        done
+    }
     async fn user(&self, id: Uuid) -> MetaResult<Option<User>> {
         if let Some(u) = self.users.get(&id) {
             return Ok(Some(u));
@@ -342,6 +376,13 @@ impl Metadata for PgMetadata {
                    ON CONFLICT (access_key) DO UPDATE SET doc = $2";
         self.exec(sql, &[&kp.access_key, &json(kp)]).await.map(drop)
     }
+    async fn update_keypair(&self, access_key: &str, edit: Edit<Keypair>) -> MetaResult<Option<(Keypair, bool)>> {
+        let select = "SELECT doc FROM keypairs WHERE access_key = $1 FOR UPDATE";
+        let update = "UPDATE keypairs SET doc = $2 WHERE access_key = $1";
+        let done = self.update_doc("keypairs", select, update, &[&access_key], edit).await;
+        self.keypairs.forget(access_key);
+        done
+    }
     async fn delete_keypair(&self, access_key: &str) -> MetaResult<()> {
         self.keypairs.forget(access_key);
         let sql = "DELETE FROM keypairs WHERE access_key = $1";
@@ -367,22 +408,14 @@ impl Metadata for PgMetadata {
         &self,
         domain: &str,
         name: &str,
-        mut edit: BucketEdit,
+        edit: BucketEdit,
     ) -> MetaResult<Option<(BucketRecord, bool)>> {
-        let k = (domain.to_owned(), name.to_owned());
-        let mut tries = 0u32;
-        let done = loop {
-            match self.edit_bucket_once(domain, name, &mut edit).await {
-                // Aborted (serializable isolation): nothing changed; read and edit again.
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    tries += 1;
-                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
-                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
-                }
-                done => break done.map_err(pg)?,
-            }
-        };
-        self.buckets.forget(&k);
+        let select = "SELECT doc FROM buckets WHERE domain = $1 AND name = $2 FOR UPDATE";
+        let update = "UPDATE buckets SET doc = $3 WHERE domain = $1 AND name = $2";
+        let done = self
+            .update_doc("buckets", select, update, &[&domain, &name], edit)
+            .await;
+        self.buckets.forget(&(domain.to_owned(), name.to_owned()));
         done
     }
     async fn bucket(&self, domain: &str, name: &str) -> MetaResult<Option<BucketRecord>> {

@@ -70,8 +70,11 @@ const BLOCK_CACHE: usize = 32 << 20;
 pub struct Store {
     db: DB,
     sync: bool,
-    /// Serializes check-then-insert of bucket names.
+    /// Serializes check-then-insert of bucket names, and every change of a bucket record.
     bucket_lock: Mutex<()>,
+    /// Serializes changes of user and keypair records (admin changes: rare, never contended
+    /// by the data path), so an edit never writes back a record removed meanwhile.
+    tenant_lock: Mutex<()>,
     domains: Tenancy<Domain>,
     projects: Tenancy<Project>,
     users: Tenancy<User>,
@@ -113,6 +116,7 @@ impl Store {
             db,
             sync: opts.sync,
             bucket_lock: Mutex::new(()),
+            tenant_lock: Mutex::new(()),
             domains: Tenancy::new(),
             projects: Tenancy::new(),
             users: Tenancy::new(),
@@ -219,6 +223,28 @@ impl Store {
         r
     }
 
+    /// Lets `edit` change the tenancy record at `key` under `lock`, writing it back if it says
+    /// so: the record afterwards and whether it was written; `None` where there is none.
+    fn update_cached<T: Serialize + DeserializeOwned + Clone>(
+        &self,
+        lock: &Mutex<()>,
+        cache: &Tenancy<T>,
+        cf: &'static str,
+        key: &[u8],
+        edit: impl FnOnce(&mut T) -> bool,
+    ) -> Result<Option<(T, bool)>> {
+        let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(stored) = self.get_cached(cache, cf, key)? else {
+            return Ok(None);
+        };
+        let mut v = stored.clone();
+        if !edit(&mut v) {
+            return Ok(Some((stored, false)));
+        }
+        self.put_cached(cache, cf, key, &v)?;
+        Ok(Some((v, true)))
+    }
+
     fn delete(&self, cf: &'static str, key: &[u8]) -> Result<()> {
         self.db.delete_cf_opt(self.cf(cf), key, &self.wopts())?;
         Ok(())
@@ -292,7 +318,14 @@ impl Store {
 
     /// Stores (or replaces) a user.
     pub fn put_user(&self, u: &User) -> Result<()> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.put_cached(&self.users, CF_USERS, u.id.as_bytes(), u)
+    }
+
+    /// Lets `edit` change user `id` in turn with every other change of users and keypairs;
+    /// see [`Store::update_bucket`].
+    pub fn update_user(&self, id: Uuid, edit: impl FnOnce(&mut User) -> bool) -> Result<Option<(User, bool)>> {
+        self.update_cached(&self.tenant_lock, &self.users, CF_USERS, id.as_bytes(), edit)
     }
 
     /// Looks up a user.
@@ -314,11 +347,29 @@ impl Store {
 
     /// Stores (or replaces) a keypair.
     pub fn put_keypair(&self, kp: &Keypair) -> Result<()> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.put_cached(&self.keypairs, CF_KEYPAIRS, kp.access_key.as_bytes(), kp)
+    }
+
+    /// Lets `edit` change keypair `access_key` in turn with every other change of users and
+    /// keypairs (a keypair removed meanwhile stays removed); see [`Store::update_bucket`].
+    pub fn update_keypair(
+        &self,
+        access_key: &str,
+        edit: impl FnOnce(&mut Keypair) -> bool,
+    ) -> Result<Option<(Keypair, bool)>> {
+        self.update_cached(
+            &self.tenant_lock,
+            &self.keypairs,
+            CF_KEYPAIRS,
+            access_key.as_bytes(),
+            edit,
+        )
     }
 
     /// Removes a keypair.
     pub fn delete_keypair(&self, access_key: &str) -> Result<()> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
         let r = self.delete(CF_KEYPAIRS, access_key.as_bytes());
         self.keypairs.forget(access_key.as_bytes());
         r
@@ -355,16 +406,8 @@ impl Store {
         name: &str,
         edit: impl FnOnce(&mut BucketRecord) -> bool,
     ) -> Result<Option<(BucketRecord, bool)>> {
-        let _guard = self.bucket_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(stored) = self.bucket(domain, name)? else {
-            return Ok(None);
-        };
-        let mut b = stored.clone();
-        if !edit(&mut b) {
-            return Ok(Some((stored, false)));
-        }
-        self.put_cached(&self.buckets, CF_BUCKETS, &bucket_key(domain, name), &b)?;
-        Ok(Some((b, true)))
+        let key = bucket_key(domain, name);
+        self.update_cached(&self.bucket_lock, &self.buckets, CF_BUCKETS, &key, edit)
     }
 
     /// Looks up a bucket by domain and name.

@@ -15,6 +15,7 @@ use uuid::Uuid;
 /// Runs every check against `m`, a fresh engine with no records.
 pub async fn run(m: Arc<dyn Metadata>) {
     tenants(m.as_ref()).await;
+    tenant_edit_race(m.clone(), m.clone()).await;
     buckets(m.as_ref()).await;
     bucket_name_race(m.clone()).await;
     bucket_edit_race(m.clone(), m.clone()).await;
@@ -202,6 +203,61 @@ async fn bucket_name_race(m: Arc<dyn Metadata>) {
     assert_eq!(won.len(), 1, "exactly one CreateBucket wins: {won:?}");
     let stored = m.bucket("race", "contested").await.unwrap().unwrap();
     assert_eq!(stored.folder_id, tries[won[0]].folder_id);
+}
+
+/// Edits of one user made at once (each joining its own project) all stay, through one engine
+/// or two; a keypair removed while an edit of it runs stays removed, and an edit of a removed
+/// one is `None`.
+pub async fn tenant_edit_race(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
+    let u = User {
+        id: Uuid::new_v4(),
+        domain: "acme".into(),
+        name: format!("racer-{}", Uuid::new_v4().simple()),
+        role: Role::User,
+        projects: Default::default(),
+        created_ms: 8,
+    };
+    a.put_user(&u).await.unwrap();
+    let joined: Vec<Uuid> = (0..24).map(|_| Uuid::new_v4()).collect();
+    let tasks: Vec<_> = joined
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let m = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let id = u.id;
+            tokio::spawn(async move {
+                let edit = Box::new(move |u: &mut User| u.projects.insert(p));
+                m.update_user(id, edit).await.unwrap().unwrap().1
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert!(t.await.unwrap());
+    }
+    let stored = b.user(u.id).await.unwrap().unwrap();
+    assert_eq!(stored.projects, joined.iter().copied().collect(), "every membership stays");
+    assert!(a.update_user(Uuid::new_v4(), Box::new(|_| true)).await.unwrap().is_none());
+
+    for round in 0..8 {
+        let ak = format!("RACEKEY{round}");
+        let kp = Keypair {
+            access_key: ak.clone(),
+            sealed_secret: "sealed".into(),
+            user_id: u.id,
+            enabled: true,
+            created_ms: 9,
+        };
+        a.put_keypair(&kp).await.unwrap();
+        let (m1, m2, ak1) = (a.clone(), b.clone(), ak.clone());
+        let edit = tokio::spawn(async move {
+            m1.update_keypair(&ak1, Box::new(|k: &mut Keypair| std::mem::replace(&mut k.enabled, false))).await.unwrap()
+        });
+        m2.delete_keypair(&ak).await.unwrap();
+        edit.await.unwrap();
+        assert_eq!(a.keypair(&ak).await.unwrap(), None, "round {round}: a removed keypair stays removed");
+        assert_eq!(b.keypair(&ak).await.unwrap(), None);
+        assert!(a.update_keypair(&ak, Box::new(|_| true)).await.unwrap().is_none());
+    }
 }
 
 /// Edits of one bucket made at once (each adding its own tag, as PutBucketTagging,
