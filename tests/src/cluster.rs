@@ -30,26 +30,42 @@ impl Cluster {
 
     /// [`Cluster::start`] with extra top-level configuration for every gateway.
     pub fn start_with(n: usize, top: &str) -> Self {
+        Self::start_shared(n, top, 3.0)
+    }
+
+    /// [`Cluster::start`] where gateways count as gone only after `gone_after_secs` of silence.
+    pub fn start_with_gone_after(n: usize, gone_after_secs: f64) -> Self {
+        Self::start_shared(n, "", gone_after_secs)
+    }
+
+    fn start_shared(n: usize, top: &str, gone_after_secs: f64) -> Self {
         let volume = tempfile::Builder::new().prefix("penstock-shared").tempdir().unwrap();
         let spec = format!("backend = \"posix\"\npath = \"{}\"\n", volume.path().display());
         let root = volume.path().to_path_buf();
-        Self::launch(n, top, &spec, root, Some(volume))
+        Self::launch(n, top, &spec, root, Some(volume), gone_after_secs)
     }
 
     /// Starts PostgreSQL and `n` gateways on the volume `spec` describes (the keys of a
     /// `[[volumes]]` table after its name), whose folders a test finds under `root`.
     pub fn start_on(n: usize, spec: &str, root: PathBuf, volume: Option<tempfile::TempDir>) -> Self {
-        Self::launch(n, "", spec, root, volume)
+        Self::launch(n, "", spec, root, volume, 3.0)
     }
 
-    fn launch(n: usize, top: &str, spec: &str, root: PathBuf, volume: Option<tempfile::TempDir>) -> Self {
+    fn launch(
+        n: usize,
+        top: &str,
+        spec: &str,
+        root: PathBuf,
+        volume: Option<tempfile::TempDir>,
+        gone_after_secs: f64,
+    ) -> Self {
         let pg = Postgres::start();
         let url = pg.database("penstock");
         let config = format!(
             "{top}master_key = \"{MASTER_KEY}\"\ndefault_volume = \"shared\"\n\
              [[volumes]]\nname = \"shared\"\n{spec}\
              [metadata]\nengine = \"postgres\"\nurl = \"{url}\"\npool_size = 8\n\
-             heartbeat_secs = 0.5\ngone_after_secs = 3.0\n"
+             heartbeat_secs = 0.5\ngone_after_secs = {gone_after_secs:?}\n"
         );
         let gateways = Gateway::start_many(n, &config);
         Cluster { gateways, pg, root, _volume: volume, config }

@@ -87,9 +87,11 @@ impl Gateway {
             Err(e) => return tracing::warn!(error = %e, "clean-up: cannot list gateways"),
         };
         let gone_ms = self.liveness.gone_after.as_millis() as u64;
-        let (dead, mut alive): (Vec<_>, Vec<_>) = known
-            .into_iter()
-            .partition(|(i, age)| confident && *age >= gone_ms && *i != self.instance);
+        // This gateway's previous run is gone however recently it spoke (see `Succession`).
+        let previous = self.succession.previous.as_deref();
+        let (dead, mut alive): (Vec<_>, Vec<_>) = known.into_iter().partition(|(i, age)| {
+            *i != self.instance && ((confident && *age >= gone_ms) || Some(i.as_str()) == previous)
+        });
         alive.push((self.instance.clone(), 0));
         let rule = SweepRule {
             alive: alive.into_iter().map(|(i, _)| i).collect(),
@@ -99,7 +101,12 @@ impl Gateway {
         self.settle_publishes(&rule).await;
         self.sweep_staging(&rule).await;
         for (instance, _) in dead {
-            match self.meta.forget_gateway(&instance, gone_ms).await {
+            let silent_ms = if Some(instance.as_str()) == previous {
+                0
+            } else {
+                gone_ms
+            };
+            match self.meta.forget_gateway(&instance, silent_ms).await {
                 Ok(true) => tracing::info!(%instance, "cleaned up after a gateway that is gone"),
                 Ok(false) => tracing::info!(%instance, "a silent gateway spoke again"),
                 Err(e) => tracing::warn!(%instance, error = %e, "cannot forget a gone gateway"),
@@ -232,4 +239,63 @@ impl Gateway {
 /// A fresh instance id: 64 random bits in hex.
 pub(crate) fn new_instance() -> String {
     format!("{:016x}", rand::random::<u64>())
+}
+
+/// This run's claim on its data directory, and the instance its previous run used there.
+///
+/// A gateway killed and started again (a crash, a container restart) comes back with a new
+/// instance id; the old one's claims on keys and pending publishes would hold those keys for
+/// `gone_after` (other gateways answer 503 meanwhile) although nothing of it runs any more.
+/// The data directory tells: whoever holds `instance.lock` in it (an exclusive file lock the
+/// kernel drops when the process dies) is its only gateway, and `instance` names the id it last
+/// ran under. So a run that takes the lock knows its predecessor is gone and cleans up after it at
+/// once.
+#[derive(Default)]
+pub(crate) struct Succession {
+    /// Held for the life of the process.
+    _lock: Option<std::fs::File>,
+    /// The previous run's instance, when this run took the lock.
+    pub previous: Option<String>,
+}
+
+impl Succession {
+    /// Takes the data directory for `instance`. Another live process holding it (two gateways
+    /// misconfigured onto one data directory) or an unwritable directory leaves no predecessor
+    /// to clean up after, and a warning.
+    pub(crate) fn take(data_dir: &std::path::Path, instance: &str) -> Self {
+        let none = Self::default();
+        let lock = match std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(data_dir.join("instance.lock"))
+        {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot open the data directory's instance lock");
+                return none;
+            }
+        };
+        if lock.try_lock().is_err() {
+            tracing::warn!(
+                data_dir = %data_dir.display(),
+                "another process holds this data directory; each gateway needs its own"
+            );
+            return none;
+        }
+        let id_file = data_dir.join("instance");
+        let previous = std::fs::read_to_string(&id_file)
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty() && s != instance);
+        let tmp = data_dir.join("instance.tmp");
+        let written = std::fs::write(&tmp, instance).and_then(|()| std::fs::rename(&tmp, &id_file));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "cannot record this run's instance in the data directory");
+        }
+        Self {
+            _lock: Some(lock),
+            previous,
+        }
+    }
 }

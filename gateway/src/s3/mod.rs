@@ -86,6 +86,8 @@ pub struct Gateway {
     /// This process among the gateways sharing the engine: its staging files and pending
     /// publishes carry it, and it heartbeats under it (see `janitor.rs`).
     pub instance: String,
+    /// This run's hold on its data directory and its previous run's instance (`janitor.rs`).
+    succession: janitor::Succession,
     liveness: janitor::Liveness,
     /// Seals and opens secret keys at rest.
     pub master: Arc<MasterKey>,
@@ -125,8 +127,13 @@ impl Gateway {
         // Staging files are named after the process; a second Gateway in one process (tests)
         // shares the first one's name.
         let instance = janitor::new_instance();
-        penstock_backends::set_instance(&instance);
+        let first = penstock_backends::set_instance(&instance);
         let instance = penstock_backends::layout::instance().to_owned();
+        let succession = if first {
+            janitor::Succession::take(&cfg.data_dir, &instance)
+        } else {
+            janitor::Succession::default()
+        };
         let metrics = Arc::new(Metrics::new());
         let mut volumes: HashMap<String, Arc<dyn Volume>> = HashMap::new();
         for v in cfg.effective_volumes() {
@@ -163,6 +170,7 @@ impl Gateway {
             meta,
             metrics,
             instance,
+            succession,
             liveness: janitor::Liveness {
                 heartbeat: Duration::from_secs_f64(cfg.metadata.heartbeat_secs.max(0.05)),
                 gone_after: Duration::from_secs_f64(cfg.metadata.gone_after_secs.max(0.1)),

@@ -220,6 +220,48 @@ async fn a_key_a_live_gateway_left_claimed_is_freed_by_that_gateway() {
     conn.abort();
 }
 
+/// A gateway killed while it holds a key, and started again on its data directory, frees the
+/// key at once: the data directory names its previous run, which it knows to be gone, so its
+/// claims and pending publishes are settled at start instead of after `gone_after` (60 s here),
+/// during which every other gateway's write of the key waited and answered 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_gateway_frees_the_keys_its_previous_run_held() {
+    let mut c = Cluster::start_with_gone_after(2, 60.0);
+    let a = c.gw(0).client();
+    a.create_bucket().bucket("restart").send().await.unwrap();
+    put(&a, "restart", "k", b"first").await;
+    let before = ready_of(&c, 0)["checks"]["instance"].as_str().unwrap().to_owned();
+    let (db, conn) = tokio_postgres::connect(&c.pg.url("penstock"), tokio_postgres::NoTls).await.unwrap();
+    let conn = tokio::spawn(conn);
+    // Gateway 0 dies holding the key (the claim of a write in flight).
+    let noted = db
+        .execute(
+            "INSERT INTO publishing (folder_id, key, since_ms, instance)
+             SELECT folder_id, key, 0, $1 FROM objects WHERE key = 'k'::bytea",
+            &[&before],
+        )
+        .await
+        .unwrap();
+    assert_eq!(noted, 1);
+    c.gateways[0].crash_and_restart();
+    let after = ready_of(&c, 0)["checks"]["instance"].as_str().unwrap().to_owned();
+    assert_ne!(before, after, "a new run, a new instance");
+    let started = Instant::now();
+    let b = c.gw(1).client();
+    let out =
+        b.put_object().bucket("restart").key("k").content_type("x/second").body(ByteStream::from_static(b"second"));
+    out.send().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(8), "freed at the restart: {:?}", started.elapsed());
+    let o = c.gw(0).client().get_object().bucket("restart").key("k").send().await.unwrap();
+    assert_eq!(o.content_type(), Some("x/second"));
+    let left: i64 = db.query_one("SELECT count(*) FROM publishing", &[]).await.unwrap().get(0);
+    assert_eq!(left, 0, "no claim left behind");
+    let known: i64 =
+        db.query_one("SELECT count(*) FROM gateways WHERE instance = $1", &[&before]).await.unwrap().get(0);
+    assert_eq!(known, 0, "the previous run is forgotten");
+    conn.abort();
+}
+
 /// The stripe of a gateway's key locks that `key` of `folder` falls in (`s3::locks`, 1024
 /// stripes, hashed as there: same toolchain, same hasher).
 fn stripe(folder: uuid::Uuid, key: &str) -> u64 {
