@@ -141,7 +141,7 @@ impl Gateway {
     ) -> S3Result<Deleted> {
         let Some(status) = b.rec.versioning.filter(|_| !path.is_dir()) else {
             check_version(version_id)?;
-            self.delete_key(b, path, conds).await?;
+            self.delete_key(b, path, conds, bypass).await?;
             return Ok(Deleted {
                 version_id: version_id.map(str::to_owned),
                 marker: false,
@@ -177,12 +177,24 @@ impl Gateway {
     }
 
     /// Removes the file (or empty marker directory) and its record, then prunes parent
-    /// directories that became empty, except those that are directory markers themselves.
-    pub(crate) async fn delete_key(&self, b: &BucketCtx, path: &ObjectPath, conds: &DeleteConditions) -> S3Result<()> {
+    /// directories that became empty, except those that are directory markers themselves. A
+    /// directory marker of an object lock bucket (its one version) goes only as its lock allows.
+    pub(crate) async fn delete_key(
+        &self,
+        b: &BucketCtx,
+        path: &ObjectPath,
+        conds: &DeleteConditions,
+        bypass: bool,
+    ) -> S3Result<()> {
         let folder = b.rec.folder_id;
         let key = path.key();
         let mut guard = self.hold_key(folder, &key).await?;
         self.check_delete_conditions(b, path, conds).await?;
+        if path.is_dir() && b.rec.versioning.is_some() {
+            if let Some(rec) = self.meta.object(folder, &key).await.map_err(meta_err)? {
+                super::object_lock::check_removable(&rec.attrs, bypass)?;
+            }
+        }
         // Parents that hold a marker record are directory markers and stay.
         let keep_depth = self.keep_depth(b, path).await?;
         let size = match b.folder.stat(path).await.map_err(backend_err)? {

@@ -59,13 +59,19 @@ macro_rules! retried {
                 Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
                     drop($c);
                     tries += 1;
-                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
-                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+                    pause_before_retry(tries).await;
                 }
                 done => break done.map_err(pg),
             }
         }
     }};
+}
+
+/// The pause before try `tries + 1` of an aborted transaction: up to 2^`tries` ms (capped at
+/// 512), jittered so that transactions aborted together do not collide again.
+async fn pause_before_retry(tries: u32) {
+    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
+    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
 }
 
 /// Statement arguments.
@@ -198,8 +204,7 @@ impl PgMetadata {
             match self.update_doc_once(table, select, update, key, &mut edit).await {
                 Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
                     tries += 1;
-                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
-                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+                    pause_before_retry(tries).await;
                 }
                 done => return done.map_err(pg)?,
             }

@@ -184,6 +184,20 @@ async fn a_conditional_delete_never_removes_an_overwrite_on_another_gateway() {
     }
 }
 
+/// Notes the object at `key` (in whichever folder holds it) as claimed by gateway `instance`,
+/// as a write in flight there holds it.
+async fn claim_as(db: &tokio_postgres::Client, key: &str, instance: &str) {
+    let noted = db
+        .execute(
+            "INSERT INTO publishing (folder_id, key, since_ms, instance)
+             SELECT folder_id, key, 0, $2 FROM objects WHERE key = convert_to($1, 'UTF8')",
+            &[&key, &instance],
+        )
+        .await
+        .unwrap();
+    assert_eq!(noted, 1, "{key} noted as claimed by {instance}");
+}
+
 /// A claim a live gateway left in its own name (a release that failed during a database
 /// hiccup, say) would keep every other gateway from writing that key (they wait for the claim,
 /// then answer 503) for as long as the gateway lives: its janitor settles such notes of its own
@@ -197,15 +211,7 @@ async fn a_key_a_live_gateway_left_claimed_is_freed_by_that_gateway() {
     let owner = ready_of(&c, 0)["checks"]["instance"].as_str().unwrap().to_owned();
     let (db, conn) = tokio_postgres::connect(&c.pg.url("penstock"), tokio_postgres::NoTls).await.unwrap();
     let conn = tokio::spawn(conn);
-    let noted = db
-        .execute(
-            "INSERT INTO publishing (folder_id, key, since_ms, instance)
-             SELECT folder_id, key, 0, $1 FROM objects WHERE key = 'k'::bytea",
-            &[&owner],
-        )
-        .await
-        .unwrap();
-    assert_eq!(noted, 1, "the key noted as claimed by gateway 0");
+    claim_as(&db, "k", &owner).await;
     // Through gateway 1 the write waits for the claim; it succeeds once gateway 0 has settled
     // its leftover (within a janitor period), never with a record that is not its own.
     let started = Instant::now();
@@ -234,15 +240,7 @@ async fn a_restarted_gateway_frees_the_keys_its_previous_run_held() {
     let (db, conn) = tokio_postgres::connect(&c.pg.url("penstock"), tokio_postgres::NoTls).await.unwrap();
     let conn = tokio::spawn(conn);
     // Gateway 0 dies holding the key (the claim of a write in flight).
-    let noted = db
-        .execute(
-            "INSERT INTO publishing (folder_id, key, since_ms, instance)
-             SELECT folder_id, key, 0, $1 FROM objects WHERE key = 'k'::bytea",
-            &[&before],
-        )
-        .await
-        .unwrap();
-    assert_eq!(noted, 1);
+    claim_as(&db, "k", &before).await;
     c.gateways[0].crash_and_restart();
     let after = ready_of(&c, 0)["checks"]["instance"].as_str().unwrap().to_owned();
     assert_ne!(before, after, "a new run, a new instance");

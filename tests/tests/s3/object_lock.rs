@@ -39,6 +39,28 @@ fn default_rule(mode: ObjectLockRetentionMode, days: Option<i32>, years: Option<
         .build()
 }
 
+/// PutObjectRetention of `key` in bucket `vault` (version `v`, or the current one) with `mode`
+/// until `until`, with or without the bypass header: the error code S3 answered, if any.
+async fn set_retention(
+    c: &Client,
+    key: &str,
+    v: Option<&str>,
+    mode: ObjectLockRetentionMode,
+    until: DateTime,
+    bypass: bool,
+) -> Result<(), String> {
+    let r = c
+        .put_object_retention()
+        .bucket("vault")
+        .key(key)
+        .set_version_id(v.map(str::to_owned))
+        .retention(retention(mode, until))
+        .bypass_governance_retention(bypass)
+        .send()
+        .await;
+    r.map(drop).map_err(|e| code(&e))
+}
+
 async fn put_version(c: &Client, b: &str, k: &str) -> String {
     let r = c.put_object().bucket(b).key(k).body(ByteStream::from_static(b"abc")).send().await.unwrap();
     r.version_id().unwrap().to_owned()
@@ -126,13 +148,7 @@ async fn locked_versions_are_not_deleted() {
     let e = c.get_object_retention().bucket("vault").key("gov").send().await.unwrap_err();
     assert_eq!((code(&e).as_str(), status(&e)), ("NoSuchObjectLockConfiguration", 404));
     let until = at(3600);
-    c.put_object_retention()
-        .bucket("vault")
-        .key("gov")
-        .retention(retention(ObjectLockRetentionMode::Governance, until))
-        .send()
-        .await
-        .unwrap();
+    set_retention(&c, "gov", None, ObjectLockRetentionMode::Governance, until, false).await.unwrap();
     let r = c.get_object_retention().bucket("vault").key("gov").version_id(&v1).send().await.unwrap();
     assert_eq!(r.retention().unwrap().retain_until_date(), Some(&until));
     let head = c.head_object().bucket("vault").key("gov").send().await.unwrap();
@@ -146,42 +162,15 @@ async fn locked_versions_are_not_deleted() {
     let got = c.get_object().bucket("vault").key("gov").version_id(&v1).send().await.unwrap();
     assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), b"abc");
     // Shortening needs the bypass; so does a delete.
-    let sooner = retention(ObjectLockRetentionMode::Governance, at(60));
-    let e = c
-        .put_object_retention()
-        .bucket("vault")
-        .key("gov")
-        .version_id(&v1)
-        .retention(sooner.clone())
-        .send()
-        .await
-        .unwrap_err();
-    assert_eq!(code(&e), "AccessDenied");
-    c.put_object_retention()
-        .bucket("vault")
-        .key("gov")
-        .version_id(&v1)
-        .retention(sooner)
-        .bypass_governance_retention(true)
-        .send()
-        .await
-        .unwrap();
+    let (gov, sooner) = (ObjectLockRetentionMode::Governance, at(60));
+    let denied = Err("AccessDenied".to_owned());
+    assert_eq!(set_retention(&c, "gov", Some(&v1), gov.clone(), sooner, false).await, denied);
+    set_retention(&c, "gov", Some(&v1), gov.clone(), sooner, true).await.unwrap();
 
     // A user who may write but not delete cannot bypass.
     let rw = gw.tenant("default", "writer", "user");
     gw.admin(&["vfolder", "grant", "default", "vault", &rw.id, "rw"]);
-    let e = rw
-        .s3
-        .put_object_retention()
-        .bucket("vault")
-        .key("gov")
-        .version_id(&v1)
-        .retention(retention(ObjectLockRetentionMode::Governance, at(30)))
-        .bypass_governance_retention(true)
-        .send()
-        .await
-        .unwrap_err();
-    assert_eq!(code(&e), "AccessDenied");
+    assert_eq!(set_retention(&rw.s3, "gov", Some(&v1), gov.clone(), at(30), true).await, denied);
     // A bucket policy may grant the bypass (s3:BypassGovernanceRetention) to that user...
     let policy = |effect: &str, who: &str, actions: &str| {
         format!(
@@ -190,16 +179,7 @@ async fn locked_versions_are_not_deleted() {
     };
     let grant = policy("Allow", "writer", r#"["s3:PutObjectRetention","s3:BypassGovernanceRetention"]"#);
     c.put_bucket_policy().bucket("vault").policy(grant).send().await.unwrap();
-    rw.s3
-        .put_object_retention()
-        .bucket("vault")
-        .key("gov")
-        .version_id(&v1)
-        .retention(retention(ObjectLockRetentionMode::Governance, at(45)))
-        .bypass_governance_retention(true)
-        .send()
-        .await
-        .unwrap();
+    set_retention(&rw.s3, "gov", Some(&v1), gov.clone(), at(45), true).await.unwrap();
     // ...or deny it to a user whose folder permission includes it.
     let wd = gw.tenant("default", "deleter", "user");
     gw.admin(&["vfolder", "grant", "default", "vault", &wd.id, "wd"]);
@@ -217,16 +197,7 @@ async fn locked_versions_are_not_deleted() {
         .unwrap_err();
     assert_eq!(code(&e), "AccessDenied");
     c.delete_bucket_policy().bucket("vault").send().await.unwrap();
-    wd.s3
-        .put_object_retention()
-        .bucket("vault")
-        .key("gov")
-        .version_id(&v1)
-        .retention(retention(ObjectLockRetentionMode::Governance, at(40)))
-        .bypass_governance_retention(true)
-        .send()
-        .await
-        .unwrap();
+    set_retention(&wd.s3, "gov", Some(&v1), gov.clone(), at(40), true).await.unwrap();
 
     // DeleteObjects: a locked entry fails on its own; with the bypass it goes.
     let free = put_version(&c, "vault", "free").await;
@@ -261,17 +232,7 @@ async fn locked_versions_are_not_deleted() {
         .version_id()
         .unwrap()
         .to_owned();
-    let gov_now = retention(ObjectLockRetentionMode::Governance, at(3600));
-    let e = c
-        .put_object_retention()
-        .bucket("vault")
-        .key("comp")
-        .retention(gov_now)
-        .bypass_governance_retention(true)
-        .send()
-        .await
-        .unwrap_err();
-    assert_eq!(code(&e), "AccessDenied");
+    assert_eq!(set_retention(&c, "comp", None, gov, at(3600), true).await, denied);
     let e = c
         .delete_object()
         .bucket("vault")
@@ -398,6 +359,22 @@ async fn new_versions_take_their_lock_from_their_write_or_the_default() {
         assert_eq!(code(&e), want);
     }
     assert!(c.head_object().bucket("dflt").key("bad").send().await.is_err());
+
+    // A directory marker keeps one version: its lock holds against the delete that would end it.
+    c.put_object()
+        .bucket("dflt")
+        .key("dir/")
+        .object_lock_legal_hold_status(ObjectLockLegalHoldStatus::On)
+        .body(ByteStream::from_static(b""))
+        .send()
+        .await
+        .unwrap();
+    let e = c.delete_object().bucket("dflt").key("dir/").send().await.unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
+    c.head_object().bucket("dflt").key("dir/").send().await.unwrap();
+    c.put_object_legal_hold().bucket("dflt").key("dir/").legal_hold(hold(false)).send().await.unwrap();
+    c.delete_object().bucket("dflt").key("dir/").bypass_governance_retention(true).send().await.unwrap();
+    assert!(c.head_object().bucket("dflt").key("dir/").send().await.is_err());
 }
 
 /// Lifecycle rules never remove a locked version; they remove its unlocked neighbours.
