@@ -94,6 +94,14 @@ fn missing_configuration() -> S3Error {
     s3_error!(InvalidRequest, "Bucket is missing Object Lock Configuration")
 }
 
+/// 400 `MalformedXML`: a lock document S3's schema does not admit.
+fn malformed() -> S3Error {
+    s3_error!(
+        MalformedXML,
+        "The XML you provided was not well-formed or did not validate against our published schema"
+    )
+}
+
 /// 403 `AccessDenied`: the version's lock forbids the change.
 fn protected() -> S3Error {
     s3_error!(AccessDenied, "Access Denied because object protected by object lock.")
@@ -195,12 +203,6 @@ fn configuration_out(lock: &ObjectLock) -> ObjectLockConfiguration {
 /// `Enabled`, a mode S3 does not know, or a period that is not exactly one of days or years;
 /// 400 `InvalidRetentionPeriod` for a period that is not positive (or beyond 100 years).
 fn configuration_in(conf: Option<ObjectLockConfiguration>) -> S3Result<ObjectLock> {
-    let malformed = || {
-        s3_error!(
-            MalformedXML,
-            "The XML you provided was not well-formed or did not validate against our published schema"
-        )
-    };
     let conf = conf.ok_or_else(malformed)?;
     if conf.object_lock_enabled.as_ref().map(|e| e.as_str()) != Some(ObjectLockEnabled::ENABLED) {
         return Err(malformed());
@@ -322,20 +324,10 @@ impl Gateway {
         let new = match (given.mode, given.retain_until_date) {
             (None, None) => None,
             (Some(mode), Some(until)) => Some(Retention {
-                mode: RetentionMode::parse(mode.as_str()).ok_or_else(|| {
-                    s3_error!(
-                        MalformedXML,
-                        "The XML you provided was not well-formed or did not validate against our published schema"
-                    )
-                })?,
+                mode: RetentionMode::parse(mode.as_str()).ok_or_else(malformed)?,
                 until_ms: future_ms(&until)?,
             }),
-            _ => {
-                return Err(s3_error!(
-                    MalformedXML,
-                    "The XML you provided was not well-formed or did not validate against our published schema"
-                ))
-            }
+            _ => return Err(malformed()),
         };
         let bypass = self
             .may_bypass(&req, i.bypass_governance_retention, &b.rec, &i.key, None)
@@ -383,12 +375,7 @@ impl Gateway {
             .as_ref()
             .and_then(|h| h.status.as_ref())
             .and_then(|s| legal_hold_on(s.as_str()))
-            .ok_or_else(|| {
-                s3_error!(
-                    MalformedXML,
-                    "The XML you provided was not well-formed or did not validate against our published schema"
-                )
-            })?;
+            .ok_or_else(malformed)?;
         self.edit_record_in(&b, &i.key, i.version_id.as_deref(), |r| {
             r.attrs.legal_hold = Some(on);
             Ok(true)
