@@ -404,15 +404,15 @@ struct DomainBody {
 
 async fn create_domain(gw: &Gateway, b: DomainBody) -> ApiResult {
     valid_name(&b.name, "domain name")?;
-    let s = gw.meta.as_ref();
-    if s.domain(&b.name).await?.is_some() {
-        return Err(conflict(format!("domain {} exists", b.name)));
-    }
     let d = Domain {
         name: b.name,
         created_ms: now_ms(),
     };
-    s.put_domain(&d).await?;
+    // Checked and inserted in one step by the engine: of two creations of one name at once,
+    // through one gateway or several, one is 201 and the other 409.
+    if !gw.meta.create_domain(&d).await? {
+        return Err(conflict(format!("domain {} exists", d.name)));
+    }
     to_value(StatusCode::CREATED, &d)
 }
 
@@ -428,20 +428,15 @@ async fn create_project(gw: &Gateway, b: ProjectBody) -> ApiResult {
     s.domain(&b.domain)
         .await?
         .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
-    if s.projects()
-        .await?
-        .iter()
-        .any(|p| p.domain == b.domain && p.name == b.name)
-    {
-        return Err(conflict(format!("project {} exists in {}", b.name, b.domain)));
-    }
     let p = Project {
         id: Uuid::new_v4(),
         domain: b.domain,
         name: b.name,
         created_ms: now_ms(),
     };
-    s.put_project(&p).await?;
+    if !s.create_project(&p).await? {
+        return Err(conflict(format!("project {} exists in {}", p.name, p.domain)));
+    }
     to_value(StatusCode::CREATED, &p)
 }
 
@@ -491,13 +486,6 @@ async fn create_user(gw: &Gateway, b: UserBody) -> ApiResult {
     s.domain(&b.domain)
         .await?
         .ok_or_else(|| not_found(format!("no domain {}", b.domain)))?;
-    if s.users()
-        .await?
-        .iter()
-        .any(|u| u.domain == b.domain && u.name == b.name)
-    {
-        return Err(conflict(format!("user {} exists in {}", b.name, b.domain)));
-    }
     let u = User {
         id: Uuid::new_v4(),
         domain: b.domain,
@@ -506,7 +494,9 @@ async fn create_user(gw: &Gateway, b: UserBody) -> ApiResult {
         projects: Default::default(),
         created_ms: now_ms(),
     };
-    s.put_user(&u).await?;
+    if !s.create_user(&u).await? {
+        return Err(conflict(format!("user {} exists in {}", u.name, u.domain)));
+    }
     to_value(StatusCode::CREATED, &u)
 }
 

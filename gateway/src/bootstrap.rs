@@ -1,5 +1,6 @@
 //! First-start set-up: the `default` domain and the bootstrap superadmin with its keypair.
 
+use anyhow::Context;
 use penstock_metadata::{Domain, Keypair, Metadata, Role, User};
 use rand::distributions::{Alphanumeric, DistString};
 use rand::Rng;
@@ -27,14 +28,13 @@ pub enum Bootstrap {
 /// `PENSTOCK_SECRET_KEY`.
 pub async fn ensure_admin(store: &dyn Metadata, master: &MasterKey) -> anyhow::Result<Bootstrap> {
     let now_ms = crate::s3::now_ms();
-    if store.domain(DEFAULT_DOMAIN).await?.is_none() {
-        store
-            .put_domain(&Domain {
-                name: DEFAULT_DOMAIN.to_owned(),
-                created_ms: now_ms,
-            })
-            .await?;
-    }
+    // Gateways starting on one shared engine at once: the first creates it, the rest find it.
+    store
+        .create_domain(&Domain {
+            name: DEFAULT_DOMAIN.to_owned(),
+            created_ms: now_ms,
+        })
+        .await?;
     let env_ak = std::env::var("PENSTOCK_ACCESS_KEY").ok().filter(|s| !s.is_empty());
     let env_sk = std::env::var("PENSTOCK_SECRET_KEY").ok().filter(|s| !s.is_empty());
     let (access_key, secret_key, generated) = match (env_ak, env_sk) {
@@ -50,11 +50,12 @@ pub async fn ensure_admin(store: &dyn Metadata, master: &MasterKey) -> anyhow::R
         Some(kp) if store.user(kp.user_id).await?.is_some() => kp.user_id,
         _ => admin_user(store, now_ms).await?,
     };
-    let mut user = store.user(user_id).await?.expect("admin user exists");
-    if user.role != Role::Superadmin {
-        user.role = Role::Superadmin;
-        store.put_user(&user).await?;
-    }
+    // Promoted where stored, so a membership changed meanwhile stays.
+    let promote = Box::new(|u: &mut User| std::mem::replace(&mut u.role, Role::Superadmin) != Role::Superadmin);
+    store
+        .update_user(user_id, promote)
+        .await?
+        .context("the admin user vanished")?;
     store
         .put_keypair(&Keypair {
             sealed_secret: master.seal(&access_key, &secret_key),

@@ -186,18 +186,27 @@ pub trait Metadata: Send + Sync {
 
     /// Stores (or replaces) a domain.
     async fn put_domain(&self, d: &Domain) -> MetaResult<()>;
+    /// Inserts a domain unless one of its name exists; false when one does. Of several
+    /// creations of one name at once, through one gateway or several, exactly one inserts.
+    async fn create_domain(&self, d: &Domain) -> MetaResult<bool>;
     /// A domain by name.
     async fn domain(&self, name: &str) -> MetaResult<Option<Domain>>;
     /// All domains, by name.
     async fn domains(&self) -> MetaResult<Vec<Domain>>;
     /// Stores (or replaces) a project.
     async fn put_project(&self, p: &Project) -> MetaResult<()>;
+    /// Inserts a project unless its domain has one of its name; false when it has. Of several
+    /// creations of one name at once, exactly one inserts, as [`Metadata::create_domain`].
+    async fn create_project(&self, p: &Project) -> MetaResult<bool>;
     /// A project by id.
     async fn project(&self, id: Uuid) -> MetaResult<Option<Project>>;
     /// All projects.
     async fn projects(&self) -> MetaResult<Vec<Project>>;
     /// Stores (or replaces) a user.
     async fn put_user(&self, u: &User) -> MetaResult<()>;
+    /// Inserts a user unless its domain has one of its name; false when it has. Of several
+    /// creations of one name at once, exactly one inserts, as [`Metadata::create_domain`].
+    async fn create_user(&self, u: &User) -> MetaResult<bool>;
     /// Edits user `id` where it is stored, in turn with every other change of it, as
     /// [`Metadata::update_bucket`] does for buckets; `None` where there is no such user.
     async fn update_user(&self, id: Uuid, edit: Edit<User>) -> MetaResult<Option<(User, bool)>>;
@@ -207,11 +216,11 @@ pub trait Metadata: Send + Sync {
     async fn users(&self) -> MetaResult<Vec<User>>;
     /// A keypair by access key.
     async fn keypair(&self, access_key: &str) -> MetaResult<Option<Keypair>>;
-    /// Stores (or replaces) a keypair.
     /// Edits keypair `access_key` where it is stored, in turn with every other change of it
     /// (its removal included: a keypair removed meanwhile is not written back), as
     /// [`Metadata::update_bucket`] does for buckets; `None` where there is no such keypair.
     async fn update_keypair(&self, access_key: &str, edit: Edit<Keypair>) -> MetaResult<Option<(Keypair, bool)>>;
+    /// Stores (or replaces) a keypair.
     async fn put_keypair(&self, kp: &Keypair) -> MetaResult<()>;
     /// Removes a keypair.
     async fn delete_keypair(&self, access_key: &str) -> MetaResult<()>;

@@ -120,6 +120,9 @@ impl Metadata for RocksMetadata {
     async fn put_domain(&self, d: &Domain) -> MetaResult<()> {
         self.with(d, |s, d| s.put_domain(d)).await
     }
+    async fn create_domain(&self, d: &Domain) -> MetaResult<bool> {
+        self.with(d, |s, d| s.create_domain(d)).await
+    }
     async fn domain(&self, name: &str) -> MetaResult<Option<Domain>> {
         self.store.domain(name)
     }
@@ -129,6 +132,9 @@ impl Metadata for RocksMetadata {
     async fn put_project(&self, p: &Project) -> MetaResult<()> {
         self.with(p, |s, p| s.put_project(p)).await
     }
+    async fn create_project(&self, p: &Project) -> MetaResult<bool> {
+        self.with(p, |s, p| s.create_project(p)).await
+    }
     async fn project(&self, id: Uuid) -> MetaResult<Option<Project>> {
         self.store.project(id)
     }
@@ -137,6 +143,9 @@ impl Metadata for RocksMetadata {
     }
     async fn put_user(&self, u: &User) -> MetaResult<()> {
         self.with(u, |s, u| s.put_user(u)).await
+    }
+    async fn create_user(&self, u: &User) -> MetaResult<bool> {
+        self.with(u, |s, u| s.create_user(u)).await
     }
     async fn update_user(&self, id: Uuid, edit: Edit<User>) -> MetaResult<Option<(User, bool)>> {
         self.blocking(move |s| s.update_user(id, edit)).await

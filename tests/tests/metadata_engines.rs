@@ -81,6 +81,7 @@ async fn postgres_engines_on_one_database_agree() {
     assert_eq!(b.quota(&scope).await.unwrap().unwrap().usage_bytes, 1000);
     conformance::bucket_edit_race(a.clone(), b.clone()).await;
     conformance::tenant_edit_race(a.clone(), b.clone()).await;
+    conformance::tenant_name_race(a.clone(), b.clone()).await;
     conformance::conditional_races(a, b).await;
 }
 

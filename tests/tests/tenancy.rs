@@ -333,6 +333,28 @@ async fn import_existing_folder_and_admin_errors() {
     assert!(u.s3.head_bucket().bucket("legacy").send().await.is_err());
 }
 
+/// Creations of one domain, project or user name sent at once (two operators, a retried
+/// provisioning script) make one: one 201, the rest 409, and one record of that name.
+#[tokio::test]
+async fn admin_creations_of_one_name_at_once_make_one() {
+    let gw = Gateway::start();
+    let at_once = |args: &[&str]| -> usize {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..8).map(|_| s.spawn(|| gw.admin_raw(args))).collect();
+            runs.into_iter().map(|r| r.join().unwrap()).filter(|o| o.status.success()).count()
+        })
+    };
+    assert_eq!(at_once(&["domain", "create", "twins"]), 1);
+    assert_eq!(at_once(&["project", "create", "--domain", "twins", "team"]), 1);
+    assert_eq!(at_once(&["user", "create", "--domain", "twins", "dana"]), 1);
+    let named = |kind: &str, name: &str| {
+        let all = gw.admin(&[kind, "list", "--domain", "twins"]);
+        all.as_array().unwrap().iter().filter(|r| r["name"] == name).count()
+    };
+    assert_eq!(named("project", "team"), 1);
+    assert_eq!(named("user", "dana"), 1);
+}
+
 /// Clients that go away in the middle of an upload (PUT, overwrite, UploadPart) leave the
 /// quota where it was: whatever was reserved for their bytes is given back, and nothing of
 /// them is listed.

@@ -245,6 +245,47 @@ impl PgMetadata {
         Ok(Ok(Some((v, true))))
     }
 
+    /// Inserts a project or user (`table`, `id`, `doc`) unless its domain has one named `name`;
+    /// false when it has. The check and the insert run in one serializable transaction: of two
+    /// creations of one name at once, through any gateways, the database aborts one (SQLSTATE
+    /// 40001), and its next try finds the other's row. No unique index is needed on what the
+    /// documents hold, and no advisory lock (which CockroachDB lacks).
+    async fn insert_named(
+        &self,
+        table: &'static str,
+        domain: &str,
+        name: &str,
+        id: Uuid,
+        doc: &str,
+    ) -> MetaResult<bool> {
+        let taken =
+            format!("SELECT 1 FROM {table} WHERE doc::jsonb->>'domain' = $1 AND doc::jsonb->>'name' = $2 LIMIT 1");
+        let insert = format!("INSERT INTO {table} (id, doc) VALUES ($1, $2)");
+        let mut tries = 0u32;
+        loop {
+            let mut c = self.client().await?;
+            let once = async {
+                let tx = c
+                    .build_transaction()
+                    .isolation_level(tokio_postgres::IsolationLevel::Serializable)
+                    .start()
+                    .await?;
+                if tx.query_opt(&taken, &[&domain, &name]).await?.is_some() {
+                    return Ok(false);
+                }
+                tx.execute(&insert, &[&id, &doc]).await?;
+                tx.commit().await.map(|()| true)
+            };
+            match once.await {
+                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
+                    tries += 1;
+                    pause_before_retry(tries).await;
+                }
+                done => return done.map_err(pg),
+            }
+        }
+    }
+
     /// Runs a statement, prepared once per connection (the statement cache saves a round trip
     /// per call), and answers its rows.
     async fn query(&self, sql: &str, args: Args<'_>) -> MetaResult<Vec<Row>> {
@@ -319,6 +360,10 @@ impl Metadata for PgMetadata {
         let sql = "INSERT INTO domains (name, doc) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = $2";
         self.exec(sql, &[&d.name, &json(d)]).await.map(drop)
     }
+    async fn create_domain(&self, d: &Domain) -> MetaResult<bool> {
+        let sql = "INSERT INTO domains (name, doc) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING";
+        Ok(self.exec(sql, &[&d.name, &json(d)]).await? == 1)
+    }
     async fn domain(&self, name: &str) -> MetaResult<Option<Domain>> {
         self.get("domains", "SELECT doc FROM domains WHERE name = $1", &[&name])
             .await
@@ -331,6 +376,9 @@ impl Metadata for PgMetadata {
     async fn put_project(&self, p: &Project) -> MetaResult<()> {
         let sql = "INSERT INTO projects (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = $2";
         self.exec(sql, &[&p.id, &json(p)]).await.map(drop)
+    }
+    async fn create_project(&self, p: &Project) -> MetaResult<bool> {
+        self.insert_named("projects", &p.domain, &p.name, p.id, &json(p)).await
     }
     async fn project(&self, id: Uuid) -> MetaResult<Option<Project>> {
         self.get("projects", "SELECT doc FROM projects WHERE id = $1", &[&id])
@@ -345,6 +393,10 @@ impl Metadata for PgMetadata {
         self.users.forget(&u.id);
         let sql = "INSERT INTO users (id, doc) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = $2";
         self.exec(sql, &[&u.id, &json(u)]).await.map(drop)
+    }
+    async fn create_user(&self, u: &User) -> MetaResult<bool> {
+        self.users.forget(&u.id);
+        self.insert_named("users", &u.domain, &u.name, u.id, &json(u)).await
     }
     async fn update_user(&self, id: Uuid, edit: Edit<User>) -> MetaResult<Option<(User, bool)>> {
         let select = "SELECT doc FROM users WHERE id = $1 FOR UPDATE";

@@ -288,7 +288,19 @@ impl Store {
 
     /// Stores (or replaces) a domain.
     pub fn put_domain(&self, d: &Domain) -> Result<()> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.put_cached(&self.domains, CF_DOMAINS, d.name.as_bytes(), d)
+    }
+
+    /// Inserts a domain unless one of its name exists; false when one does. The check and the
+    /// insert hold the tenant lock, so of two creations of one name at once one inserts.
+    pub fn create_domain(&self, d: &Domain) -> Result<bool> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.domain(&d.name)?.is_some() {
+            return Ok(false);
+        }
+        self.put_cached(&self.domains, CF_DOMAINS, d.name.as_bytes(), d)?;
+        Ok(true)
     }
 
     /// Looks up a domain.
@@ -303,7 +315,23 @@ impl Store {
 
     /// Stores (or replaces) a project.
     pub fn put_project(&self, p: &Project) -> Result<()> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.put_cached(&self.projects, CF_PROJECTS, p.id.as_bytes(), p)
+    }
+
+    /// Inserts a project unless its domain has one of its name; false when it has (checked and
+    /// inserted under the tenant lock, as [`Store::create_domain`]).
+    pub fn create_project(&self, p: &Project) -> Result<bool> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self
+            .projects()?
+            .iter()
+            .any(|q| q.domain == p.domain && q.name == p.name)
+        {
+            return Ok(false);
+        }
+        self.put_cached(&self.projects, CF_PROJECTS, p.id.as_bytes(), p)?;
+        Ok(true)
     }
 
     /// Looks up a project.
@@ -320,6 +348,17 @@ impl Store {
     pub fn put_user(&self, u: &User) -> Result<()> {
         let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.put_cached(&self.users, CF_USERS, u.id.as_bytes(), u)
+    }
+
+    /// Inserts a user unless its domain has one of its name; false when it has (checked and
+    /// inserted under the tenant lock, as [`Store::create_domain`]).
+    pub fn create_user(&self, u: &User) -> Result<bool> {
+        let _guard = self.tenant_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.users()?.iter().any(|v| v.domain == u.domain && v.name == u.name) {
+            return Ok(false);
+        }
+        self.put_cached(&self.users, CF_USERS, u.id.as_bytes(), u)?;
+        Ok(true)
     }
 
     /// Lets `edit` change user `id` in turn with every other change of users and keypairs;

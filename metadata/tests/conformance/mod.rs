@@ -16,6 +16,7 @@ use uuid::Uuid;
 pub async fn run(m: Arc<dyn Metadata>) {
     tenants(m.as_ref()).await;
     tenant_edit_race(m.clone(), m.clone()).await;
+    tenant_name_race(m.clone(), m.clone()).await;
     buckets(m.as_ref()).await;
     bucket_name_race(m.clone()).await;
     bucket_edit_race(m.clone(), m.clone()).await;
@@ -118,11 +119,23 @@ async fn tenants(m: &dyn Metadata) {
     }
     let names: Vec<String> = m.domains().await.unwrap().into_iter().map(|d| d.name).collect();
     assert_eq!(names, ["acme", "zeta"], "domains come back by name");
+    let again = Domain { name: "acme".into(), created_ms: 9 };
+    assert!(!m.create_domain(&again).await.unwrap(), "a taken domain name is refused");
+    assert_eq!(m.domain("acme").await.unwrap().unwrap().created_ms, 5, "and changes nothing");
+    let beta = Domain { name: "beta".into(), created_ms: 9 };
+    assert!(m.create_domain(&beta).await.unwrap());
+    assert_eq!(m.domain("beta").await.unwrap(), Some(beta));
 
     let p = Project { id: Uuid::new_v4(), domain: "acme".into(), name: "ml".into(), created_ms: 6 };
     m.put_project(&p).await.unwrap();
     assert_eq!(m.project(p.id).await.unwrap(), Some(p.clone()));
     assert_eq!(m.projects().await.unwrap(), vec![p.clone()]);
+    let twin = Project { id: Uuid::new_v4(), ..p.clone() };
+    assert!(!m.create_project(&twin).await.unwrap(), "a project name is taken in its domain");
+    let elsewhere = Project { id: Uuid::new_v4(), domain: "zeta".into(), ..p.clone() };
+    assert!(m.create_project(&elsewhere).await.unwrap(), "and free in another");
+    assert_eq!(m.project(elsewhere.id).await.unwrap(), Some(elsewhere.clone()));
+    assert_eq!(m.project(twin.id).await.unwrap(), None);
 
     let mut u = User {
         id: Uuid::new_v4(),
@@ -137,6 +150,12 @@ async fn tenants(m: &dyn Metadata) {
     m.put_user(&u).await.unwrap();
     assert_eq!(m.user(u.id).await.unwrap(), Some(u.clone()), "a put replaces");
     assert_eq!(m.users().await.unwrap().len(), 1);
+    let twin = User { id: Uuid::new_v4(), ..u.clone() };
+    assert!(!m.create_user(&twin).await.unwrap(), "a user name is taken in its domain");
+    assert_eq!(m.user(twin.id).await.unwrap(), None);
+    let bob = User { id: Uuid::new_v4(), name: "bob".into(), ..u.clone() };
+    assert!(m.create_user(&bob).await.unwrap());
+    assert_eq!(m.user(bob.id).await.unwrap(), Some(bob.clone()));
 
     let kp = |ak: &str| Keypair {
         access_key: ak.into(),
@@ -156,6 +175,54 @@ async fn tenants(m: &dyn Metadata) {
     m.delete_keypair("PKB").await.unwrap();
     assert_eq!(m.keypair("PKB").await.unwrap(), None);
     assert_eq!(m.keypairs().await.unwrap().len(), 1);
+}
+
+/// Many creations of one domain, project or user name at once, through one engine or two on
+/// one database: exactly one inserts, and the stored record is the winner's.
+pub async fn tenant_name_race(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
+    async fn one_wins<T, F>(a: &Arc<dyn Metadata>, b: &Arc<dyn Metadata>, tries: Vec<T>, create: F) -> T
+    where
+        T: Clone + Send + 'static,
+        F: Fn(Arc<dyn Metadata>, T) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>,
+    {
+        let tasks: Vec<_> = tries
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, t)| tokio::spawn(create(if i % 2 == 0 { a.clone() } else { b.clone() }, t)))
+            .collect();
+        let mut won = Vec::new();
+        for (i, t) in tasks.into_iter().enumerate() {
+            if t.await.unwrap() {
+                won.push(i);
+            }
+        }
+        assert_eq!(won.len(), 1, "exactly one creation wins: {won:?}");
+        tries[won[0]].clone()
+    }
+    let tag = Uuid::new_v4().simple().to_string();
+    let domains = (0..12).map(|i| Domain { name: format!("d-{tag}"), created_ms: i }).collect();
+    let d = one_wins(&a, &b, domains, |m, d| Box::pin(async move { m.create_domain(&d).await.unwrap() })).await;
+    assert_eq!(b.domain(&d.name).await.unwrap(), Some(d.clone()));
+    let projects = (0..12)
+        .map(|i| Project { id: Uuid::new_v4(), domain: d.name.clone(), name: "team".into(), created_ms: i })
+        .collect();
+    let p = one_wins(&a, &b, projects, |m, p| Box::pin(async move { m.create_project(&p).await.unwrap() })).await;
+    let named: Vec<Project> = a.projects().await.unwrap().into_iter().filter(|q| q.domain == d.name).collect();
+    assert_eq!(named, vec![p]);
+    let users = (0..12)
+        .map(|i| User {
+            id: Uuid::new_v4(),
+            domain: d.name.clone(),
+            name: "carol".into(),
+            role: Role::User,
+            projects: Default::default(),
+            created_ms: i,
+        })
+        .collect();
+    let u = one_wins(&a, &b, users, |m, u| Box::pin(async move { m.create_user(&u).await.unwrap() })).await;
+    let named: Vec<User> = b.users().await.unwrap().into_iter().filter(|v| v.domain == d.name).collect();
+    assert_eq!(named, vec![u]);
 }
 
 async fn buckets(m: &dyn Metadata) {
