@@ -10,26 +10,32 @@
 //! `BYTEA`, so their order is byte order (S3's) whatever the database's collation; the short
 //! tenancy lists are sorted here. The SQL sticks to what CockroachDB and YugabyteDB also run
 //! (`INSERT … ON CONFLICT`, row comparisons, no advisory locks or PL/pgSQL).
+//!
+//! The [`Metadata`] implementation here holds the tenancy and bucket records, objects and their
+//! publishing, and gateway liveness; beside it: `conn` (connections, retried statements, the
+//! one-row edit and named-insert transactions, migrations), `claims` (conditional stores, key
+//! claims), `versions`, `quotas` and `uploads`.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use tokio_postgres::error::SqlState;
-use tokio_postgres::{NoTls, Row};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
 use uuid::Uuid;
 
 mod claims;
+mod conn;
+mod quotas;
 mod recent;
 mod sql;
+mod uploads;
 mod versions;
 
+use conn::{doc, json, pg, schema_version};
 use recent::Recent;
 pub use sql::PG_SCHEMA_VERSION;
-use sql::{DB_NOW_MS, FORGET_PARTS, FORGET_UPLOAD, LAZY, MIGRATIONS, UPSERT_OBJECT, UPSERT_OBJECT_LAZY};
+use sql::{DB_NOW_MS, LAZY, UPSERT_OBJECT, UPSERT_OBJECT_LAZY};
 
 use crate::engine::{
     BucketEdit, Charge, Edit, Expect, KeyEdit, KeyedRecords, KeyedVersions, MetaResult, Metadata, PendingPublish,
@@ -39,43 +45,6 @@ use crate::{
     BucketRecord, Domain, Keypair, MetaError, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
     UploadRecord, User, VersionRecord,
 };
-
-/// Times a statement is tried again after a serialization failure.
-const RETRIES: u32 = 10;
-
-/// Runs `$call` with a pooled connection `$c` and the prepared statement `$st` of `$sql`, again
-/// (after a short, growing, jittered pause) when the database aborted it as a serialization
-/// failure (SQLSTATE 40001). Every statement here is a whole transaction on its own, and an
-/// aborted one changed nothing, so trying it again is safe. PostgreSQL at its default isolation
-/// does not abort these statements; CockroachDB (always serializable) and PostgreSQL or
-/// YugabyteDB set to serializable do, and expect the client to retry.
-macro_rules! retried {
-    ($self:ident, $sql:expr, |$c:ident, $st:ident| $call:expr) => {{
-        let mut tries = 0u32;
-        loop {
-            let $c = $self.client().await?;
-            let $st = $c.prepare_cached($sql).await.map_err(pg)?;
-            match $call.await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    drop($c);
-                    tries += 1;
-                    pause_before_retry(tries).await;
-                }
-                done => break done.map_err(pg),
-            }
-        }
-    }};
-}
-
-/// The pause before try `tries + 1` of an aborted transaction: up to 2^`tries` ms (capped at
-/// 512), jittered so that transactions aborted together do not collide again.
-async fn pause_before_retry(tries: u32) {
-    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
-    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
-}
-
-/// Statement arguments.
-type Args<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
 /// How to reach the database.
 #[derive(Debug, Clone)]
@@ -136,203 +105,6 @@ impl PgMetadata {
         };
         this.migrate().await?;
         Ok(this)
-    }
-
-    async fn client(&self) -> MetaResult<Object> {
-        self.pool.get().await.map_err(|e| MetaError::Unavailable(e.to_string()))
-    }
-
-    /// Applies missing migrations. Gateways starting together race to apply one: each claims a
-    /// version by inserting its row inside the migration's transaction, so the loser waits on the
-    /// row, fails on the key, rolls back and finds the version applied.
-    async fn migrate(&self) -> MetaResult<()> {
-        let mut c = self.client().await?;
-        // CREATE TABLE IF NOT EXISTS is not safe against itself: of two gateways creating the
-        // table at once, one can fail on a catalog index (23505, 42710, 42P07). The table exists
-        // by then, so once more finds it.
-        let create = "CREATE TABLE IF NOT EXISTS penstock_schema (version INT PRIMARY KEY, applied_ms BIGINT NOT NULL)";
-        if c.batch_execute(create).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            c.batch_execute(create).await.map_err(pg)?;
-        }
-        loop {
-            let found = schema_version(&c).await?.unwrap_or(0);
-            if found > PG_SCHEMA_VERSION {
-                return Err(MetaError::NewerSchema {
-                    found,
-                    known: PG_SCHEMA_VERSION,
-                });
-            }
-            if found == PG_SCHEMA_VERSION {
-                return Ok(());
-            }
-            let next = found + 1;
-            let tx = c.transaction().await.map_err(pg)?;
-            let claimed = tx
-                .execute(
-                    "INSERT INTO penstock_schema (version, applied_ms) VALUES ($1, $2)",
-                    &[&(next as i32), &now_ms()],
-                )
-                .await;
-            match claimed {
-                Ok(_) => {
-                    tx.batch_execute(MIGRATIONS[found as usize]).await.map_err(pg)?;
-                    tx.commit().await.map_err(pg)?;
-                    tracing::info!(version = next, "metadata schema migrated");
-                }
-                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => drop(tx),
-                Err(e) => return Err(pg(e)),
-            }
-        }
-    }
-
-    /// Edits the record (`doc`) of one row where it is stored: `select` reads and locks it
-    /// (`... FOR UPDATE` by the key in `key`), `edit` changes it, `update` writes it back (the
-    /// key's parameters, then the record), all in one transaction, so concurrent edits of the row
-    /// through any gateway take turns. A serialization failure (serializable isolation) runs the
-    /// whole again, edit included, on the row as it is then.
-    async fn update_doc<T: Serialize + DeserializeOwned + Clone>(
-        &self,
-        table: &'static str,
-        select: &str,
-        update: &str,
-        key: Args<'_>,
-        mut edit: Edit<T>,
-    ) -> MetaResult<Option<(T, bool)>> {
-        let mut tries = 0u32;
-        loop {
-            match self.update_doc_once(table, select, update, key, &mut edit).await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    tries += 1;
-                    pause_before_retry(tries).await;
-                }
-                done => return done.map_err(pg)?,
-            }
-        }
-    }
-
-    /// One try of [`PgMetadata::update_doc`]. The outer error is the database's, the inner one
-    /// a record that does not parse (or no connection).
-    async fn update_doc_once<T: Serialize + DeserializeOwned + Clone>(
-        &self,
-        table: &'static str,
-        select: &str,
-        update: &str,
-        key: Args<'_>,
-        edit: &mut Edit<T>,
-    ) -> Result<MetaResult<Option<(T, bool)>>, tokio_postgres::Error> {
-        let mut c = match self.client().await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
-        let tx = c.transaction().await?;
-        let Some(row) = tx.query_opt(select, key).await? else {
-            return Ok(Ok(None));
-        };
-        let stored: T = match doc(table, &row, 0) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(e)),
-        };
-        let mut v = stored.clone();
-        if !edit(&mut v) {
-            return Ok(Ok(Some((stored, false))));
-        }
-        let text = json(&v);
-        let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = key.to_vec();
-        args.push(&text);
-        tx.execute(update, &args).await?;
-        tx.commit().await?;
-        Ok(Ok(Some((v, true))))
-    }
-
-    /// Inserts a project or user (`table`, `id`, `doc`) unless its domain has one named `name`;
-    /// false when it has. The check and the insert run in one serializable transaction: of two
-    /// creations of one name at once, through any gateways, the database aborts one (SQLSTATE
-    /// 40001), and its next try finds the other's row. No unique index is needed on what the
-    /// documents hold, and no advisory lock (which CockroachDB lacks).
-    async fn insert_named(
-        &self,
-        table: &'static str,
-        domain: &str,
-        name: &str,
-        id: Uuid,
-        doc: &str,
-    ) -> MetaResult<bool> {
-        let taken =
-            format!("SELECT 1 FROM {table} WHERE doc::jsonb->>'domain' = $1 AND doc::jsonb->>'name' = $2 LIMIT 1");
-        let insert = format!("INSERT INTO {table} (id, doc) VALUES ($1, $2)");
-        let mut tries = 0u32;
-        loop {
-            let mut c = self.client().await?;
-            let once = async {
-                let tx = c
-                    .build_transaction()
-                    .isolation_level(tokio_postgres::IsolationLevel::Serializable)
-                    .start()
-                    .await?;
-                if tx.query_opt(&taken, &[&domain, &name]).await?.is_some() {
-                    return Ok(false);
-                }
-                tx.execute(&insert, &[&id, &doc]).await?;
-                tx.commit().await.map(|()| true)
-            };
-            match once.await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    tries += 1;
-                    pause_before_retry(tries).await;
-                }
-                done => return done.map_err(pg),
-            }
-        }
-    }
-
-    /// Runs a statement, prepared once per connection (the statement cache saves a round trip
-    /// per call), and answers its rows.
-    async fn query(&self, sql: &str, args: Args<'_>) -> MetaResult<Vec<Row>> {
-        retried!(self, sql, |c, st| c.query(&st, args))
-    }
-
-    /// [`PgMetadata::query`] for at most one row.
-    async fn query_opt(&self, sql: &str, args: Args<'_>) -> MetaResult<Option<Row>> {
-        retried!(self, sql, |c, st| c.query_opt(&st, args))
-    }
-
-    /// [`PgMetadata::query`] for exactly one row.
-    async fn query_one(&self, sql: &str, args: Args<'_>) -> MetaResult<Row> {
-        retried!(self, sql, |c, st| c.query_one(&st, args))
-    }
-
-    /// [`PgMetadata::query`] for the number of rows changed.
-    async fn exec(&self, sql: &str, args: Args<'_>) -> MetaResult<u64> {
-        retried!(self, sql, |c, st| c.execute(&st, args))
-    }
-
-    async fn get<T: DeserializeOwned>(&self, table: &'static str, sql: &str, args: Args<'_>) -> MetaResult<Option<T>> {
-        let row = self.query_opt(sql, args).await?;
-        row.map(|r| doc(table, &r, 0)).transpose()
-    }
-
-    async fn all<T: DeserializeOwned>(&self, table: &'static str, sql: &str) -> MetaResult<Vec<T>> {
-        let rows = self.query(sql, &[]).await?;
-        rows.iter().map(|r| doc(table, r, 0)).collect()
-    }
-
-    /// Upserts a scope's row, applying `set` (an SQL assignment list over `q` and `$2`).
-    async fn upsert_quota(
-        &self,
-        scope: &QuotaScope,
-        insert: (Option<i64>, i64),
-        set: &str,
-        arg: Option<i64>,
-    ) -> MetaResult<Quota> {
-        let sql = format!(
-            "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, $3::BIGINT, $4::BIGINT)
-             ON CONFLICT (scope) DO UPDATE SET {set} RETURNING limit_bytes, usage_bytes"
-        );
-        let row = self
-            .query_one(&sql, &[&scope.to_string(), &arg, &insert.0, &insert.1])
-            .await?;
-        Ok(quota_row(*scope, &row))
     }
 }
 
@@ -516,91 +288,19 @@ impl Metadata for PgMetadata {
     }
 
     async fn quota(&self, scope: &QuotaScope) -> MetaResult<Option<Quota>> {
-        let row = self
-            .query_opt(
-                "SELECT limit_bytes, usage_bytes FROM quotas WHERE scope = $1",
-                &[&scope.to_string()],
-            )
-            .await?;
-        Ok(row.map(|r| quota_row(*scope, &r)))
+        self.read_quota(scope).await
     }
     async fn quotas(&self) -> MetaResult<Vec<Quota>> {
-        let rows = self
-            .query("SELECT scope, limit_bytes, usage_bytes FROM quotas", &[])
-            .await?;
-        // Sorted here as the embedded engine sorts them (bytes of `kind:uuid`), whatever the
-        // database's collation.
-        let mut v: Vec<Quota> = rows
-            .iter()
-            .map(|r| {
-                let scope: String = r.get(0);
-                let scope = scope
-                    .parse()
-                    .map_err(|e| MetaError::Postgres(format!("quota scope {scope}: {e}")))?;
-                Ok(Quota {
-                    scope,
-                    limit_bytes: r.get::<_, Option<i64>>(1).map(|l| l.max(0) as u64),
-                    usage_bytes: r.get::<_, i64>(2).max(0) as u64,
-                })
-            })
-            .collect::<MetaResult<_>>()?;
-        v.sort_by_key(|q| q.scope.to_string());
-        Ok(v)
+        self.all_quotas().await
     }
     async fn charge(&self, scope: &QuotaScope, delta: i64, sync: bool) -> MetaResult<Charge> {
-        if delta == 0 {
-            return Ok(Charge::Done);
-        }
-        // One statement: the row is locked for the check and the update, so charges from any
-        // number of gateways serialize on it. A refused charge updates nothing and returns no row.
-        // Unsynced, the row's lock is let go at the commit instead of after a WAL flush: every
-        // write of a scope passes through this one row, and waiting for a flush while holding it
-        // made concurrent charges take turns at one flush each (16 charging clients: ~3,600
-        // charges/s synced, ~25,000 unsynced, pgbench on this machine).
-        const CHARGE: &str = "ON CONFLICT (scope) DO UPDATE SET usage_bytes = GREATEST(q.usage_bytes + $2::BIGINT, 0)
-                 WHERE $2::BIGINT <= 0 OR q.limit_bytes IS NULL OR q.usage_bytes + $2::BIGINT <= q.limit_bytes
-                 RETURNING usage_bytes";
-        const SYNCED: &str =
-            "INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes) VALUES ($1, NULL, GREATEST($2::BIGINT, 0))";
-        static SQL: LazyLock<[String; 2]> = LazyLock::new(|| {
-            [
-                format!("{SYNCED} {CHARGE}"),
-                format!(
-                    "WITH {LAZY} INSERT INTO quotas AS q (scope, limit_bytes, usage_bytes)
-                     SELECT $1::text, NULL, GREATEST($2::BIGINT, 0) FROM lazy {CHARGE}"
-                ),
-            ]
-        });
-        let sql = &SQL[usize::from(!sync)];
-        let done = self.query_opt(sql, &[&scope.to_string(), &delta]).await?;
-        if done.is_some() {
-            return Ok(Charge::Done);
-        }
-        // (The statement's connection went back to the pool already: tasks holding one each
-        // while waiting for a second would starve it.)
-        let q = self.quota(scope).await?;
-        Ok(match q {
-            Some(Quota {
-                limit_bytes: Some(limit),
-                usage_bytes,
-                ..
-            }) => Charge::Refused {
-                usage: usage_bytes,
-                limit,
-            },
-            // The limit was lifted between the two statements: try again.
-            _ => return self.charge(scope, delta, true).await,
-        })
+        self.charge_scope(scope, delta, sync).await
     }
     async fn set_quota_limit(&self, scope: &QuotaScope, limit: Option<u64>) -> MetaResult<Quota> {
-        let limit = limit.map(|l| l.min(i64::MAX as u64) as i64);
-        self.upsert_quota(scope, (limit, 0), "limit_bytes = $2::BIGINT", limit)
-            .await
+        self.set_limit(scope, limit).await
     }
     async fn set_quota_usage(&self, scope: &QuotaScope, usage: u64) -> MetaResult<Quota> {
-        let usage = usage.min(i64::MAX as u64) as i64;
-        self.upsert_quota(scope, (None, usage), "usage_bytes = $2::BIGINT", Some(usage))
-            .await
+        self.set_usage(scope, usage).await
     }
 
     async fn object(&self, folder: Uuid, key: &str) -> MetaResult<Option<ObjectRecord>> {
@@ -767,93 +467,32 @@ impl Metadata for PgMetadata {
     }
 
     async fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> MetaResult<()> {
-        let sql = "INSERT INTO uploads (folder_id, key, upload_id, doc) VALUES ($1, $2, $3, $4)
-                   ON CONFLICT (folder_id, key, upload_id) DO UPDATE SET doc = $4";
-        let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
-            &folder,
-            &up.key.as_bytes(),
-            &up.upload_id.as_str().as_bytes(),
-            &json(up),
-        ];
-        self.exec(sql, &args).await.map(drop)
+        self.store_upload(folder, up).await
     }
     async fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<Option<UploadRecord>> {
-        let sql = "SELECT doc FROM uploads WHERE folder_id = $1 AND key = $2 AND upload_id = $3";
-        self.get(
-            "uploads",
-            sql,
-            &[&folder, &key.as_bytes(), &upload_id.as_str().as_bytes()],
-        )
-        .await
+        self.read_upload(folder, key, upload_id).await
     }
     async fn uploads(&self, folder: Uuid, q: UploadQuery<'_>) -> MetaResult<Vec<UploadRecord>> {
-        let UploadQuery { prefix, after, limit } = q;
-        let lo = prefix.as_bytes();
-        let hi = successor(lo);
-        let (ak, aid) = match after {
-            Some((k, id)) => (Some(k.as_bytes()), Some(id.as_bytes())),
-            None => (None, None),
-        };
-        let limit = limit.min(i64::MAX as usize) as i64;
-        let rows = self
-            .query(
-                "SELECT doc FROM uploads
-                 WHERE folder_id = $1 AND key >= $2 AND ($3::BYTEA IS NULL OR key < $3)
-                   AND ($4::BYTEA IS NULL OR (key, upload_id) > ($4, $5))
-                 ORDER BY key, upload_id LIMIT $6",
-                &[&folder, &lo, &hi.as_deref(), &ak, &aid, &limit],
-            )
-            .await?;
-        rows.iter().map(|r| doc("uploads", r, 0)).collect()
+        self.list_uploads(folder, q).await
     }
     async fn count_uploads(&self) -> MetaResult<u64> {
-        let row = self.query_one("SELECT count(*) FROM uploads", &[]).await?;
-        Ok(row.get::<_, i64>(0).max(0) as u64)
+        self.uploads_count().await
     }
     async fn put_part(&self, upload_id: &UploadId, part: &PartRecord) -> MetaResult<()> {
-        let sql = "INSERT INTO parts (upload_id, part_number, doc) VALUES ($1, $2, $3)
-                   ON CONFLICT (upload_id, part_number) DO UPDATE SET doc = $3";
-        let n = part.part_number as i64;
-        self.exec(sql, &[&upload_id.as_str().as_bytes(), &n, &json(part)])
-            .await
-            .map(drop)
+        self.store_part(upload_id, part).await
     }
     async fn part(&self, upload_id: &UploadId, part: u32) -> MetaResult<Option<PartRecord>> {
-        let sql = "SELECT doc FROM parts WHERE upload_id = $1 AND part_number = $2";
-        self.get("parts", sql, &[&upload_id.as_str().as_bytes(), &(part as i64)])
-            .await
+        self.read_part(upload_id, part).await
     }
     async fn parts(&self, upload_id: &UploadId) -> MetaResult<Vec<PartRecord>> {
-        let rows = self
-            .query(
-                "SELECT doc FROM parts WHERE upload_id = $1 ORDER BY part_number",
-                &[&upload_id.as_str().as_bytes()],
-            )
-            .await?;
-        rows.iter().map(|r| doc("parts", r, 0)).collect()
+        self.list_parts(upload_id).await
     }
     async fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> MetaResult<()> {
-        let id = upload_id.as_str().as_bytes();
-        let sql = format!("WITH u AS ({FORGET_UPLOAD}) {FORGET_PARTS}");
-        self.exec(&sql, &[&folder, &key.as_bytes(), &id]).await.map(drop)
+        self.forget_upload(folder, key, upload_id).await
     }
     async fn complete_upload(&self, folder: Uuid, key: &str, id: &UploadId, rec: &ObjectRecord) -> MetaResult<()> {
-        let sql = format!(
-            "WITH u AS ({FORGET_UPLOAD}), p AS ({FORGET_PARTS})
-             INSERT INTO objects (folder_id, key, doc) VALUES ($1, $2, $4) ON CONFLICT (folder_id, key) DO UPDATE SET doc = $4"
-        );
-        let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&folder, &key.as_bytes(), &id.as_str().as_bytes(), &json(rec)];
-        self.exec(&sql, &args).await.map(drop)
+        self.finish_upload(folder, key, id, rec).await
     }
-}
-
-async fn schema_version(c: &tokio_postgres::Client) -> MetaResult<Option<u32>> {
-    let row = c
-        .query_one("SELECT max(version) FROM penstock_schema", &[])
-        .await
-        .map_err(pg)?;
-    Ok(row.get::<_, Option<i32>>(0).map(|v| v.max(0) as u32))
 }
 
 /// The smallest byte string greater than every string that starts with `prefix`; `None` when no
@@ -867,54 +506,6 @@ fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
-}
-
-fn quota_row(scope: QuotaScope, r: &Row) -> Quota {
-    Quota {
-        scope,
-        limit_bytes: r.get::<_, Option<i64>>(0).map(|l| l.max(0) as u64),
-        usage_bytes: r.get::<_, i64>(1).max(0) as u64,
-    }
-}
-
-fn json<T: Serialize>(v: &T) -> String {
-    serde_json::to_string(v).expect("records serialize")
-}
-
-fn doc<T: DeserializeOwned>(table: &'static str, r: &Row, col: usize) -> MetaResult<T> {
-    let text: &str = r.get(col);
-    serde_json::from_str(text).map_err(|err| MetaError::Corrupt { cf: table, err })
-}
-
-/// A failed statement: the database unreachable (connection refused, closed, reset, timed out,
-/// or the server shutting down), or a statement it refused.
-fn pg(e: tokio_postgres::Error) -> MetaError {
-    let shutting_down = [
-        SqlState::ADMIN_SHUTDOWN,
-        SqlState::CRASH_SHUTDOWN,
-        SqlState::CANNOT_CONNECT_NOW,
-    ];
-    if let Some(db) = e.as_db_error() {
-        let text = format!("{} ({})", db.message(), db.code().code());
-        return if shutting_down.contains(db.code()) {
-            MetaError::Unavailable(text)
-        } else {
-            MetaError::Postgres(text)
-        };
-    }
-    let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
-    let text = e.to_string();
-    if e.is_closed() || io || text.starts_with("error connecting") || text.starts_with("timeout") {
-        MetaError::Unavailable(text)
-    } else {
-        MetaError::Postgres(text)
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

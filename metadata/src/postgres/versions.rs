@@ -8,8 +8,9 @@ use tokio_postgres::error::SqlState;
 use uuid::Uuid;
 
 use super::claims::{claimed, ClaimObject};
+use super::conn::{doc, json, pg, RETRIES};
 use super::sql::{DB_NOW_MS, UPSERT_OBJECT};
-use super::{doc, json, pg, successor, PgMetadata, RETRIES};
+use super::{successor, PgMetadata};
 use crate::engine::{KeyEdit, KeyedVersions, MetaResult, VersionQuery};
 use crate::{MetaError, VersionRecord};
 
