@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use s3s::access::{S3Access, S3AccessContext};
 use s3s::auth::{S3Auth, SecretKey};
-use s3s::dto::PostObjectInput;
+use s3s::dto::{PostObjectInput, PutObjectLegalHoldInput, PutObjectRetentionInput};
 use s3s::path::S3Path;
 use s3s::{s3_error, S3Request, S3Result};
 
@@ -311,11 +311,15 @@ impl S3Access for GatewayAccess {
             (None, None) => None,
         };
         let caller = Self::caller(&self.gateway, ak.as_deref()).await?;
-        if cx.s3_op().name() == "PostObject" {
-            // A form upload's key is a form field, not in the path: the POST hook below
-            // authorizes it once s3s has parsed the form. Until then the request has no
-            // `Caller`, which every handler requires.
-            cx.extensions_mut().insert(FormCaller(caller));
+        if matches!(
+            cx.s3_op().name(),
+            "PostObject" | "PutObjectRetention" | "PutObjectLegalHold"
+        ) {
+            // What these are judged on is in their bodies: a form upload's key is a form field,
+            // and a retention or legal hold document holds the values of object lock's policy
+            // condition keys. The hooks below authorize them once s3s has parsed the body;
+            // until then the request has no `Caller`, which every handler requires.
+            cx.extensions_mut().insert(Deferred(caller));
             return Ok(());
         }
         let (bucket, key) = match cx.s3_path() {
@@ -344,7 +348,7 @@ impl S3Access for GatewayAccess {
     /// A browser-form upload, authorized for the key it will write: the form's `key` with
     /// `${filename}` replaced by the uploaded file's name (see `s3/post_form.rs`).
     async fn post_object(&self, req: &mut S3Request<PostObjectInput>) -> S3Result<()> {
-        let Some(FormCaller(caller)) = req.extensions.remove::<FormCaller>() else {
+        let Some(Deferred(caller)) = req.extensions.remove::<Deferred>() else {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         };
         if let Some(upload) = req.extensions.get::<Arc<FormUpload>>() {
@@ -387,11 +391,95 @@ impl S3Access for GatewayAccess {
         req.extensions.insert(caller);
         Ok(())
     }
+
+    /// PutObjectRetention, authorized with the document's mode and date as the condition keys
+    /// `s3:object-lock-mode`, `s3:object-lock-retain-until-date` and
+    /// `s3:object-lock-remaining-retention-days`.
+    async fn put_object_retention(&self, req: &mut S3Request<PutObjectRetentionInput>) -> S3Result<()> {
+        let retention = req.input.retention.clone().unwrap_or_default();
+        let mode = retention.mode.map(|m| m.as_str().to_owned());
+        let until = retention.retain_until_date.map(|t| {
+            let t = time::OffsetDateTime::from(t);
+            t.format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+        });
+        let (bucket, key) = (req.input.bucket.clone(), req.input.key.clone());
+        self.authorize_with_document(req, "PutObjectRetention", bucket, key, |h| {
+            set_header(h, "x-amz-object-lock-mode", mode);
+            set_header(h, "x-amz-object-lock-retain-until-date", until);
+        })
+        .await
+    }
+
+    /// PutObjectLegalHold, authorized with the document's status as `s3:object-lock-legal-hold`.
+    async fn put_object_legal_hold(&self, req: &mut S3Request<PutObjectLegalHoldInput>) -> S3Result<()> {
+        let status = req
+            .input
+            .legal_hold
+            .as_ref()
+            .and_then(|h| h.status.as_ref())
+            .map(|s| s.as_str().to_owned());
+        let (bucket, key) = (req.input.bucket.clone(), req.input.key.clone());
+        self.authorize_with_document(req, "PutObjectLegalHold", bucket, key, |h| {
+            set_header(h, "x-amz-object-lock-legal-hold", status);
+        })
+        .await
+    }
 }
 
-/// The signer of a form upload, not yet authorized (see [`GatewayAccess::post_object`]).
+impl GatewayAccess {
+    /// Authorizes a request the access check deferred until its body was parsed: as if the
+    /// values `document` takes from the body came as the headers PutObject carries them in,
+    /// which is where [`Gateway::permits`] reads object lock's condition keys; a value already
+    /// in such a header is replaced, so a header cannot stand in for the document.
+    async fn authorize_with_document<I>(
+        &self,
+        req: &mut S3Request<I>,
+        op: &'static str,
+        bucket: String,
+        key: String,
+        document: impl FnOnce(&mut http::HeaderMap),
+    ) -> S3Result<()> {
+        let Some(Deferred(caller)) = req.extensions.remove::<Deferred>() else {
+            return Err(s3_error!(AccessDenied, "Access Denied"));
+        };
+        let mut headers = req.headers.clone();
+        for h in [
+            "x-amz-object-lock-mode",
+            "x-amz-object-lock-retain-until-date",
+            "x-amz-object-lock-legal-hold",
+        ] {
+            headers.remove(h);
+        }
+        document(&mut headers);
+        let slot = req.extensions.get::<InfoSlot>().cloned();
+        let peer = req.extensions.get::<PeerAddr>().map(|p| p.0.ip());
+        let asked = Asked {
+            op,
+            bucket: Some(bucket),
+            key: Some(key),
+            uri: &req.uri,
+            headers: &headers,
+            peer,
+        };
+        let caller = Self::authorize(&self.gateway, caller, asked, slot.as_ref()).await?;
+        crate::s3::body_digest::enforce(op, req.extensions.get::<crate::s3::body_digest::BodyDigest>())?;
+        req.extensions.insert(caller);
+        Ok(())
+    }
+}
+
+/// Sets header `name` to `value`, where there is one that a header may carry.
+fn set_header(h: &mut http::HeaderMap, name: &'static str, value: Option<String>) {
+    if let Some(v) = value.and_then(|v| http::HeaderValue::try_from(v).ok()) {
+        h.insert(name, v);
+    }
+}
+
+/// A caller authenticated but not yet authorized: the access check defers requests whose
+/// bodies decide it (see [`GatewayAccess::post_object`], [`GatewayAccess::put_object_retention`]).
 #[derive(Clone)]
-struct FormCaller(Caller);
+struct Deferred(Caller);
 
 #[cfg(test)]
 mod tests {

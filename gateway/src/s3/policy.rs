@@ -215,6 +215,10 @@ const S3_KEYS: &[&str] = &[
     "s3:authtype",
     "s3:tlsversion",
     "s3:objectcreationoperation",
+    "s3:object-lock-mode",
+    "s3:object-lock-retain-until-date",
+    "s3:object-lock-remaining-retention-days",
+    "s3:object-lock-legal-hold",
 ];
 
 /// Keys whose fixed value keeps a statement granting `*` from being public (S3's rule).

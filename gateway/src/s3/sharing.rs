@@ -141,6 +141,25 @@ const HEADER_KEYS: &[&str] = &[
     "x-amz-server-side-encryption-customer-algorithm",
 ];
 
+/// Object lock's condition keys, by the header that carries each.
+const LOCK_KEYS: [(&str, &str); 3] = [
+    ("x-amz-object-lock-mode", "s3:object-lock-mode"),
+    (
+        "x-amz-object-lock-retain-until-date",
+        "s3:object-lock-retain-until-date",
+    ),
+    ("x-amz-object-lock-legal-hold", "s3:object-lock-legal-hold"),
+];
+
+/// Whole days from `now` until a retain-until date (ISO 8601), a started day counting as one,
+/// so that a policy's "no more than N days" refuses N days and a second; none for a date that
+/// does not parse, zero for one that has passed.
+fn remaining_days(until: &str, now: time::OffsetDateTime) -> Option<i64> {
+    let until = time::OffsetDateTime::parse(until, &time::format_description::well_known::Rfc3339).ok()?;
+    let ms = (until - now).whole_milliseconds().max(0);
+    Some(((ms + 86_399_999) / 86_400_000) as i64)
+}
+
 impl Gateway {
     /// The condition keys of a request, lower-cased.
     async fn condition_keys(
@@ -213,6 +232,21 @@ impl Gateway {
                 "REST-HEADER"
             };
             put("s3:authtype", auth.to_owned());
+        }
+        // Object lock asked for by PutObject's headers, or by the document of PutObjectRetention
+        // or PutObjectLegalHold (which the access check turns into these headers first).
+        for (h, key) in LOCK_KEYS {
+            if let Some(v) = facts.headers.get(h).and_then(|v| v.to_str().ok()) {
+                put(key, v.to_owned());
+            }
+        }
+        if let Some(days) = facts
+            .headers
+            .get("x-amz-object-lock-retain-until-date")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| remaining_days(v, now))
+        {
+            put("s3:object-lock-remaining-retention-days", days.to_string());
         }
         if let Some(t) = facts.headers.get("x-amz-tagging").and_then(|v| v.to_str().ok()) {
             let uri: Uri = format!("/?{t}").parse().unwrap_or_default();
@@ -488,6 +522,16 @@ mod tests {
             r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":"*",
                 "Action":"s3:GetObject","Resource":"arn:aws:s3:::{bucket}/*"}}]}}"#
         )
+    }
+
+    #[test]
+    fn remaining_retention_days_count_a_started_day_as_one() {
+        let now = time::macros::datetime!(2026-11-27 12:00 UTC);
+        assert_eq!(remaining_days("2026-12-07T12:00:00Z", now), Some(10));
+        assert_eq!(remaining_days("2026-12-07T12:00:01Z", now), Some(11));
+        assert_eq!(remaining_days("2026-11-27T12:00:00.001Z", now), Some(1));
+        assert_eq!(remaining_days("2026-11-01T00:00:00Z", now), Some(0), "passed");
+        assert_eq!(remaining_days("next week", now), None);
     }
 
     #[test]

@@ -409,3 +409,61 @@ async fn lifecycle_keeps_locked_versions() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     c.head_object().bucket("aging").key("k").version_id(&locked).send().await.unwrap();
 }
+
+/// Bucket policies bound object lock through its condition keys, read from PutObject's headers
+/// and from the documents of PutObjectRetention and PutObjectLegalHold: a Deny caps how long
+/// the bucket's owner may lock, and an Allow lets another user set short retentions only.
+#[tokio::test]
+async fn policies_bound_locks_through_their_condition_keys() {
+    let gw = Gateway::start();
+    let owner = gw.tenant("default", "lockowner", "user");
+    let other = gw.tenant("default", "auditor", "user");
+    let c = &owner.s3;
+    c.create_bucket().bucket("bounded").object_lock_enabled_for_bucket(true).send().await.unwrap();
+    let policy = r#"{"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObjectRetention",
+         "Resource": "arn:aws:s3:::bounded/*",
+         "Condition": {"NumericGreaterThan": {"s3:object-lock-remaining-retention-days": "10"}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::bounded/*",
+         "Condition": {"StringEquals": {"s3:object-lock-mode": "COMPLIANCE"}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObjectLegalHold",
+         "Resource": "arn:aws:s3:::bounded/*",
+         "Condition": {"StringEquals": {"s3:object-lock-legal-hold": "OFF"}}},
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::default:user/auditor"},
+         "Action": "s3:PutObjectRetention", "Resource": "arn:aws:s3:::bounded/*",
+         "Condition": {"NumericLessThanEquals": {"s3:object-lock-remaining-retention-days": "3"}}}
+    ]}"#;
+    c.put_bucket_policy().bucket("bounded").policy(policy).send().await.unwrap();
+    put(c, "bounded", "k", b"abc").await;
+    let retain = |who: &Client, days: i64| {
+        let r = who
+            .put_object_retention()
+            .bucket("bounded")
+            .key("k")
+            .retention(retention(ObjectLockRetentionMode::Governance, at(days * 86_400 - 60)));
+        async move { r.send().await.map(drop).map_err(|e| code(&e)) }
+    };
+    assert_eq!(retain(c, 5).await, Ok(()));
+    assert_eq!(retain(c, 20).await.unwrap_err(), "AccessDenied", "beyond the policy's 10 days");
+    assert_eq!(retain(&other.s3, 20).await.unwrap_err(), "AccessDenied", "the Allow does not reach 20 days");
+    assert_eq!(retain(&other.s3, 7).await.unwrap_err(), "AccessDenied", "nor 7");
+    let r = other.s3.put_object_retention().bucket("bounded").key("k").version_id("nope");
+    let e = r.retention(retention(ObjectLockRetentionMode::Governance, at(86_400))).send().await;
+    assert_ne!(e.map(drop).map_err(|e| code(&e)), Err("AccessDenied".to_owned()), "but reaches 1 day");
+
+    let locked_put = |mode: ObjectLockMode| {
+        c.put_object()
+            .bucket("bounded")
+            .key("new")
+            .body(ByteStream::from_static(b"x"))
+            .object_lock_mode(mode)
+            .object_lock_retain_until_date(at(3600))
+            .send()
+    };
+    assert_eq!(code(&locked_put(ObjectLockMode::Compliance).await.unwrap_err()), "AccessDenied");
+    locked_put(ObjectLockMode::Governance).await.unwrap();
+
+    let set_hold = |on: bool| c.put_object_legal_hold().bucket("bounded").key("k").legal_hold(hold(on)).send();
+    set_hold(true).await.unwrap();
+    assert_eq!(code(&set_hold(false).await.unwrap_err()), "AccessDenied");
+}
