@@ -387,6 +387,15 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     });
                     let message = missing_message(&bytes, found.as_deref()).unwrap_or_default();
                     let detail = message + detail.as_deref().unwrap_or_default();
+                    // s3s gives an error that carries headers of its own (the detail above, an
+                    // RDMA reply) those headers instead of its own, `Content-Type` included; an
+                    // error document says what it is, as S3's do: clients built on the AWS CRT
+                    // read an error's elements only from an `application/xml` answer.
+                    if found.is_some() && !parts.headers.contains_key(http::header::CONTENT_TYPE) {
+                        parts
+                            .headers
+                            .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml"));
+                    }
                     code = Some(found.unwrap_or_else(|| format!("HTTP{}", status.as_u16())));
                     resp = with_body(parts, with_request_id(bytes, &id, &detail));
                     if method == http::Method::HEAD {

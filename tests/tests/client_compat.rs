@@ -304,10 +304,27 @@ async fn ranges_s3_ignores_give_the_whole_object() {
         let h = c.head_object().bucket("rng").key("empty").range(r).send().await.unwrap();
         assert_eq!(h.content_length(), Some(0), "{r}");
     }
-    for r in ["bytes=0-", "bytes=0-0"] {
+    // The refusal names the range and the object's size, in an answer typed application/xml:
+    // clients built on the AWS CRT (awscrt, Mountpoint, the PyTorch connector) start every
+    // download with a ranged GET of its first part and read `ActualObjectSize` 0 from this
+    // answer to fetch an empty object whole; without both they fail on every empty object.
+    for r in ["bytes=0-", "bytes=0-0", "bytes=0-8388607"] {
         let e = c.get_object().bucket("rng").key("empty").range(r).send().await.unwrap_err();
-        assert_eq!(e.raw_response().unwrap().status().as_u16(), 416, "{r}");
+        let raw = e.raw_response().unwrap();
+        assert_eq!(raw.status().as_u16(), 416, "{r}");
+        assert_eq!(raw.headers().get("content-type"), Some("application/xml"), "{r}");
+        let body = std::str::from_utf8(raw.body().bytes().unwrap()).unwrap();
+        let named = format!("<RangeRequested>{r}</RangeRequested><ActualObjectSize>0</ActualObjectSize>");
+        assert!(body.contains(&named), "{r}: {body}");
     }
+    let e = c.get_object().bucket("rng").key("obj").range("bytes=20-30").send().await.unwrap_err();
+    let body = std::str::from_utf8(e.raw_response().unwrap().body().bytes().unwrap()).unwrap().to_owned();
+    assert!(body.contains("<ActualObjectSize>10</ActualObjectSize>"), "{body}");
+    // Any error document that carries elements of its own is typed so (412 names its condition).
+    let e = c.get_object().bucket("rng").key("obj").if_match("\"nope\"").send().await.unwrap_err();
+    let raw = e.raw_response().unwrap();
+    assert_eq!(raw.status().as_u16(), 412);
+    assert_eq!(raw.headers().get("content-type"), Some("application/xml"));
     // Date conditions that are not dates are ignored too (RFC 9110), signed or not; real ones
     // still hold, and a 304 names the object's validators.
     for (name, value) in [("if-modified-since", "garbage"), ("if-unmodified-since", "Tue, 99 Foo 1994")] {

@@ -80,6 +80,26 @@ pub(crate) fn precondition_failed(condition: &'static str) -> S3Error {
     with_detail(e, &format!("<Condition>{condition}</Condition>"))
 }
 
+/// 416 `InvalidRange`: `range` selects no byte of an object of `size` bytes. S3's document
+/// names the range and the object's size (`<RangeRequested>`, `<ActualObjectSize>`); clients
+/// built on the AWS CRT read the size to tell an empty object, whose first ranged GET every
+/// download starts with is refused so, from a failed read, and then fetch it whole.
+pub(crate) fn invalid_range(range: &s3s::dto::Range, size: u64) -> S3Error {
+    let e = S3Error::with_message(S3ErrorCode::InvalidRange, "The requested range is not satisfiable");
+    let asked = match range {
+        s3s::dto::Range::Int {
+            first,
+            last: Some(last),
+        } => format!("bytes={first}-{last}"),
+        s3s::dto::Range::Int { first, last: None } => format!("bytes={first}-"),
+        s3s::dto::Range::Suffix { length } => format!("bytes=-{length}"),
+    };
+    with_detail(
+        e,
+        &format!("<RangeRequested>{asked}</RangeRequested><ActualObjectSize>{size}</ActualObjectSize>"),
+    )
+}
+
 /// 400 `EntityTooSmall`: part `part` of a completed upload is `size` bytes, under `min`. S3's
 /// message is fixed; the part and sizes go in elements of their own.
 pub(crate) fn part_too_small(part: u32, size: u64, min: u64) -> S3Error {

@@ -93,7 +93,7 @@ pub(crate) fn select(
         (None, Some(range)) => {
             let rg = range
                 .check(size)
-                .map_err(|_| s3_error!(InvalidRange, "The requested range is not satisfiable"))?;
+                .map_err(|_| super::error::invalid_range(&range, size))?;
             if rg.is_empty() {
                 // A suffix range (`bytes=-N`) of an empty object: satisfiable under RFC 9110 yet
                 // selecting nothing, so S3 answers 200 with the whole (empty) object.
