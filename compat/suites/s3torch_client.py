@@ -3,8 +3,9 @@ CRT-based client, which the connector's datasets, checkpoints and Lightning plug
 write through), driven as they drive it, against the gateway named by ENDPOINT and BUCKET.
 
 Datasets list a prefix page by page and read each object whole or in ranges; checkpoints are
-written as one stream of odd-sized writes (this client uploads every object in parts) and read back in parallel
-ranged GETs (the CRT splits a large GET by part size). Every read is checked byte for byte."""
+written as one stream of odd-sized writes (this client uploads every object in parts) and
+read back in parallel ranged GETs (the CRT splits a large GET by part size). Every read is
+checked byte for byte."""
 
 import hashlib
 import os
