@@ -85,7 +85,9 @@ pub(crate) fn select(
             Ok(Selection {
                 start,
                 len,
-                content_range: Some(format!("bytes {}-{}/{size}", start, (start + len).saturating_sub(1))),
+                // An empty part (of an empty object: the part a client built on the AWS CRT
+                // asks for after a ranged GET of it was refused) has no byte range to name.
+                content_range: (len > 0).then(|| format!("bytes {start}-{}/{size}", start + len - 1)),
                 parts_count: multipart.then_some(parts.len() as i32),
                 checksum_part: multipart.then_some(idx),
             })
