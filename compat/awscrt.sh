@@ -5,6 +5,8 @@
 # prefers; the gateway's request log must show the second run was served over HTTP/2. Over h2 a
 # second pass sends 1024 chunks of 1 MiB: many stream ends under flow control, which crashed the
 # awscrt client on every run while the gateway's stream windows could bind (gateway/src/server.rs).
+# The plain run also uploads with every checksum awscrt offers and downloads with its checksum
+# validation, empty objects included (compat/suites/awscrt_transfers.py).
 #
 # Virtual-hosted addressing needs kvcache.localhost to resolve: added to /etc/hosts if missing.
 set -euo pipefail
@@ -30,6 +32,12 @@ PY
     # A native crash in the client prints the Python stacks instead of only "Segmentation fault".
     export PYTHONFAULTHANDLER=1
     python3 "$here/../examples/lmcache/replay.py" "${args[@]}"
+    # Uploads with every checksum, validated downloads, empty objects (plain HTTP: the script
+    # speaks to the gateway's address, as the replay's plain run does).
+    if [ "$mode" = plain ]; then
+      python3 "$here/suites/awscrt_transfers.py" "127.0.0.1:$PORT" kvcache \
+        || fail "awscrt transfers with checksums failed"
+    fi
     [ "$mode" = tls ] && python3 "$here/../examples/lmcache/replay.py" "${args[@]}" --chunks 1024 --chunk-mib 1
     if [ "$mode" = tls ]; then
       grep -q 'version=HTTP/2.0' "$WORK/gateway.log" || fail "awscrt did not use HTTP/2 over TLS (ALPN)"

@@ -199,10 +199,12 @@ macro_rules! object_headers {
             .response_expires
             .clone()
             .or_else(|| a.expires.as_deref().and_then(parse_http_date));
+        // In any case: clients built on the AWS CRT send `enabled`, and validate a download
+        // against the checksum their HEAD gets back only if it comes back.
         if $i
             .checksum_mode
             .as_ref()
-            .is_some_and(|m| m.as_str() == ChecksumMode::ENABLED)
+            .is_some_and(|m| m.as_str().eq_ignore_ascii_case(ChecksumMode::ENABLED))
         {
             let h = ObjectHeaders::new(&$plan);
             $out.checksum_crc32 = h.crc32;

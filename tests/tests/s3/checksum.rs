@@ -42,6 +42,15 @@ async fn checksums_are_verified_stored_and_returned() {
         Some("DUoRhQ==")
     );
 
+    // The mode is read in any case: clients built on the AWS CRT send `enabled` on the HEAD
+    // whose checksum they validate a download against (GET too).
+    for mode in ["enabled", "Enabled"] {
+        let h = c.head_object().bucket("sums").key("k-CRC32").checksum_mode(ChecksumMode::from(mode));
+        assert_eq!(h.send().await.unwrap().checksum_crc32(), Some("DUoRhQ=="), "{mode}");
+        let g = c.get_object().bucket("sums").key("k-CRC32").checksum_mode(ChecksumMode::from(mode));
+        assert_eq!(g.send().await.unwrap().checksum_crc32(), Some("DUoRhQ=="), "{mode}");
+    }
+
     // A wrong checksum stores nothing.
     let e = c
         .put_object()
