@@ -348,9 +348,6 @@ impl S3Access for GatewayAccess {
     /// A browser-form upload, authorized for the key it will write: the form's `key` with
     /// `${filename}` replaced by the uploaded file's name (see `s3/post_form.rs`).
     async fn post_object(&self, req: &mut S3Request<PostObjectInput>) -> S3Result<()> {
-        let Some(Deferred(caller)) = req.extensions.remove::<Deferred>() else {
-            return Err(s3_error!(AccessDenied, "Access Denied"));
-        };
         if let Some(upload) = req.extensions.get::<Arc<FormUpload>>() {
             upload.check_signing()?;
             req.input.key = upload.key_for(&req.input.key);
@@ -376,20 +373,17 @@ impl S3Access for GatewayAccess {
         if let Some(class) = &i.storage_class {
             crate::s3::refuse_unknown_storage_class(class.as_str().as_bytes())?;
         }
-        let slot = req.extensions.get::<InfoSlot>().cloned();
-        let peer = req.extensions.get::<PeerAddr>().map(|p| p.0.ip());
-        let asked = Asked {
-            op: "PostObject",
-            bucket: Some(req.input.bucket.clone()),
-            key: Some(req.input.key.clone()),
-            uri: &req.uri,
-            headers: &req.headers,
-            peer,
-        };
-        let caller = Self::authorize(&self.gateway, caller, asked, slot.as_ref()).await?;
-        crate::s3::body_digest::enforce("PostObject", req.extensions.get::<crate::s3::body_digest::BodyDigest>())?;
-        req.extensions.insert(caller);
-        Ok(())
+        // The form's object lock fields are what a PutObject's headers would be.
+        let mode = i.object_lock_mode.as_ref().map(|m| m.as_str().to_owned());
+        let until = i.object_lock_retain_until_date.clone().map(rfc3339);
+        let hold = i.object_lock_legal_hold_status.as_ref().map(|h| h.as_str().to_owned());
+        let (bucket, key) = (i.bucket.clone(), i.key.clone());
+        self.authorize_with_document(req, "PostObject", bucket, key, |h| {
+            set_header(h, "x-amz-object-lock-mode", mode);
+            set_header(h, "x-amz-object-lock-retain-until-date", until);
+            set_header(h, "x-amz-object-lock-legal-hold", hold);
+        })
+        .await
     }
 
     /// PutObjectRetention, authorized with the document's mode and date as the condition keys
@@ -398,11 +392,7 @@ impl S3Access for GatewayAccess {
     async fn put_object_retention(&self, req: &mut S3Request<PutObjectRetentionInput>) -> S3Result<()> {
         let retention = req.input.retention.clone().unwrap_or_default();
         let mode = retention.mode.map(|m| m.as_str().to_owned());
-        let until = retention.retain_until_date.map(|t| {
-            let t = time::OffsetDateTime::from(t);
-            t.format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default()
-        });
+        let until = retention.retain_until_date.map(rfc3339);
         let (bucket, key) = (req.input.bucket.clone(), req.input.key.clone());
         self.authorize_with_document(req, "PutObjectRetention", bucket, key, |h| {
             set_header(h, "x-amz-object-lock-mode", mode);
@@ -469,6 +459,13 @@ impl GatewayAccess {
     }
 }
 
+/// A date as an ISO 8601 header value carries it (`x-amz-object-lock-retain-until-date`).
+fn rfc3339(t: s3s::dto::Timestamp) -> String {
+    let t = time::OffsetDateTime::from(t);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 /// Sets header `name` to `value`, where there is one that a header may carry.
 fn set_header(h: &mut http::HeaderMap, name: &'static str, value: Option<String>) {
     if let Some(v) = value.and_then(|v| http::HeaderValue::try_from(v).ok()) {
@@ -477,7 +474,7 @@ fn set_header(h: &mut http::HeaderMap, name: &'static str, value: Option<String>
 }
 
 /// A caller authenticated but not yet authorized: the access check defers requests whose
-/// bodies decide it (see [`GatewayAccess::post_object`], [`GatewayAccess::put_object_retention`]).
+/// bodies decide it ([`GatewayAccess::authorize_with_document`]).
 #[derive(Clone)]
 struct Deferred(Caller);
 
