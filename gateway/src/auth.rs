@@ -434,11 +434,7 @@ impl GatewayAccess {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         };
         let mut headers = req.headers.clone();
-        for h in [
-            "x-amz-object-lock-mode",
-            "x-amz-object-lock-retain-until-date",
-            "x-amz-object-lock-legal-hold",
-        ] {
+        for (h, _) in crate::s3::LOCK_KEYS {
             headers.remove(h);
         }
         document(&mut headers);

@@ -61,6 +61,7 @@ pub(crate) use object::now_ms;
 pub(crate) use acl::OWNERSHIPS;
 pub use direct::DirectReads;
 pub(crate) use error::{error_document, DETAIL_HEADER};
+pub(crate) use sharing::LOCK_KEYS;
 
 /// A status a handler answers with where s3s would write its fixed one (RestoreObject's 202):
 /// put in the response's extensions, it replaces the status on the way out (`observe.rs`).

@@ -141,8 +141,9 @@ const HEADER_KEYS: &[&str] = &[
     "x-amz-server-side-encryption-customer-algorithm",
 ];
 
-/// Object lock's condition keys, by the header that carries each.
-const LOCK_KEYS: [(&str, &str); 3] = [
+/// Object lock's condition keys, by the header that carries each (requests whose body carries
+/// them are authorized with their values in these headers: `auth.rs`).
+pub(crate) const LOCK_KEYS: [(&str, &str); 3] = [
     ("x-amz-object-lock-mode", "s3:object-lock-mode"),
     (
         "x-amz-object-lock-retain-until-date",

@@ -29,25 +29,34 @@ macro_rules! retried {
     ($self:ident, $sql:expr, |$c:ident, $st:ident| $call:expr) => {{
         let mut tries = 0u32;
         loop {
-            let $c = $self.client().await?;
-            let $st = $c.prepare_cached($sql).await.map_err(pg)?;
-            match $call.await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    drop($c);
-                    tries += 1;
-                    pause_before_retry(tries).await;
+            let done = {
+                let $c = $self.client().await?;
+                let $st = $c.prepare_cached($sql).await.map_err(pg)?;
+                $call.await
+            };
+            if let Err(e) = &done {
+                if try_again(e, &mut tries).await {
+                    continue;
                 }
-                done => break done.map_err(pg),
             }
+            break done.map_err(pg);
         }
     }};
 }
 
-/// The pause before try `tries + 1` of an aborted transaction: up to 2^`tries` ms (capped at
-/// 512), jittered so that transactions aborted together do not collide again.
-pub(super) async fn pause_before_retry(tries: u32) {
-    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
+/// After a try of a transaction that failed with `e`: whether to run it again, which is when
+/// the database aborted it as a serialization failure (an aborted transaction changed nothing)
+/// and fewer than [`RETRIES`] tries were made; then after a pause of up to 2^`tries` ms (capped
+/// at 512), jittered so that transactions aborted together do not collide again. The caller
+/// lets its connection go back to the pool before asking, so the pause holds none.
+pub(super) async fn try_again(e: &tokio_postgres::Error, tries: &mut u32) -> bool {
+    if e.code() != Some(&SqlState::T_R_SERIALIZATION_FAILURE) || *tries >= RETRIES {
+        return false;
+    }
+    *tries += 1;
+    let pause = rand::random::<u64>() % (2u64 << (*tries).min(8));
     tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+    true
 }
 
 /// Statement arguments.
@@ -117,13 +126,13 @@ impl PgMetadata {
     ) -> MetaResult<Option<(T, bool)>> {
         let mut tries = 0u32;
         loop {
-            match self.update_doc_once(table, select, update, key, &mut edit).await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    tries += 1;
-                    pause_before_retry(tries).await;
+            let done = self.update_doc_once(table, select, update, key, &mut edit).await;
+            if let Err(e) = &done {
+                if try_again(e, &mut tries).await {
+                    continue;
                 }
-                done => return done.map_err(pg)?,
             }
+            return done.map_err(pg)?;
         }
     }
 
@@ -180,7 +189,7 @@ impl PgMetadata {
         let mut tries = 0u32;
         loop {
             let mut c = self.client().await?;
-            let once = async {
+            let done = async {
                 let tx = c
                     .build_transaction()
                     .isolation_level(tokio_postgres::IsolationLevel::Serializable)
@@ -191,14 +200,15 @@ impl PgMetadata {
                 }
                 tx.execute(&insert, &[&id, &doc]).await?;
                 tx.commit().await.map(|()| true)
-            };
-            match once.await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    tries += 1;
-                    pause_before_retry(tries).await;
-                }
-                done => return done.map_err(pg),
             }
+            .await;
+            drop(c);
+            if let Err(e) = &done {
+                if try_again(e, &mut tries).await {
+                    continue;
+                }
+            }
+            return done.map_err(pg);
         }
     }
 

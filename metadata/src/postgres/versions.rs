@@ -1,14 +1,11 @@
 //! Object versions in PostgreSQL: the version rows of a key and the transaction that edits a
 //! key's record, versions and publishing mark together.
 
-use std::time::Duration;
-
 use deadpool_postgres::Object;
-use tokio_postgres::error::SqlState;
 use uuid::Uuid;
 
 use super::claims::{claimed, ClaimObject};
-use super::conn::{doc, json, pg, RETRIES};
+use super::conn::{doc, json, pg, try_again};
 use super::sql::{DB_NOW_MS, UPSERT_OBJECT};
 use super::{successor, PgMetadata};
 use crate::engine::{KeyEdit, KeyedVersions, MetaResult, VersionQuery};
@@ -61,15 +58,14 @@ impl PgMetadata {
         let mut tries = 0u32;
         loop {
             let mut c = self.client().await?;
-            match edit_once(&mut c, folder, key, edit, instance).await {
-                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) && tries < RETRIES => {
-                    drop(c);
-                    tries += 1;
-                    let pause = rand::random::<u64>() % (2u64 << tries.min(8));
-                    tokio::time::sleep(Duration::from_millis(pause + 1)).await;
+            let done = edit_once(&mut c, folder, key, edit, instance).await;
+            drop(c);
+            if let Err(e) = &done {
+                if try_again(e, &mut tries).await {
+                    continue;
                 }
-                done => return done.map_err(pg)?,
             }
+            return done.map_err(pg)?;
         }
     }
 }
