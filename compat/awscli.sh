@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# aws cli round trip: mb, cp 100 MiB (multipart), ls, sync, cp back, versioning, lifecycle, bucket
-# policy, ACLs, CORS, rm, rb.
+# aws cli round trip: mb, cp 100 MiB (multipart), ls, sync, cp back, copies between keys (multipart
+# copies, mv, cp --recursive, stdin and stdout, presign, rm --exclude), versioning, lifecycle,
+# bucket policy, ACLs, CORS, rm, rb.
 # Usage: compat/awscli.sh v1|v2   (v1: the PyPI `aws` on PATH; v2: Debian's /usr/bin/aws)
 source "$(dirname "$0")/lib.sh"
 case "${1:-v1}" in
@@ -43,6 +44,33 @@ size=$(aws_ s3api head-object --bucket "$B" --key pkgs/pkg/__init__.py --query C
 
 step "cp back"; aws_ s3 cp "s3://$B/data/big.bin" "$WORK/big.back" --only-show-errors
 cmp "$WORK/big.bin" "$WORK/big.back" || fail "downloaded bytes differ"
+
+step "copies between keys: multipart copy, mv, cp --recursive, stdin/stdout, presign, rm --exclude"
+head -c $((20 * 1000 * 1000)) /dev/urandom >"$WORK/c20"
+aws_ s3 cp "$WORK/c20" "s3://$B/cp/src" --storage-class STANDARD_IA --metadata k=v --content-type text/x-foo --only-show-errors
+aws_ s3api put-object-tagging --bucket "$B" --key cp/src --tagging 'TagSet=[{Key=t,Value=1}]'
+aws_ s3 cp "s3://$B/cp/src" "s3://$B/cp/copy" --only-show-errors  # 20 MB: UploadPartCopy
+aws_ s3 mv "s3://$B/cp/copy" "s3://$B/cp/moved" --only-show-errors
+aws_ s3api head-object --bucket "$B" --key cp/copy >/dev/null 2>&1 && fail "mv left its source"
+aws_ s3 cp "s3://$B/cp/moved" - | cmp - "$WORK/c20" || fail "multipart copy differs"
+if [ "${1:-v1}" = v2 ]; then
+  # v2 copies the source's properties (--copy-props default): type, metadata and tags; v1 does not.
+  props=$(aws_ s3api head-object --bucket "$B" --key cp/moved --output json |
+    python3 -c 'import json, sys; d = json.load(sys.stdin); print(d.get("ContentType"), d.get("Metadata"))')
+  [ "$props" = "text/x-foo {'k': 'v'}" ] || fail "multipart copy's properties: $props"
+  tags=$(aws_ s3api get-object-tagging --bucket "$B" --key cp/moved --query 'TagSet[0].Value' --output text)
+  [ "$tags" = 1 ] || fail "multipart copy's tags: $tags"
+fi
+aws_ s3 cp --recursive "s3://$B/tree" "s3://$B/cp/tree" --only-show-errors
+n=$(aws_ s3 ls "s3://$B/cp/tree/" --recursive | wc -l)
+[ "$n" -eq 6 ] || fail "cp --recursive between prefixes made $n objects, expected 6"
+aws_ s3 cp - "s3://$B/cp/stdin" --only-show-errors <"$WORK/c20"
+aws_ s3 cp "s3://$B/cp/stdin" - | cmp - "$WORK/c20" || fail "object streamed from stdin differs"
+url=$(aws_ s3 presign "s3://$B/cp/stdin" --expires-in 120)
+curl -sf "$url" | cmp - "$WORK/c20" || fail "presigned GET differs"
+aws_ s3 rm "s3://$B/cp" --recursive --exclude "tree/*" --only-show-errors
+left=$(aws_ s3 ls "s3://$B/cp/" --recursive | awk '{print $4}' | sort | tr '\n' ' ')
+[ "$left" = "cp/tree/f1.txt cp/tree/f2.txt cp/tree/f3.txt cp/tree/sub/n1.txt cp/tree/sub/n2.txt cp/tree/sub/n3.txt " ] || fail "rm --exclude left: $left"
 
 step "versioning: put-bucket-versioning, versions by id, delete marker, restore"
 V=$B-ver
