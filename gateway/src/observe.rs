@@ -242,12 +242,7 @@ impl Observed {
     /// (a TLS-terminating proxy's `X-Forwarded-Proto` where it names one), the `Host` (or an
     /// HTTP/2 request's authority), and the bucket when the path names it.
     fn record_form_target<B>(&self, req: &Request<B>, form: &crate::s3::post_form::FormUpload) {
-        let forwarded = req.headers().get("x-forwarded-proto").and_then(|v| v.to_str().ok());
-        let scheme = match forwarded {
-            Some(p) if p.eq_ignore_ascii_case("https") => "https",
-            Some(p) if p.eq_ignore_ascii_case("http") => "http",
-            _ => self.scheme,
-        };
+        let scheme = crate::s3::request_scheme(req.headers(), self.scheme == "https");
         let host = req
             .headers()
             .get(http::header::HOST)

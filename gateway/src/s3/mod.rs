@@ -353,6 +353,46 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     observed.with_cors(gateway, domains)
 }
 
+/// The scheme a client used to reach the gateway, for URLs named back to it: a
+/// TLS-terminating proxy's `X-Forwarded-Proto` where it names `http` or `https`, else the
+/// listener's own (`secure`: it speaks TLS).
+pub(crate) fn request_scheme(headers: &http::HeaderMap, secure: bool) -> &'static str {
+    match headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()) {
+        Some(p) if p.eq_ignore_ascii_case("https") => "https",
+        Some(p) if p.eq_ignore_ascii_case("http") => "http",
+        _ if secure => "https",
+        _ => "http",
+    }
+}
+
+/// The URL of object `key` of `bucket` as the request at `uri` with `headers` addressed it,
+/// as S3 names an object in CompleteMultipartUpload's `<Location>`: `scheme://host/bucket/key`
+/// for a path-style request, `scheme://host/key` where the host named the bucket; the key
+/// percent-encoded with its `/` kept. `None` without a `Host` (or HTTP/2 authority).
+pub(crate) fn object_url(
+    uri: &http::Uri,
+    headers: &http::HeaderMap,
+    secure: bool,
+    bucket: &str,
+    key: &str,
+) -> Option<String> {
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()))?;
+    let scheme = request_scheme(headers, secure);
+    // Path style unless the path is the key alone: a virtual-hosted request's path is `/key`
+    // (the key may itself start with the bucket's name, so the bucket's segment decides nothing).
+    let path = percent_encoding::percent_decode_str(uri.path()).decode_utf8_lossy();
+    let hosted = path.strip_prefix('/') == Some(key);
+    let key = list::enc(true, key);
+    Some(if hosted {
+        format!("{scheme}://{host}/{key}")
+    } else {
+        format!("{scheme}://{host}/{}/{key}", list::enc(true, bucket))
+    })
+}
+
 /// Virtual-hosted-style addressing: `<bucket>.<domain>` for a configured domain; any other Host
 /// (an IP, the bare domain, an unknown name) is path style rather than an error, so a gateway
 /// reached under any name keeps working for path-style clients.
@@ -391,7 +431,7 @@ pub(crate) fn host_bucket(host: &str, domains: &[String]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::host_bucket;
+    use super::{host_bucket, object_url};
 
     #[test]
     fn hosts_name_buckets_under_the_configured_domains_only() {
@@ -405,5 +445,27 @@ mod tests {
             assert_eq!(b(host), None, "{host}");
         }
         assert_eq!(host_bucket("photos.localhost", &[]), None);
+    }
+
+    #[test]
+    fn object_urls_follow_the_request_s_addressing() {
+        let url = |uri: &str, host: &str, proto: Option<&str>, secure: bool, bucket: &str, key: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert(http::header::HOST, host.parse().unwrap());
+            if let Some(p) = proto {
+                h.insert("x-forwarded-proto", p.parse().unwrap());
+            }
+            object_url(&uri.parse().unwrap(), &h, secure, bucket, key)
+        };
+        let path = url("/b/a/x%20y+z?uploadId=1", "127.0.0.1:9000", None, false, "b", "a/x y+z");
+        assert_eq!(path.as_deref(), Some("http://127.0.0.1:9000/b/a/x%20y%2Bz"));
+        // Virtual-hosted: the path is the key, even a key that starts with the bucket's name.
+        let hosted = url("/b/k?uploadId=1", "b.localhost:9000", None, true, "b", "b/k");
+        assert_eq!(hosted.as_deref(), Some("https://b.localhost:9000/b/k"));
+        let path = url("/b/b/k?uploadId=1", "localhost", Some("https"), false, "b", "b/k");
+        assert_eq!(path.as_deref(), Some("https://localhost/b/b/k"));
+        let mut none = http::HeaderMap::new();
+        none.insert("x-forwarded-proto", "https".parse().unwrap());
+        assert_eq!(object_url(&"/b/k".parse().unwrap(), &none, false, "b", "k"), None);
     }
 }

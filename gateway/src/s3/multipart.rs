@@ -243,13 +243,16 @@ impl Gateway {
         mut req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let who = caller(&req)?;
+        // Where the object is, as the client addressed it: S3 names it in the answer, and some
+        // clients (minio-js) take an answer without it for a failure.
+        let location = super::object_url(&req.uri, &req.headers, self.secure, &req.input.bucket, &req.input.key);
         let input = &mut req.input;
         let path = parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         let _racing_abort = self.upload_locks.lock(b.rec.folder_id, &input.upload_id).await;
         let up = match self.upload_record(&b, &input.key, &input.upload_id).await {
             Ok(up) => up,
-            Err(gone) => return self.completed_before(&b, input, gone).await,
+            Err(gone) => return self.completed_before(&b, input, location, gone).await,
         };
         let id = up.upload_id.clone();
         let stored = self.meta.parts(&id).await.map_err(meta_err)?;
@@ -399,6 +402,7 @@ impl Gateway {
             tracing::warn!(upload = %up.upload_id, error = %e, "could not remove part files");
         }
         let mut out = completed(input, &rec);
+        out.location = location;
         out.version_id = super::put::version_out(&b, version_id);
         let (size, mtime) = (rec.fingerprint.size, rec.fingerprint.mtime_ns);
         out.expiration = self.expiration_of(&b.rec.lifecycle, &input.key, &rec.tags, size, mtime);
@@ -412,6 +416,7 @@ impl Gateway {
         &self,
         b: &BucketCtx,
         input: &CompleteMultipartUploadInput,
+        location: Option<String>,
         gone: S3Error,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let Ok((rec, _, _)) = self.open_object(b, &input.key).await else {
@@ -436,6 +441,7 @@ impl Gateway {
             return Err(gone);
         }
         let mut out = completed(input, &rec);
+        out.location = location;
         out.version_id = super::put::version_out(b, rec.version_id.clone());
         Ok(S3Response::new(out))
     }
