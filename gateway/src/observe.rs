@@ -29,8 +29,8 @@ use early::{
     refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
-    bare_attributes_etag, collect_small, detail_of, error_code, head_refusal, missing_message, with_body,
-    with_request_id, MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
+    bare_attributes_etag, collect_small, detail_of, error_code, head_refusal, location_document, missing_message,
+    with_body, with_request_id, MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
 };
 
 /// What the access check learned about a request.
@@ -362,6 +362,12 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     let (parts, body) = resp.into_parts();
                     let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
                     resp = with_body(parts, bare_attributes_etag(bytes));
+                }
+                // GetBucketLocation in S3's layout (`location_document`).
+                if status == http::StatusCode::OK && slot.0.lock().is_ok_and(|i| i.operation == "GetBucketLocation") {
+                    let (parts, body) = resp.into_parts();
+                    let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
+                    resp = with_body(parts, location_document(bytes));
                 }
 
                 // Read the error code of failures (small, buffered bodies) and put it back.

@@ -147,10 +147,68 @@ pub(super) fn bare_attributes_etag(xml: Bytes) -> Bytes {
     Bytes::from(out)
 }
 
+/// A GetBucketLocation document as S3 writes it: the XML declaration on a line of its own, and
+/// the element empty (`<LocationConstraint .../>`) for `us-east-1`. The AWS SDK for JavaScript
+/// v2 reads the region from the raw text with `/>(.+)<\/Location/`, which on s3s's single line
+/// (`...?><LocationConstraint xmlns="...">eu-west-1</LocationConstraint>`) captures the start
+/// tag too, and so signs every later request for a region named `<LocationConstraint ...`.
+pub(super) fn location_document(xml: Bytes) -> Bytes {
+    const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
+    let text = String::from_utf8_lossy(&xml);
+    let Some(open) = text.find("<LocationConstraint") else {
+        return xml;
+    };
+    let rest = &text[open..];
+    let region = match rest.find('>') {
+        Some(end) if !rest[..end].ends_with('/') => {
+            let inner = &rest[end + 1..];
+            match inner.find("</LocationConstraint>") {
+                Some(close) => inner[..close].trim(),
+                None => return xml,
+            }
+        }
+        Some(_) => "",
+        None => return xml,
+    };
+    let doc = if region.is_empty() {
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint xmlns=\"{XMLNS}\"/>")
+    } else {
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint xmlns=\"{XMLNS}\">{region}</LocationConstraint>")
+    };
+    Bytes::from(doc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::observe::{copy_source_key, request_id};
+
+    #[test]
+    fn location_documents_read_as_s3_writes_them() {
+        let s3s = |inner: &str| {
+            Bytes::from(format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{inner}</LocationConstraint>"
+            ))
+        };
+        let doc = location_document(s3s("eu-west-1"));
+        let text = std::str::from_utf8(&doc).unwrap();
+        assert_eq!(
+            text,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">eu-west-1</LocationConstraint>"
+        );
+        // What the JavaScript SDK v2's pattern takes from it: the region alone.
+        let line = text.lines().nth(1).unwrap();
+        let (start, end) = (line.find('>').unwrap() + 1, line.find("</Location").unwrap());
+        assert_eq!(&line[start..end], "eu-west-1");
+        let empty = location_document(s3s(""));
+        assert_eq!(
+            std::str::from_utf8(&empty).unwrap(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>"
+        );
+        assert_eq!(location_document(empty.clone()), empty);
+        let odd = Bytes::from_static(b"<Other/>");
+        assert_eq!(location_document(odd.clone()), odd);
+    }
 
     #[test]
     fn attribute_etags_lose_their_quotes() {
