@@ -66,3 +66,19 @@ aws_mb_and_big_upload() {
   etag=$(aws_ s3api head-object --bucket "$b" --key data/big.bin --query ETag --output text)
   case "$etag" in *-*) ;; *) fail "expected a multipart ETag, got $etag" ;; esac
 }
+
+# `node_suite SUITE TYPE PACKAGE...`: runs compat/SUITE with Node.js in a project of its own
+# under $WORK (TYPE `module` or `commonjs`) holding the pinned npm PACKAGEs; npm keeps its cache
+# in ~/.npm, so later runs fetch nothing.
+node_suite() {
+  local suite=$1 type=$2; shift 2
+  command -v npm >/dev/null || fail "npm not installed (scripts/install-deps.sh test)"
+  command -v node >/dev/null || fail "node not installed (scripts/install-deps.sh test)"
+  mkdir -p "$WORK/node"
+  cp "$COMPAT_ROOT/compat/$suite" "$WORK/node/"
+  printf '{"name": "penstock-compat", "private": true, "type": "%s"}\n' "$type" >"$WORK/node/package.json"
+  step "npm install $*"
+  (cd "$WORK/node" && npm install --no-audit --no-fund --loglevel=error "$@" >npm.log 2>&1) ||
+    fail "npm install $* failed: $(tail -5 "$WORK/node/npm.log")"
+  (cd "$WORK/node" && NODE_NO_WARNINGS=1 node "$suite")
+}
