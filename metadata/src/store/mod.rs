@@ -16,7 +16,7 @@ use crate::{
     BucketRecord, Domain, Expect, Keypair, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
     UploadRecord, User,
 };
-use cache::Tenancy;
+use cache::Records;
 
 /// Errors of the metadata store.
 #[derive(Debug, thiserror::Error)]
@@ -75,11 +75,14 @@ pub struct Store {
     /// Serializes changes of user and keypair records (admin changes: rare, never contended
     /// by the data path), so an edit never writes back a record removed meanwhile.
     tenant_lock: Mutex<()>,
-    domains: Tenancy<Domain>,
-    projects: Tenancy<Project>,
-    users: Tenancy<User>,
-    keypairs: Tenancy<Keypair>,
-    buckets: Tenancy<BucketRecord>,
+    domains: Records<Domain>,
+    projects: Records<Project>,
+    users: Records<User>,
+    keypairs: Records<Keypair>,
+    buckets: Records<BucketRecord>,
+    /// Object records by key: every GET and HEAD reads one. Each write of this column family
+    /// below forgets what it wrote (`forget_object`, or all of them for a bucket's removal).
+    objects: Records<ObjectRecord>,
 }
 
 impl Store {
@@ -117,11 +120,12 @@ impl Store {
             sync: opts.sync,
             bucket_lock: Mutex::new(()),
             tenant_lock: Mutex::new(()),
-            domains: Tenancy::new(),
-            projects: Tenancy::new(),
-            users: Tenancy::new(),
-            keypairs: Tenancy::new(),
-            buckets: Tenancy::new(),
+            domains: Records::new(),
+            projects: Records::new(),
+            users: Records::new(),
+            keypairs: Records::new(),
+            buckets: Records::new(),
+            objects: Records::new(),
         };
         store.check_schema()?;
         Ok(store)
@@ -203,7 +207,7 @@ impl Store {
     /// A tenancy record, through its cache.
     fn get_cached<T: DeserializeOwned + Clone>(
         &self,
-        cache: &Tenancy<T>,
+        cache: &Records<T>,
         cf: &'static str,
         key: &[u8],
     ) -> Result<Option<T>> {
@@ -213,7 +217,7 @@ impl Store {
     /// Writes a tenancy record, then drops its cached copy.
     fn put_cached<T: Serialize>(
         &self,
-        cache: &Tenancy<impl Clone>,
+        cache: &Records<impl Clone>,
         cf: &'static str,
         key: &[u8],
         value: &T,
@@ -228,7 +232,7 @@ impl Store {
     fn update_cached<T: Serialize + DeserializeOwned + Clone>(
         &self,
         lock: &Mutex<()>,
-        cache: &Tenancy<T>,
+        cache: &Records<T>,
         cf: &'static str,
         key: &[u8],
         edit: impl FnOnce(&mut T) -> bool,
@@ -480,6 +484,7 @@ impl Store {
         batch.delete_cf(self.cf(CF_BUCKETS), &key);
         let r = self.db.write_opt(batch, &self.wopts());
         self.buckets.forget(&key);
+        self.objects.forget_all();
         r?;
         Ok(())
     }
@@ -552,7 +557,8 @@ impl Store {
 
     /// The record of one object.
     pub fn object(&self, folder: Uuid, key: &str) -> Result<Option<ObjectRecord>> {
-        self.get(CF_OBJECTS, &object_key(folder, key))
+        let k = object_key(folder, key);
+        self.get_cached(&self.objects, CF_OBJECTS, &k)
     }
 
     /// Records of many objects of one folder at once (listings).
@@ -598,12 +604,23 @@ impl Store {
 
     /// Stores (or replaces) an object record.
     pub fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> Result<()> {
-        self.put(CF_OBJECTS, &object_key(folder, key), rec)
+        self.put_cached(&self.objects, CF_OBJECTS, &object_key(folder, key), rec)
     }
 
     /// Removes an object record.
     pub fn delete_object(&self, folder: Uuid, key: &str) -> Result<()> {
-        self.delete(CF_OBJECTS, &object_key(folder, key))
+        let k = object_key(folder, key);
+        let r = self.delete(CF_OBJECTS, &k);
+        self.objects.forget(&k);
+        r
+    }
+
+    /// Writes `batch`, which changes the object record at `k`, then drops the cached copy
+    /// (whether or not the write succeeded: a failed write may still have applied).
+    fn write_object_batch(&self, k: &[u8], batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        let r = self.db.write_opt(batch, opts);
+        self.objects.forget(k);
+        Ok(r?)
     }
 
     /// First half of publishing a file at a key: stores `rec` (whose `replaces` names the record
@@ -614,8 +631,7 @@ impl Store {
         let mut batch = WriteBatch::default();
         batch.put_cf(self.cf(CF_OBJECTS), &k, encode(rec));
         batch.put_cf(self.cf(CF_PUBLISHING), &k, encode(&now_ms));
-        self.db.write_opt(batch, &self.wopts())?;
-        Ok(())
+        self.write_object_batch(&k, batch, &self.wopts())
     }
 
     /// Fails with [`MetaError::Changed`] unless the key's record is the one `expect` names (no
@@ -643,8 +659,7 @@ impl Store {
         batch.delete_cf(self.cf(CF_PUBLISHING), &k);
         let mut w = WriteOptions::default();
         w.set_sync(false);
-        self.db.write_opt(batch, &w)?;
-        Ok(())
+        self.write_object_batch(&k, batch, &w)
     }
 
     /// Keys with a publish that was begun and not ended (a crash interrupted it), as
@@ -730,9 +745,9 @@ impl Store {
     pub fn complete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId, rec: &ObjectRecord) -> Result<()> {
         let mut batch = WriteBatch::default();
         self.delete_upload_into(&mut batch, folder, key, upload_id);
-        batch.put_cf(self.cf(CF_OBJECTS), object_key(folder, key), encode(rec));
-        self.db.write_opt(batch, &self.wopts())?;
-        Ok(())
+        let k = object_key(folder, key);
+        batch.put_cf(self.cf(CF_OBJECTS), &k, encode(rec));
+        self.write_object_batch(&k, batch, &self.wopts())
     }
 
     fn delete_upload_into(&self, batch: &mut WriteBatch, folder: Uuid, key: &str, upload_id: &UploadId) {

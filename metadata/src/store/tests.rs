@@ -1,6 +1,6 @@
 //! Unit tests of the RocksDB store.
 use super::*;
-use crate::{Checksums, Fingerprint, ObjectAttrs};
+use crate::{Checksums, Fingerprint, KeyEdit, ObjectAttrs};
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -239,6 +239,53 @@ fn cached_tenancy_reads_see_every_write() {
     assert_eq!(s.bucket("d", "b").unwrap().unwrap().policy.as_deref(), Some("{}"));
     s.delete_bucket(&b).unwrap();
     assert_eq!(s.bucket("d", "b").unwrap(), None);
+}
+
+/// Object reads come from memory after the first, yet see every kind of write of the key's
+/// record at once: stores, removals, both halves of a publish, a completed upload, a versioning
+/// edit and the removal of the whole bucket.
+#[test]
+fn cached_object_reads_see_every_write() {
+    let (_dir, s) = store();
+    let f = Uuid::from_u128(7);
+    let etag = |s: &Store| s.object(f, "k").unwrap().map(|r| r.etag);
+    assert_eq!(etag(&s), None);
+    s.put_object(f, "k", &rec("e1")).unwrap();
+    assert_eq!(etag(&s).as_deref(), Some("e1"));
+    s.begin_publish(f, "k", &rec("e2"), 1).unwrap();
+    assert_eq!(etag(&s).as_deref(), Some("e2"));
+    s.end_publish(f, "k", Some(&rec("e3"))).unwrap();
+    assert_eq!(etag(&s).as_deref(), Some("e3"));
+    s.end_publish(f, "k", None).unwrap();
+    assert_eq!(etag(&s), None);
+    let id = "0123456789abcdef0123456789abcdef".parse().unwrap();
+    s.complete_upload(f, "k", &id, &rec("e4")).unwrap();
+    assert_eq!(etag(&s).as_deref(), Some("e4"));
+    let r5 = rec("e5");
+    let edit = KeyEdit {
+        object: Some(Some(&r5)),
+        add: &[],
+        remove: &[],
+        publishing: None,
+        expect: None,
+    };
+    s.edit_key(f, "k", &edit, 1).unwrap();
+    assert_eq!(etag(&s).as_deref(), Some("e5"));
+    s.delete_object(f, "k").unwrap();
+    assert_eq!(etag(&s), None);
+    s.put_object(f, "k", &rec("e6")).unwrap();
+    assert_eq!(etag(&s).as_deref(), Some("e6"));
+    let b = BucketRecord::new(
+        "b".into(),
+        "d".into(),
+        f,
+        "v".into(),
+        QuotaScope::user(Uuid::from_u128(2)),
+        0,
+    );
+    assert!(s.create_bucket(&b).unwrap());
+    s.delete_bucket(&b).unwrap();
+    assert_eq!(etag(&s), None, "a removed bucket's objects are gone at once");
 }
 
 /// Readers racing writers never leave an old record in the cache: once the writes stop, every

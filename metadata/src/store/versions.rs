@@ -74,7 +74,6 @@ impl Store {
             Some(false) => batch.delete_cf(self.cf(CF_PUBLISHING), &k),
             None => {}
         }
-        self.db.write_opt(batch, &self.wopts())?;
-        Ok(())
+        self.write_object_batch(&k, batch, &self.wopts())
     }
 }
