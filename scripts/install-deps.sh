@@ -31,6 +31,8 @@ if [ "$what" = test ]; then
   apt_pkgs+=(ruby-aws-sdk-s3)
   # compat/restic.sh, compat/s3backer.sh: a backup client and a block device over S3, Debian's.
   apt_pkgs+=(restic s3backer)
+  # compat/pgbackrest.sh: PostgreSQL's backup tool, whose S3 client is its own (C, over TLS).
+  apt_pkgs+=(pgbackrest)
   # compat/registry.sh: Docker's distribution registry on a bucket, skopeo as its client.
   apt_pkgs+=(docker-registry skopeo)
   # compat/js-sdk.sh: npm (Debian's, with its Node.js 18, where the machine has none); the scenario
