@@ -21,6 +21,7 @@ pub mod limits;
 pub mod metadata_cli;
 pub mod metrics;
 pub mod observe;
+pub mod plus_path;
 pub mod s3;
 pub mod secrets;
 pub mod server;

@@ -119,7 +119,10 @@ pub mod sigv4 {
     use std::time::SystemTime;
 
     use aws_credential_types::Credentials;
-    use aws_sigv4::http_request::{sign, PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::http_request::{
+        sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+        UriPathNormalizationMode,
+    };
     use aws_sigv4::sign::v4;
     use aws_smithy_runtime_api::client::identity::Identity;
 
@@ -127,13 +130,22 @@ pub mod sigv4 {
     pub struct Signer {
         identity: Identity,
         time: SystemTime,
+        /// The path of the URL signed as it is written (S3's rule, what S3 clients do) instead of
+        /// encoded again and normalized (the SDK's default for other services).
+        path_as_written: bool,
     }
 
     impl Signer {
         /// Signs as `access_key`/`secret_key` at `time`.
         pub fn new(access_key: &str, secret_key: &str, time: SystemTime) -> Self {
             let identity = Credentials::new(access_key, secret_key, None, None, "test").into();
-            Self { identity, time }
+            Self { identity, time, path_as_written: false }
+        }
+
+        /// Signs URL paths as they are written, percent escapes included, as S3 clients do.
+        pub fn path_as_written(mut self) -> Self {
+            self.path_as_written = true;
+            self
         }
 
         /// The harness's superadmin keys, now.
@@ -144,6 +156,10 @@ pub mod sigv4 {
         fn params(&self) -> v4::SigningParams<'_, SigningSettings> {
             let mut settings = SigningSettings::default();
             settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+            if self.path_as_written {
+                settings.percent_encoding_mode = PercentEncodingMode::Single;
+                settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+            }
             v4::SigningParams::builder()
                 .identity(&self.identity)
                 .region("us-east-1")

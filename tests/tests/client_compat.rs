@@ -1,7 +1,8 @@
 //! Behaviours that stock S3 clients depend on, each found by using the gateway as a new user
 //! would (issue #23): interim responses, resent parts, part checksums, tag counts, content
 //! encodings, ignored Range headers, request ids in errors, directory markers with a body; and
-//! two limits S3 enforces (#16): key length, presigned URL lifetime (the latter in the boto3 suite).
+//! two limits S3 enforces (#16): key length, presigned URL lifetime (the latter in the boto3 suite);
+//! a `+` left unencoded in the path, read as the client signed it.
 //! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
 //! with presigned URLs.
 
@@ -496,4 +497,66 @@ async fn keys_longer_than_1024_bytes_are_refused() {
     assert_eq!(errors[0].code(), Some("KeyTooLongError"));
     assert_eq!(errors[0].key(), Some(too_long.as_str()));
     assert_eq!(out.deleted().len(), 1);
+}
+
+/// A `+` sent unencoded in the path: S3 reads it as a space, and clients written against S3
+/// (aws4fetch) sign it so; clients that sign the `+` itself get a plus, as before. The signature
+/// decides, for header-signed and presigned requests; a signature that holds for neither is
+/// refused and writes nothing.
+#[tokio::test]
+async fn a_plus_in_the_path_is_read_as_the_client_signed_it() {
+    use aws_sigv4::http_request::SignableBody;
+    use penstock_tests::sigv4::Signer;
+
+    let (gw, c) = Gateway::with_bucket("plus").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    // PUT `body` on the wire at `wire`, signed for `signed` (the paths differ only in escapes).
+    let put_as = |wire: &str, signed: &str, body: &[u8], tamper: bool| {
+        let url = format!("{}{signed}", gw.endpoint);
+        let signer = Signer::admin().path_as_written();
+        let (added, _) = signer.sign("PUT", &url, &[("host", host.as_str())], SignableBody::Bytes(body));
+        let added: Vec<(String, String)> = added
+            .into_iter()
+            .map(|(k, v)| {
+                if !(tamper && k.eq_ignore_ascii_case("authorization")) {
+                    return (k, v);
+                }
+                // The signature's last hex digit changed.
+                let flipped = if v.ends_with('0') { '1' } else { '0' };
+                let v = format!("{}{flipped}", &v[..v.len() - 1]);
+                (k, v)
+            })
+            .collect();
+        let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Conn::open(&gw).unsigned("PUT", wire, &headers, body)
+    };
+    assert_eq!(put_as("/plus/a+b", "/plus/a%20b", b"space", false).status, 200);
+    assert_eq!(put_as("/plus/c+d", "/plus/c%2Bd", b"plus", false).status, 200);
+    let refused = put_as("/plus/e+f", "/plus/e%20f", b"x", true);
+    assert_eq!(refused.status, 403, "{}", String::from_utf8_lossy(&refused.body));
+    let keys: Vec<String> = c
+        .list_objects_v2()
+        .bucket("plus")
+        .send()
+        .await
+        .unwrap()
+        .contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect();
+    assert_eq!(keys, ["a b", "c+d"]);
+    assert_eq!(get(&c, "plus", "a b").await, b"space");
+    assert_eq!(get(&c, "plus", "c+d").await, b"plus");
+
+    // Presigned GETs whose path came with `+` for the SDK's escape: `%20` is read as a space
+    // only where the URL was signed so, `%2B` stays a plus.
+    for (key, escape, body) in [("a b", "%20", &b"space"[..]), ("c+d", "%2B", &b"plus"[..])] {
+        let url = c.get_object().bucket("plus").key(key).presigned(presigning()).await.unwrap();
+        let uri: http::Uri = url.uri().parse().unwrap();
+        let path = uri.path().replace(escape, "+");
+        let mut conn = Conn::open(&gw);
+        conn.send(format!("GET {path}?{} HTTP/1.1\r\nHost: {host}\r\n\r\n", uri.query().unwrap()).as_bytes());
+        let a = conn.answer(false);
+        assert_eq!((a.status, a.body.as_slice()), (200, body), "{key}: {}", String::from_utf8_lossy(&a.body));
+    }
 }
