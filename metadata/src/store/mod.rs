@@ -66,6 +66,11 @@ const MEMTABLE_BUDGET: usize = 32 << 20;
 /// The block cache every column family shares, in bytes.
 const BLOCK_CACHE: usize = 32 << 20;
 
+/// Stored bytes of the tenancy records of each kind kept decoded in memory.
+const TENANCY_CACHE: usize = 64 << 20;
+/// Stored bytes of object records kept decoded in memory (a 4 KiB object's record is ~300).
+const OBJECT_CACHE: usize = 8 << 20;
+
 /// The metadata database.
 pub struct Store {
     db: DB,
@@ -81,7 +86,8 @@ pub struct Store {
     keypairs: Records<Keypair>,
     buckets: Records<BucketRecord>,
     /// Object records by key: every GET and HEAD reads one. Each write of this column family
-    /// below forgets what it wrote (`forget_object`, or all of them for a bucket's removal).
+    /// below forgets the key it wrote (`put_cached`, `delete_object`, `write_object_batch`), a
+    /// bucket's removal all of them.
     objects: Records<ObjectRecord>,
 }
 
@@ -120,12 +126,12 @@ impl Store {
             sync: opts.sync,
             bucket_lock: Mutex::new(()),
             tenant_lock: Mutex::new(()),
-            domains: Records::new(),
-            projects: Records::new(),
-            users: Records::new(),
-            keypairs: Records::new(),
-            buckets: Records::new(),
-            objects: Records::new(),
+            domains: Records::new(TENANCY_CACHE),
+            projects: Records::new(TENANCY_CACHE),
+            users: Records::new(TENANCY_CACHE),
+            keypairs: Records::new(TENANCY_CACHE),
+            buckets: Records::new(TENANCY_CACHE),
+            objects: Records::new(OBJECT_CACHE),
         };
         store.check_schema()?;
         Ok(store)
@@ -193,9 +199,14 @@ impl Store {
     }
 
     fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> Result<Option<T>> {
+        Ok(self.get_sized(cf, key)?.0)
+    }
+
+    /// The record at `key` with the size of its stored form.
+    fn get_sized<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> Result<(Option<T>, usize)> {
         match self.db.get_pinned_cf(self.cf(cf), key)? {
-            Some(v) => Ok(Some(decode(cf, &v)?)),
-            None => Ok(None),
+            Some(v) => Ok((Some(decode(cf, &v)?), v.len())),
+            None => Ok((None, 0)),
         }
     }
 
@@ -204,17 +215,17 @@ impl Store {
         Ok(())
     }
 
-    /// A tenancy record, through its cache.
+    /// A record, through its cache.
     fn get_cached<T: DeserializeOwned + Clone>(
         &self,
         cache: &Records<T>,
         cf: &'static str,
         key: &[u8],
     ) -> Result<Option<T>> {
-        cache.get(key, || self.get(cf, key))
+        cache.get(key, || self.get_sized(cf, key))
     }
 
-    /// Writes a tenancy record, then drops its cached copy.
+    /// Writes a record, then drops its cached copy.
     fn put_cached<T: Serialize>(
         &self,
         cache: &Records<impl Clone>,
