@@ -10,23 +10,16 @@ collecting garbage list and delete objects."""
 
 import datetime
 import os
-import sys
 
 import icechunk as ic
 import numpy as np
 import zarr
 
+from scenario import check, step
+
 ENDPOINT, BUCKET = os.environ["ENDPOINT"], os.environ["BUCKET"]
 
 
-def step(name):
-    print(f"  - {name}", flush=True)
-
-
-def check(cond, why):
-    if not cond:
-        print(f"FAIL: {why}", file=sys.stderr)
-        sys.exit(1)
 
 
 def storage(prefix):

@@ -9,10 +9,11 @@ checked byte for byte."""
 
 import hashlib
 import os
-import sys
 
 from s3torchconnectorclient import S3Exception
 from s3torchconnectorclient._mountpoint_s3_client import MountpointS3Client
+
+from scenario import fail, step
 
 ENDPOINT, BUCKET = os.environ["ENDPOINT"], os.environ["BUCKET"]
 PART = 8 * 1024 * 1024
@@ -25,13 +26,6 @@ client = MountpointS3Client(
 )
 
 
-def step(name):
-    print(f"  - {name}", flush=True)
-
-
-def fail(why):
-    print(f"FAIL: {why}", file=sys.stderr)
-    sys.exit(1)
 
 
 def payload(seed, size):

@@ -10,10 +10,11 @@ generation refused without writing, conditional reads, byte ranges, listings, a 
 keys deleted, a transaction of several keys. Every value is compared."""
 
 import os
-import sys
 
 import numpy as np
 import tensorstore as ts
+
+from scenario import check, step
 
 ENDPOINT, BUCKET = os.environ["ENDPOINT"], os.environ["BUCKET"]
 KV = {
@@ -24,14 +25,6 @@ KV = {
 }
 
 
-def step(name):
-    print(f"  - {name}", flush=True)
-
-
-def check(cond, why):
-    if not cond:
-        print(f"FAIL: {why}", file=sys.stderr)
-        sys.exit(1)
 
 
 def kv(path=""):

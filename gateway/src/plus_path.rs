@@ -14,7 +14,7 @@
 //! signature, so a wrong guess can only fail (as `crate::sigv2::normalize_bucket_path` does for
 //! V2's bucket paths).
 
-use http::{HeaderMap, Request, Uri};
+use http::{HeaderMap, Request};
 use ring::{digest, hmac};
 use s3s::auth::S3Auth;
 
@@ -57,16 +57,7 @@ pub async fn respell_signed_spaces<B>(req: &mut Request<B>, auth: &GatewayAuth) 
     if !signature_holds(secret.expose(), &s, &canonical) {
         return;
     }
-    let pq = match req.uri().query() {
-        Some(q) => format!("{spaced}?{q}"),
-        None => spaced,
-    };
-    let mut parts = req.uri().clone().into_parts();
-    let Ok(pq) = pq.parse() else { return };
-    parts.path_and_query = Some(pq);
-    if let Ok(uri) = Uri::from_parts(parts) {
-        *req.uri_mut() = uri;
-    }
+    crate::sigv2::replace_path(req, spaced);
 }
 
 /// The path with each literal `+` written `%20`; `None` when it has none.

@@ -217,9 +217,15 @@ pub async fn normalize_bucket_path<B>(req: &mut Request<B>, auth: &GatewayAuth) 
     if !bool::from(sign(secret.expose(), &sts).as_bytes().ct_eq(signature.as_bytes())) {
         return;
     }
+    replace_path(req, with_slash);
+}
+
+/// Gives `req` the path `path` (already in its escaped form), keeping its query; leaves the
+/// request as it is if that would not make a URI.
+pub(crate) fn replace_path<B>(req: &mut Request<B>, path: String) {
     let pq = match req.uri().query() {
-        Some(q) => format!("{with_slash}?{q}"),
-        None => with_slash,
+        Some(q) => format!("{path}?{q}"),
+        None => path,
     };
     let mut parts = req.uri().clone().into_parts();
     let Ok(pq) = pq.parse() else { return };
