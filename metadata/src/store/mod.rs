@@ -12,10 +12,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::schema::*;
-use crate::{
-    BucketRecord, Domain, Expect, Keypair, ObjectRecord, PartRecord, Project, Quota, QuotaScope, UploadId,
-    UploadRecord, User,
-};
+use crate::{BucketRecord, Domain, Keypair, ObjectRecord, Project, Quota, QuotaScope, UploadId, UploadRecord, User};
 use cache::Records;
 
 /// Errors of the metadata store.
@@ -563,209 +560,6 @@ impl Store {
     pub fn quotas(&self) -> Result<Vec<Quota>> {
         self.all(CF_QUOTAS)
     }
-
-    // ---- objects
-
-    /// The record of one object.
-    pub fn object(&self, folder: Uuid, key: &str) -> Result<Option<ObjectRecord>> {
-        let k = object_key(folder, key);
-        self.get_cached(&self.objects, CF_OBJECTS, &k)
-    }
-
-    /// Records of many objects of one folder at once (listings).
-    pub fn objects(&self, folder: Uuid, keys: &[&str]) -> Result<Vec<Option<ObjectRecord>>> {
-        let cf = self.cf(CF_OBJECTS);
-        let ks: Vec<_> = keys.iter().map(|k| (cf, object_key(folder, k))).collect();
-        self.db
-            .multi_get_cf(ks)
-            .into_iter()
-            .map(|r| match r? {
-                Some(v) => Ok(Some(decode(CF_OBJECTS, &v)?)),
-                None => Ok(None),
-            })
-            .collect()
-    }
-
-    /// Up to `limit` object records of a folder in key order, after `after` when given.
-    pub fn object_records(
-        &self,
-        folder: Uuid,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(String, ObjectRecord)>> {
-        let prefix = folder.as_bytes().to_vec();
-        let start = match after {
-            // Just past the key: the key followed by the smallest byte.
-            Some(k) => {
-                let mut s = object_key(folder, k);
-                s.push(0);
-                s
-            }
-            None => prefix.clone(),
-        };
-        let mut out = Vec::new();
-        self.scan(CF_OBJECTS, &prefix, &start, |k, rec: ObjectRecord| {
-            if let Ok(key) = std::str::from_utf8(&k[16..]) {
-                out.push((key.to_owned(), rec));
-            }
-            out.len() < limit
-        })?;
-        Ok(out)
-    }
-
-    /// Stores (or replaces) an object record.
-    pub fn put_object(&self, folder: Uuid, key: &str, rec: &ObjectRecord) -> Result<()> {
-        self.put_cached(&self.objects, CF_OBJECTS, &object_key(folder, key), rec)
-    }
-
-    /// Removes an object record.
-    pub fn delete_object(&self, folder: Uuid, key: &str) -> Result<()> {
-        let k = object_key(folder, key);
-        let r = self.delete(CF_OBJECTS, &k);
-        self.objects.forget(&k);
-        r
-    }
-
-    /// Writes `batch`, which changes the object record at `k`, then drops the cached copy
-    /// (whether or not the write succeeded: a failed write may still have applied).
-    fn write_object_batch(&self, k: &[u8], batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        let r = self.db.write_opt(batch, opts);
-        self.objects.forget(k);
-        Ok(r?)
-    }
-
-    /// First half of publishing a file at a key: stores `rec` (whose `replaces` names the record
-    /// of the file now at the key) and notes the key as publishing, durably, before the file is
-    /// renamed into place.
-    pub fn begin_publish(&self, folder: Uuid, key: &str, rec: &ObjectRecord, now_ms: i64) -> Result<()> {
-        let k = object_key(folder, key);
-        let mut batch = WriteBatch::default();
-        batch.put_cf(self.cf(CF_OBJECTS), &k, encode(rec));
-        batch.put_cf(self.cf(CF_PUBLISHING), &k, encode(&now_ms));
-        self.write_object_batch(&k, batch, &self.wopts())
-    }
-
-    /// Fails with [`MetaError::Changed`] unless the key's record is the one `expect` names (no
-    /// expectation always holds). The caller orders this with its write (the gateway's key lock).
-    pub fn expect(&self, folder: Uuid, key: &str, expect: Option<&Expect>) -> Result<()> {
-        match expect {
-            Some(e) if !e.holds(self.object(folder, key)?.as_ref()) => Err(MetaError::Changed),
-            _ => Ok(()),
-        }
-    }
-
-    /// Second half: the key's record becomes `rec` (the published one, or the replaced one if the
-    /// rename failed; `None` removes it) and the key stops being publishing.
-    ///
-    /// Not synced: until it is durable the stored pair still resolves to the right record by
-    /// fingerprint, and the next synced write (RocksDB's log is ordered) or the start-up sweep
-    /// settles it. That keeps one WAL fsync per PUT.
-    pub fn end_publish(&self, folder: Uuid, key: &str, rec: Option<&ObjectRecord>) -> Result<()> {
-        let k = object_key(folder, key);
-        let mut batch = WriteBatch::default();
-        match rec {
-            Some(r) => batch.put_cf(self.cf(CF_OBJECTS), &k, encode(r)),
-            None => batch.delete_cf(self.cf(CF_OBJECTS), &k),
-        }
-        batch.delete_cf(self.cf(CF_PUBLISHING), &k);
-        let mut w = WriteOptions::default();
-        w.set_sync(false);
-        self.write_object_batch(&k, batch, &w)
-    }
-
-    /// Keys with a publish that was begun and not ended (a crash interrupted it), as
-    /// (folder, key).
-    pub fn publishing(&self) -> Result<Vec<(Uuid, String)>> {
-        let mut out = Vec::new();
-        self.scan(CF_PUBLISHING, b"", b"", |k, _: i64| {
-            if let (Some(f), Ok(key)) = (k.get(..16), std::str::from_utf8(k.get(16..).unwrap_or_default())) {
-                out.push((Uuid::from_slice(f).expect("16 bytes"), key.to_owned()));
-            }
-            true
-        })?;
-        Ok(out)
-    }
-
-    // ---- multipart
-
-    /// Stores a new upload.
-    pub fn put_upload(&self, folder: Uuid, up: &UploadRecord) -> Result<()> {
-        self.put(CF_UPLOADS, &upload_key(folder, &up.key, &up.upload_id), up)
-    }
-
-    /// Looks up an upload.
-    pub fn upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> Result<Option<UploadRecord>> {
-        self.get(CF_UPLOADS, &upload_key(folder, key, upload_id))
-    }
-
-    /// Uploads of a folder in (key, upload id) order, starting at the encoded position `start`
-    /// (see [`upload_key`]) and limited to keys beginning with `prefix`.
-    pub fn uploads(
-        &self,
-        folder: Uuid,
-        prefix: &str,
-        start_after: Option<(&str, &str)>,
-        mut f: impl FnMut(UploadRecord) -> bool,
-    ) -> Result<()> {
-        let scan_prefix = object_key(folder, prefix);
-        let start = match start_after {
-            // The marker's id comes from a client and need not be a valid one.
-            Some((key, id)) => {
-                let mut s = object_key(folder, key);
-                s.push(0);
-                s.extend_from_slice(id.as_bytes());
-                s.push(0);
-                s
-            }
-            None => scan_prefix.clone(),
-        };
-        self.scan(CF_UPLOADS, &scan_prefix, &start, |_, u| f(u))
-    }
-
-    /// Stores (or replaces) a part.
-    pub fn put_part(&self, upload_id: &UploadId, part: &PartRecord) -> Result<()> {
-        self.put(CF_PARTS, &part_key(upload_id, part.part_number), part)
-    }
-
-    /// One part of an upload.
-    pub fn part(&self, upload_id: &UploadId, part: u32) -> Result<Option<PartRecord>> {
-        self.get(CF_PARTS, &part_key(upload_id, part))
-    }
-
-    /// All parts of an upload, by part number.
-    pub fn parts(&self, upload_id: &UploadId) -> Result<Vec<PartRecord>> {
-        let mut out = Vec::new();
-        let mut prefix = upload_id.as_str().as_bytes().to_vec();
-        prefix.push(0);
-        self.scan(CF_PARTS, &prefix, b"", |_, p| {
-            out.push(p);
-            true
-        })?;
-        Ok(out)
-    }
-
-    /// Removes an upload and its parts.
-    pub fn delete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        self.delete_upload_into(&mut batch, folder, key, upload_id);
-        self.db.write_opt(batch, &self.wopts())?;
-        Ok(())
-    }
-
-    /// Atomically records a completed object and forgets its upload.
-    pub fn complete_upload(&self, folder: Uuid, key: &str, upload_id: &UploadId, rec: &ObjectRecord) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        self.delete_upload_into(&mut batch, folder, key, upload_id);
-        let k = object_key(folder, key);
-        batch.put_cf(self.cf(CF_OBJECTS), &k, encode(rec));
-        self.write_object_batch(&k, batch, &self.wopts())
-    }
-
-    fn delete_upload_into(&self, batch: &mut WriteBatch, folder: Uuid, key: &str, upload_id: &UploadId) {
-        batch.delete_cf(self.cf(CF_UPLOADS), upload_key(folder, key, upload_id));
-        let (lo, hi) = parts_range(upload_id);
-        batch.delete_range_cf(self.cf(CF_PARTS), &lo, &hi);
-    }
 }
 
 fn folder_range(folder: Uuid) -> (Vec<u8>, Vec<u8>) {
@@ -808,7 +602,8 @@ fn decode<T: DeserializeOwned>(cf: &'static str, v: &[u8]) -> Result<T> {
 }
 
 mod cache;
+mod objects;
 #[cfg(test)]
 mod tests;
-
+mod uploads;
 mod versions;

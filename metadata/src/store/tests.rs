@@ -1,6 +1,6 @@
 //! Unit tests of the RocksDB store.
 use super::*;
-use crate::{Checksums, Fingerprint, KeyEdit, ObjectAttrs};
+use crate::{Checksums, Fingerprint, KeyEdit, ObjectAttrs, PartRecord};
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
