@@ -26,5 +26,6 @@ pub mod s3;
 pub mod secrets;
 pub mod server;
 pub mod sigv2;
+mod sigv4;
 pub mod telemetry;
 pub mod tls;

@@ -15,7 +15,6 @@
 //! V2's bucket paths).
 
 use http::{HeaderMap, Request};
-use ring::{digest, hmac};
 use s3s::auth::S3Auth;
 
 use crate::auth::GatewayAuth;
@@ -39,9 +38,6 @@ struct Signed {
 /// Rewrites each literal `+` of `req`'s path as `%20` when the request's SigV4 signature holds
 /// for that reading (see the module docs).
 pub async fn respell_signed_spaces<B>(req: &mut Request<B>, auth: &GatewayAuth) {
-    if !req.uri().path().contains('+') {
-        return;
-    }
     let Some(spaced) = spaced_path(req.uri().path()) else {
         return;
     };
@@ -193,29 +189,14 @@ fn canonical_request<B>(req: &Request<B>, signed: &Signed, path: &str) -> Option
 
 /// Whether `s.signature` is the SigV4 signature of `canonical` under `secret`.
 fn signature_holds(secret: &str, s: &Signed, canonical: &str) -> bool {
-    let step = |key: &[u8], data: &str| hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), data.as_bytes());
-    let k = step(format!("AWS4{secret}").as_bytes(), &s.date);
-    let k = step(k.as_ref(), &s.region);
-    let k = step(k.as_ref(), &s.service);
-    let k = step(k.as_ref(), "aws4_request");
-    let string_to_sign = format!(
-        "AWS4-HMAC-SHA256\n{}\n{}/{}/{}/aws4_request\n{}",
-        s.amz_date,
-        s.date,
-        s.region,
-        s.service,
-        hex::encode(digest::digest(&digest::SHA256, canonical.as_bytes()))
-    );
-    let Ok(expected) = hex::decode(&s.signature) else {
-        return false;
+    let key = crate::sigv4::derive_key(secret, &s.date, &s.region, &s.service);
+    let scope = crate::sigv4::Scope {
+        amz_date: &s.amz_date,
+        date: &s.date,
+        region: &s.region,
+        service: &s.service,
     };
-    // Constant time: `verify` compares the tag it computes with the one given.
-    hmac::verify(
-        &hmac::Key::new(hmac::HMAC_SHA256, k.as_ref()),
-        string_to_sign.as_bytes(),
-        &expected,
-    )
-    .is_ok()
+    crate::sigv4::signature_matches(&key, &scope, canonical, &s.signature)
 }
 
 #[cfg(test)]

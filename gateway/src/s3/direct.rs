@@ -18,10 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
-use ring::{digest, hmac};
+use ring::hmac;
 use s3s::dto::{ChecksumMode, GetObjectInput, HeadObjectInput, Range, Timestamp};
 use s3s::{Body, S3Request};
-use subtle::ConstantTimeEq;
 
 use super::object::format_http_date;
 use super::{host_bucket, Gateway};
@@ -541,35 +540,18 @@ fn canonical_request<B>(req: &Request<B>, p: &Plain<'_>) -> Option<String> {
 
 /// The SigV4 signing key of `secret` for `date` (yyyymmdd) and `region`, service `s3`.
 fn derive_key(secret: &str, date: &str, region: &str) -> hmac::Key {
-    let step = |key: &[u8], data: &str| hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), data.as_bytes());
-    let k_date = step(format!("AWS4{secret}").as_bytes(), date);
-    let k_region = step(k_date.as_ref(), region);
-    let k_service = step(k_region.as_ref(), "s3");
-    let k_signing = step(k_service.as_ref(), "aws4_request");
-    hmac::Key::new(hmac::HMAC_SHA256, k_signing.as_ref())
+    crate::sigv4::derive_key(secret, date, region, "s3")
 }
 
 /// Whether the request's signature is the one `key` gives its canonical request.
 fn signature_holds(key: &hmac::Key, auth: &SigV4<'_>, canonical: &str) -> bool {
-    let mut hashed = [0u8; 64];
-    if hex::encode_to_slice(digest::digest(&digest::SHA256, canonical.as_bytes()), &mut hashed).is_err() {
-        return false;
-    }
-    let mut ctx = hmac::Context::with_key(key);
-    for part in [
-        "AWS4-HMAC-SHA256\n",
-        auth.amz_date,
-        "\n",
-        auth.date,
-        "/",
-        auth.region,
-        "/s3/aws4_request\n",
-    ] {
-        ctx.update(part.as_bytes());
-    }
-    ctx.update(&hashed);
-    let mut ours = [0u8; 64];
-    hex::encode_to_slice(ctx.sign(), &mut ours).is_ok() && bool::from(ours.ct_eq(auth.signature.as_bytes()))
+    let scope = crate::sigv4::Scope {
+        amz_date: auth.amz_date,
+        date: auth.date,
+        region: auth.region,
+        service: "s3",
+    };
+    crate::sigv4::signature_matches(key, &scope, canonical, auth.signature)
 }
 
 fn now_secs() -> i64 {
