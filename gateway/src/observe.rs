@@ -110,7 +110,7 @@ fn path_bucket<B>(req: &Request<B>) -> Option<String> {
 }
 
 impl Observed {
-    /// Wraps `inner`; `auth` looks up secrets for [`crate::sigv2`] and [`crate::plus_path`].
+    /// Wraps `inner`; `auth` looks up secrets for [`crate::sigv2`] and [`crate::signed_path`].
     pub fn new(inner: S3Service, metrics: Arc<Metrics>, auth: GatewayAuth) -> Self {
         Self {
             inner,
@@ -169,7 +169,8 @@ impl Observed {
         Result<Response<Body>, s3s::HttpError>,
     ) {
         crate::sigv2::normalize_bucket_path(&mut req, &self.auth).await;
-        crate::plus_path::respell_signed_spaces(&mut req, &self.auth).await;
+        crate::signed_path::respell_signed_spaces(&mut req, &self.auth).await;
+        crate::signed_path::accept_root_signed_as_double_slash(&mut req, &self.auth).await;
         let req = if close {
             req.map(|_| Body::empty())
         } else {

@@ -1,6 +1,6 @@
-//! The two SigV4 computations the gateway makes outside s3s (plain reads in `s3::direct`, the
-//! reading of `+` in `plus_path`): a scope's signing key, and whether a signature is the one a
-//! canonical request gets under it.
+//! The SigV4 computations the gateway makes outside s3s (plain reads in `s3::direct`, the
+//! readings of a path in `signed_path`): a scope's signing key, and the signature a canonical
+//! request gets under it.
 
 use ring::{digest, hmac};
 use subtle::ConstantTimeEq;
@@ -25,13 +25,16 @@ pub(crate) struct Scope<'a> {
 }
 
 /// Whether `signature` (lower-case hex) is the one `key` gives `canonical` in `scope`, compared
-/// in constant time. The string to sign is fed to the HMAC in pieces: plain reads call this on
-/// every request.
+/// in constant time.
 pub(crate) fn signature_matches(key: &hmac::Key, scope: &Scope<'_>, canonical: &str, signature: &str) -> bool {
+    sign(key, scope, canonical).is_some_and(|ours| bool::from(ours.ct_eq(signature.as_bytes())))
+}
+
+/// The signature (lower-case hex) `key` gives `canonical` in `scope`. The string to sign is fed
+/// to the HMAC in pieces: plain reads check a signature on every request.
+pub(crate) fn sign(key: &hmac::Key, scope: &Scope<'_>, canonical: &str) -> Option<[u8; 64]> {
     let mut hashed = [0u8; 64];
-    if hex::encode_to_slice(digest::digest(&digest::SHA256, canonical.as_bytes()), &mut hashed).is_err() {
-        return false;
-    }
+    hex::encode_to_slice(digest::digest(&digest::SHA256, canonical.as_bytes()), &mut hashed).ok()?;
     let mut ctx = hmac::Context::with_key(key);
     for part in [
         "AWS4-HMAC-SHA256\n",
@@ -48,5 +51,6 @@ pub(crate) fn signature_matches(key: &hmac::Key, scope: &Scope<'_>, canonical: &
     }
     ctx.update(&hashed);
     let mut ours = [0u8; 64];
-    hex::encode_to_slice(ctx.sign(), &mut ours).is_ok() && bool::from(ours.ct_eq(signature.as_bytes()))
+    hex::encode_to_slice(ctx.sign(), &mut ours).ok()?;
+    Some(ours)
 }

@@ -560,3 +560,38 @@ async fn a_plus_in_the_path_is_read_as_the_client_signed_it() {
         assert_eq!((a.status, a.body.as_slice()), (200, body), "{key}: {}", String::from_utf8_lossy(&a.body));
     }
 }
+
+/// GDAL's `/vsis3/` in path style signs its bucket listing (`GET /`) for the canonical URI `//`:
+/// the listing is answered to the key whose signature that is, and refused to a wrong one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bucket_listing_signed_as_gdal_signs_it_is_answered() {
+    use aws_sigv4::http_request::SignableBody;
+    use penstock_tests::sigv4::Signer;
+
+    let (gw, _c) = Gateway::with_bucket("listed-for-gdal").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let list_signed_for = |signed: &str, tamper: bool| {
+        let url = format!("{}{signed}", gw.endpoint);
+        let (added, _) =
+            Signer::admin().path_as_written().sign("GET", &url, &[("host", host.as_str())], SignableBody::Bytes(b""));
+        let added: Vec<(String, String)> = added
+            .into_iter()
+            .map(|(k, v)| match tamper && k.eq_ignore_ascii_case("authorization") {
+                true => (k, format!("{}{}", &v[..v.len() - 1], if v.ends_with('0') { '1' } else { '0' })),
+                false => (k, v),
+            })
+            .collect();
+        let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Conn::open(&gw).unsigned("GET", "/", &headers, b"")
+    };
+    for signed in ["/", "//"] {
+        let a = list_signed_for(signed, false);
+        let body = String::from_utf8_lossy(&a.body);
+        assert_eq!(a.status, 200, "{signed}: {body}");
+        assert!(body.contains("<Name>listed-for-gdal</Name>"), "{signed}: {body}");
+        let refused = list_signed_for(signed, true);
+        let body = String::from_utf8_lossy(&refused.body);
+        assert_eq!(refused.status, 403, "{signed}: {body}");
+        assert!(body.contains("SignatureDoesNotMatch"), "{signed}: {body}");
+    }
+}

@@ -1,19 +1,27 @@
-//! A literal `+` in a SigV4-signed request's path, read as the client signed it.
+//! A SigV4-signed request's path, read as the client signed it.
 //!
-//! S3 reads a `+` that arrives unencoded in the path as a space (a legacy it keeps: `GET
-//! /bucket/a+b` returns the object `a b`), and clients written against S3 sign such a path that
-//! way: aws4fetch, for one, puts `%20` in the canonical URI for every `+` of the URL it sends. The
-//! gateway reads that `+` as a plus, as MinIO and Ceph RGW do, which is also the name a file
-//! `a+b` in the folder has; and clients such as curl sign the `+` as sent. The signature says
-//! which the client meant.
+//! Two spellings of a path are read by the signature that came with them:
 //!
-//! So before s3s sees a SigV4 request (header or presigned) whose path has a literal `+`, we
-//! check whether its signature is the one for the path with each `+` read as a space; if it is,
-//! the path is rewritten with `%20` there, and the key, the signature and what the client signed
-//! agree. Otherwise nothing changes. Nothing is accepted here: s3s still verifies every
-//! signature, so a wrong guess can only fail (as `crate::sigv2::normalize_bucket_path` does for
-//! V2's bucket paths).
-
+//! - **A literal `+`.** S3 reads a `+` that arrives unencoded in the path as a space (a legacy it
+//!   keeps: `GET /bucket/a+b` returns the object `a b`), and clients written against S3 sign such
+//!   a path that way: aws4fetch, for one, puts `%20` in the canonical URI for every `+` of the
+//!   URL it sends. The gateway reads that `+` as a plus, as MinIO and Ceph RGW do, which is also
+//!   the name a file `a+b` in the folder has; and clients such as curl sign the `+` as sent. So
+//!   before s3s sees a SigV4 request (header or presigned) whose path has a literal `+`, we check
+//!   whether its signature is the one for the path with each `+` read as a space; if it is, the
+//!   path is rewritten with `%20` there, and the key, the signature and what the client signed
+//!   agree. Otherwise nothing changes. Nothing is accepted here: s3s still verifies every
+//!   signature, so a wrong guess can only fail (as `crate::sigv2::normalize_bucket_path` does for
+//!   V2's bucket paths).
+//! - **The service root signed as `//`.** GDAL's `/vsis3/` (under rasterio, QGIS, pyogrio and
+//!   the GDAL tools) builds a path-style canonical URI as `/` + bucket + `/` + key, so listing the
+//!   buckets (`GET /`, bucket and key empty) is signed for `//` while `/` is sent. There is no
+//!   other reading of either path: both can only name the service root. When a header-signed
+//!   `GET /` fails for `/` and its signature holds for `//` under the key's secret, we replace
+//!   its signature with the one the same request gets for `/`, which s3s then verifies. This is
+//!   the one place the gateway signs for a client, and only after checking that client's
+//!   signature over everything else the request carries.
+//!
 use http::{HeaderMap, Request};
 use s3s::auth::S3Auth;
 
@@ -54,6 +62,56 @@ pub async fn respell_signed_spaces<B>(req: &mut Request<B>, auth: &GatewayAuth) 
         return;
     }
     crate::sigv2::replace_path(req, spaced);
+}
+
+/// Gives a header-signed `GET /` whose signature is the one for the canonical URI `//` the
+/// signature it gets for `/` (see the module docs); any other request is left as it is.
+pub async fn accept_root_signed_as_double_slash<B>(req: &mut Request<B>, auth: &GatewayAuth) {
+    if req.method() != http::Method::GET || req.uri().path() != "/" {
+        return;
+    }
+    let Some(s) = signed(req.headers(), None) else {
+        return;
+    };
+    let Ok(secret) = auth.get_secret_key(&s.access_key).await else {
+        return;
+    };
+    if let Some(v) = resigned_root(req, &s, secret.expose()) {
+        req.headers_mut().insert(http::header::AUTHORIZATION, v);
+    }
+}
+
+/// The `Authorization` that signs `req` (a header-signed `GET /`) for `/` under `secret`, when
+/// its signature `s` holds for `//` and not for `/`.
+fn resigned_root<B>(req: &Request<B>, s: &Signed, secret: &str) -> Option<http::HeaderValue> {
+    if s.presigned {
+        return None;
+    }
+    let as_sent = canonical_request(req, s, "/")?;
+    let doubled = canonical_request(req, s, "//")?;
+    let key = crate::sigv4::derive_key(secret, &s.date, &s.region, &s.service);
+    let scope = crate::sigv4::Scope {
+        amz_date: &s.amz_date,
+        date: &s.date,
+        region: &s.region,
+        service: &s.service,
+    };
+    if crate::sigv4::signature_matches(&key, &scope, &as_sent, &s.signature)
+        || !crate::sigv4::signature_matches(&key, &scope, &doubled, &s.signature)
+    {
+        return None;
+    }
+    let ours = crate::sigv4::sign(&key, &scope, &as_sent)?;
+    let value = format!(
+        "AWS4-HMAC-SHA256 Credential={}/{}/{}/{}/aws4_request,SignedHeaders={},Signature={}",
+        s.access_key,
+        s.date,
+        s.region,
+        s.service,
+        s.headers,
+        std::str::from_utf8(&ours).ok()?
+    );
+    http::HeaderValue::from_str(&value).ok()
 }
 
 /// The path with each literal `+` written `%20`; `None` when it has none.
@@ -250,6 +308,49 @@ mod tests {
         .unwrap();
         assert!(holds(&req, "/test.txt"));
         assert!(!holds(&req, "/test.txt2"));
+    }
+
+    /// A `GET /` as GDAL signs it in path style (canonical URI `//`), from a captured request.
+    #[test]
+    fn the_root_signed_as_double_slash_is_signed_again_for_slash() {
+        let secret = "probe-secret-0123456789abcdefghijklmnop";
+        let req = |signature: &str| {
+            Request::get("/")
+                .header("host", "127.0.0.1:19700")
+                .header("x-amz-date", "20261127T195628Z")
+                .header("x-amz-content-sha256", EMPTY)
+                .header(
+                    "authorization",
+                    format!(
+                        "AWS4-HMAC-SHA256 Credential=PKPROBE000000000001/20261127/us-east-1/s3/aws4_request,\
+                         SignedHeaders=host;x-amz-content-sha256;x-amz-date,Signature={signature}"
+                    ),
+                )
+                .body(())
+                .unwrap()
+        };
+        let gdal = req("c1865720f8f32728d0d368ed5a860a713fed0d649b539b77f47396bbdab1122c");
+        let s = signed(gdal.headers(), None).unwrap();
+        let v = resigned_root(&gdal, &s, secret).expect("signed for //");
+        let again = req(v.to_str().unwrap().rsplit_once("Signature=").unwrap().1);
+        let s2 = signed(again.headers(), None).unwrap();
+        let key = crate::sigv4::derive_key(secret, &s2.date, &s2.region, &s2.service);
+        let scope = crate::sigv4::Scope {
+            amz_date: &s2.amz_date,
+            date: &s2.date,
+            region: &s2.region,
+            service: &s2.service,
+        };
+        let canonical = canonical_request(&again, &s2, "/").unwrap();
+        assert!(crate::sigv4::signature_matches(&key, &scope, &canonical, &s2.signature));
+        // Signed for `/` already, or for neither, or under another secret: left alone.
+        assert_eq!(resigned_root(&again, &s2, secret), None);
+        let wrong = req("c1865720f8f32728d0d368ed5a860a713fed0d649b539b77f47396bbdab1122d");
+        assert_eq!(
+            resigned_root(&wrong, &signed(wrong.headers(), None).unwrap(), secret),
+            None
+        );
+        assert_eq!(resigned_root(&gdal, &s, "another-secret"), None);
     }
 
     #[test]
