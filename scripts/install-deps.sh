@@ -33,6 +33,9 @@ if [ "$what" = test ]; then
   apt_pkgs+=(restic s3backer)
   # compat/pgbackrest.sh: PostgreSQL's backup tool, whose S3 client is its own (C, over TLS).
   apt_pkgs+=(pgbackrest)
+  # compat/gdal.sh: GDAL's /vsis3/ (its own S3 client, C++ over libcurl), driven from Debian's
+  # Python, for which python3-gdal is built.
+  apt_pkgs+=(gdal-bin python3-gdal python3-numpy)
   # compat/registry.sh: Docker's distribution registry on a bucket, skopeo as its client.
   apt_pkgs+=(docker-registry skopeo)
   # compat/js-sdk.sh: npm (Debian's, with its Node.js 18, where the machine has none); the scenario
