@@ -317,6 +317,8 @@ async fn ranges_s3_ignores_give_the_whole_object() {
         let body = std::str::from_utf8(raw.body().bytes().unwrap()).unwrap();
         let named = format!("<RangeRequested>{r}</RangeRequested><ActualObjectSize>0</ActualObjectSize>");
         assert!(body.contains(&named), "{r}: {body}");
+        // The size in `Content-Range` too, as S3 and HTTP's 416 give it.
+        assert_eq!(raw.headers().get("content-range"), Some("bytes */0"), "{r}");
     }
     // ... and then asks for its part 1, which is empty: no byte range to name.
     let o = c.get_object().bucket("rng").key("empty").part_number(1).send().await.unwrap();
@@ -324,6 +326,7 @@ async fn ranges_s3_ignores_give_the_whole_object() {
     let e = c.get_object().bucket("rng").key("obj").range("bytes=20-30").send().await.unwrap_err();
     let body = std::str::from_utf8(e.raw_response().unwrap().body().bytes().unwrap()).unwrap().to_owned();
     assert!(body.contains("<ActualObjectSize>10</ActualObjectSize>"), "{body}");
+    assert_eq!(e.raw_response().unwrap().headers().get("content-range"), Some("bytes */10"));
     // Any error document that carries elements of its own is typed so (412 names its condition).
     let e = c.get_object().bucket("rng").key("obj").if_match("\"nope\"").send().await.unwrap_err();
     let raw = e.raw_response().unwrap();

@@ -62,7 +62,7 @@ pub(crate) const DETAIL_HEADER: &str = "x-penstock-error-detail";
 /// `e` with the document elements `xml` (escaped by the caller; see [`DETAIL_HEADER`]).
 fn with_detail(mut e: S3Error, xml: &str) -> S3Error {
     if let Ok(v) = HeaderValue::from_str(xml) {
-        let mut h = HeaderMap::new();
+        let mut h = e.headers().cloned().unwrap_or_else(HeaderMap::new);
         h.insert(DETAIL_HEADER, v);
         e.set_headers(h);
     }
@@ -83,9 +83,16 @@ pub(crate) fn precondition_failed(condition: &'static str) -> S3Error {
 /// 416 `InvalidRange`: `range` selects no byte of an object of `size` bytes. S3's document
 /// names the range and the object's size (`<RangeRequested>`, `<ActualObjectSize>`); clients
 /// built on the AWS CRT read the size to tell an empty object, whose first ranged GET every
-/// download starts with is refused so, from a failed read, and then fetch it whole.
+/// download starts with is refused so, from a failed read, and then fetch it whole. The answer
+/// also carries `Content-Range: bytes */<size>`, as S3 sends it and HTTP asks of a 416 (RFC 9110
+/// 15.5.17), for clients that learn the size from the header.
 pub(crate) fn invalid_range(range: &s3s::dto::Range, size: u64) -> S3Error {
-    let e = S3Error::with_message(S3ErrorCode::InvalidRange, "The requested range is not satisfiable");
+    let mut e = S3Error::with_message(S3ErrorCode::InvalidRange, "The requested range is not satisfiable");
+    let mut headers = http::HeaderMap::new();
+    if let Ok(v) = http::HeaderValue::from_str(&format!("bytes */{size}")) {
+        headers.insert(http::header::CONTENT_RANGE, v);
+    }
+    e.set_headers(headers);
     let asked = match range {
         s3s::dto::Range::Int {
             first,
