@@ -16,6 +16,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod conn_threads;
 pub mod fuzzing;
+pub mod header_case;
 pub mod interim;
 pub mod limits;
 pub mod metadata_cli;

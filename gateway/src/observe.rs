@@ -76,6 +76,9 @@ pub struct Observed {
     region: Arc<str>,
     /// `https` where the gateway terminates TLS, else `http`: the scheme of URLs it names.
     scheme: &'static str,
+    /// Given to HTTP/1.x answers so that hyper spells their header names as S3 does
+    /// ([`crate::header_case`]).
+    spelling: Option<&'static http::Extensions>,
 }
 
 /// What CORS handling needs outside s3s: the gateway (bucket rules) and how requests name buckets.
@@ -124,6 +127,7 @@ impl Observed {
             direct: None,
             region: Arc::from("us-east-1"),
             scheme: "http",
+            spelling: crate::header_case::spelling(),
         }
     }
 
@@ -423,6 +427,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 if close || (http1 && !end.reached()) {
                     resp.headers_mut()
                         .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                if let Some(spelling) = this.spelling.filter(|_| http1) {
+                    resp.extensions_mut().extend(spelling.clone());
                 }
                 if let (Some(c), Some((origin, allowing)), Some(bucket)) = (&this.cors, &origin, &named) {
                     if method != http::Method::OPTIONS {

@@ -598,3 +598,34 @@ async fn the_bucket_listing_signed_as_gdal_signs_it_is_answered() {
         assert!(body.contains("SignatureDoesNotMatch"), "{signed}: {body}");
     }
 }
+
+/// HTTP/1.1 answers spell header names as S3 does: HTSlib (samtools), Fluent Bit and the AWS SDK
+/// for Java 1.7-1.10 search an upload part's answer for `ETag: "` and abort the upload without
+/// it. The `x-amz-*` names and user metadata stay in lower case, as S3 writes them.
+#[tokio::test]
+async fn answers_spell_header_names_as_s3_does() {
+    let (gw, c) = Gateway::with_bucket("spelt").await;
+    let put = c.put_object().bucket("spelt").key("k").presigned(presigning()).await.unwrap();
+    let read = c.get_object().bucket("spelt").key("k").presigned(presigning()).await.unwrap();
+    let mut conn = Conn::open(&gw);
+    conn.send_head(&put, &[("Content-Length", "3".into())]);
+    conn.send(b"abc");
+    let names = |a: &penstock_tests::raw::Answer| a.headers.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    let a = conn.answer(false);
+    assert_eq!(a.status, 200);
+    for want in ["ETag", "Content-Length", "Date", "x-amz-request-id"] {
+        assert!(names(&a).iter().any(|n| n == want), "{want} in {:?}", names(&a));
+    }
+    conn.send_head(&read, &[]);
+    let a = conn.answer(false);
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"abc"[..]));
+    for want in ["ETag", "Last-Modified", "Content-Type", "Accept-Ranges", "x-amz-request-id"] {
+        assert!(names(&a).iter().any(|n| n == want), "{want} in {:?}", names(&a));
+    }
+    // Errors too.
+    let missing = c.get_object().bucket("spelt").key("none").presigned(presigning()).await.unwrap();
+    conn.send_head(&missing, &[]);
+    let a = conn.answer(false);
+    assert_eq!(a.status, 404);
+    assert!(names(&a).iter().any(|n| n == "Content-Type"), "{:?}", names(&a));
+}
