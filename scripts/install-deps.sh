@@ -36,6 +36,8 @@ if [ "$what" = test ]; then
   # compat/gdal.sh: GDAL's /vsis3/ (its own S3 client, C++ over libcurl), driven from Debian's
   # Python, for which python3-gdal is built.
   apt_pkgs+=(gdal-bin python3-gdal python3-numpy)
+  # compat/htslib.sh: the genomics tools' I/O library, whose S3 plugin is its own (C over libcurl).
+  apt_pkgs+=(samtools bcftools tabix)
   # compat/registry.sh: Docker's distribution registry on a bucket, skopeo as its client.
   apt_pkgs+=(docker-registry skopeo)
   # compat/js-sdk.sh: npm (Debian's, with its Node.js 18, where the machine has none); the scenario
