@@ -89,13 +89,7 @@ fn resigned_root<B>(req: &Request<B>, s: &Signed, secret: &str) -> Option<http::
     }
     let as_sent = canonical_request(req, s, "/")?;
     let doubled = canonical_request(req, s, "//")?;
-    let key = crate::sigv4::derive_key(secret, &s.date, &s.region, &s.service);
-    let scope = crate::sigv4::Scope {
-        amz_date: &s.amz_date,
-        date: &s.date,
-        region: &s.region,
-        service: &s.service,
-    };
+    let (key, scope) = (s.key(secret), s.scope());
     if crate::sigv4::signature_matches(&key, &scope, &as_sent, &s.signature)
         || !crate::sigv4::signature_matches(&key, &scope, &doubled, &s.signature)
     {
@@ -247,14 +241,24 @@ fn canonical_request<B>(req: &Request<B>, signed: &Signed, path: &str) -> Option
 
 /// Whether `s.signature` is the SigV4 signature of `canonical` under `secret`.
 fn signature_holds(secret: &str, s: &Signed, canonical: &str) -> bool {
-    let key = crate::sigv4::derive_key(secret, &s.date, &s.region, &s.service);
-    let scope = crate::sigv4::Scope {
-        amz_date: &s.amz_date,
-        date: &s.date,
-        region: &s.region,
-        service: &s.service,
-    };
-    crate::sigv4::signature_matches(&key, &scope, canonical, &s.signature)
+    crate::sigv4::signature_matches(&s.key(secret), &s.scope(), canonical, &s.signature)
+}
+
+impl Signed {
+    /// The signing key of `secret` for this signature's scope.
+    fn key(&self, secret: &str) -> ring::hmac::Key {
+        crate::sigv4::derive_key(secret, &self.date, &self.region, &self.service)
+    }
+
+    /// The scope and time this signature was made for.
+    fn scope(&self) -> crate::sigv4::Scope<'_> {
+        crate::sigv4::Scope {
+            amz_date: &self.amz_date,
+            date: &self.date,
+            region: &self.region,
+            service: &self.service,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -334,15 +338,8 @@ mod tests {
         let v = resigned_root(&gdal, &s, secret).expect("signed for //");
         let again = req(v.to_str().unwrap().rsplit_once("Signature=").unwrap().1);
         let s2 = signed(again.headers(), None).unwrap();
-        let key = crate::sigv4::derive_key(secret, &s2.date, &s2.region, &s2.service);
-        let scope = crate::sigv4::Scope {
-            amz_date: &s2.amz_date,
-            date: &s2.date,
-            region: &s2.region,
-            service: &s2.service,
-        };
         let canonical = canonical_request(&again, &s2, "/").unwrap();
-        assert!(crate::sigv4::signature_matches(&key, &scope, &canonical, &s2.signature));
+        assert!(signature_holds(secret, &s2, &canonical));
         // Signed for `/` already, or for neither, or under another secret: left alone.
         assert_eq!(resigned_root(&again, &s2, secret), None);
         let wrong = req("c1865720f8f32728d0d368ed5a860a713fed0d649b539b77f47396bbdab1122d");
