@@ -63,6 +63,12 @@ def read_bytes(path, offset=0, size=None):
         gdal.VSIFCloseL(f)
 
 
+def headers(path):
+    """The answer's headers as GDAL reports them, by lower-case name (names are case-insensitive;
+    S3 spells them `ETag`, `Content-Type`)."""
+    return {k.lower(): v for k, v in gdal.GetFileMetadata(path, "HEADERS").items()}
+
+
 def write_bytes(path, data, piece=1 << 20):
     f = gdal.VSIFOpenL(path, "wb")
     check(f is not None, f"cannot create {path}")
@@ -160,7 +166,7 @@ check(
     ),
     "the copy in place failed",
 )
-h = gdal.GetFileMetadata(f"{B}/cog/scene.tif", "HEADERS")
+h = headers(f"{B}/cog/scene.tif")
 check(
     h.get("x-amz-meta-sensor") == "MSI" and h.get("content-type") == "image/tiff; application=geotiff",
     f"headers after the copy: {h}",
@@ -179,7 +185,7 @@ write_bytes(f"{B}/raw/big.bin", big)
 check(gdal.VSIStatL(f"{B}/raw/big.bin").size == len(big), "size of the 60 MiB file")
 for off, n in [(0, 100), (50_000_000, 4096), (len(big) - 10, 10), (5 << 20, 3 << 20)]:
     check(read_bytes(f"{B}/raw/big.bin", off, n) == big[off : off + n], f"bytes at {off}+{n}")
-h = gdal.GetFileMetadata(f"{B}/raw/big.bin", "HEADERS")
+h = headers(f"{B}/raw/big.bin")
 check(h.get("etag", "").endswith('-12"'), f"a 12-part upload's ETag: {h.get('etag')}")
 
 step("a signed URL, fetched without GDAL")
