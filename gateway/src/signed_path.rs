@@ -81,20 +81,16 @@ pub async fn accept_root_signed_as_double_slash<B>(req: &mut Request<B>, auth: &
     }
 }
 
-/// The `Authorization` that signs `req` (a header-signed `GET /`) for `/` under `secret`, when
-/// its signature `s` holds for `//` and not for `/`.
+/// The `Authorization` that signs `req` (a header-signed `GET /`, whose signature is `s`) for
+/// `/` under `secret`, when `s` is the signature for `//` (then it cannot also be the one for
+/// `/`, which s3s checks as usual).
 fn resigned_root<B>(req: &Request<B>, s: &Signed, secret: &str) -> Option<http::HeaderValue> {
-    if s.presigned {
+    let doubled = canonical_request(req, s, "//")?;
+    let (key, scope) = (s.key(secret), s.scope());
+    if !crate::sigv4::signature_matches(&key, &scope, &doubled, &s.signature) {
         return None;
     }
     let as_sent = canonical_request(req, s, "/")?;
-    let doubled = canonical_request(req, s, "//")?;
-    let (key, scope) = (s.key(secret), s.scope());
-    if crate::sigv4::signature_matches(&key, &scope, &as_sent, &s.signature)
-        || !crate::sigv4::signature_matches(&key, &scope, &doubled, &s.signature)
-    {
-        return None;
-    }
     let ours = crate::sigv4::sign(&key, &scope, &as_sent)?;
     let value = format!(
         "AWS4-HMAC-SHA256 Credential={}/{}/{}/{}/aws4_request,SignedHeaders={},Signature={}",
