@@ -33,6 +33,9 @@ if [ "$what" = test ]; then
   apt_pkgs+=(restic s3backer)
   # compat/pgbackrest.sh: PostgreSQL's backup tool, whose S3 client is its own (C, over TLS).
   apt_pkgs+=(pgbackrest)
+  # compat/mountpoint.sh: Mountpoint's CRT client is C built with cmake; its FUSE layer links
+  # libfuse3 (found through pkg-config).
+  apt_pkgs+=(cmake libfuse3-dev)
   # compat/gdal.sh: GDAL's /vsis3/ (its own S3 client, C++ over libcurl), driven from Debian's
   # Python, for which python3-gdal is built.
   apt_pkgs+=(gdal-bin python3-gdal python3-numpy)
