@@ -29,8 +29,8 @@ use early::{
     refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
-    bare_attributes_etag, collect_small, detail_of, error_code, head_refusal, location_document, missing_message,
-    with_body, with_request_id, MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
+    bare_attributes_etag, carriage_returns_as_references, collect_small, detail_of, error_code, head_refusal,
+    location_document, missing_message, with_body, with_request_id, KEY_DOCUMENTS, MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
 };
 
 /// What the access check learned about a request.
@@ -378,6 +378,19 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     let (parts, body) = resp.into_parts();
                     let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
                     resp = with_body(parts, rewrite(bytes));
+                }
+                // Keys and prefixes holding a carriage return (s3s serializes whole documents, so
+                // their bytes are at hand; listings of any size).
+                let echoes_keys = status.is_success()
+                    && slot
+                        .0
+                        .lock()
+                        .is_ok_and(|i| KEY_DOCUMENTS.contains(&i.operation.as_str()));
+                if echoes_keys {
+                    if let Some(xml) = resp.body().bytes().filter(|b| b.contains(&b'\r')) {
+                        let (parts, _) = resp.into_parts();
+                        resp = with_body(parts, carriage_returns_as_references(xml));
+                    }
                 }
 
                 // Read the error code of failures (small, buffered bodies) and put it back.

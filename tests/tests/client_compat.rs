@@ -2,7 +2,8 @@
 //! would (issue #23): interim responses, resent parts, part checksums, tag counts, content
 //! encodings, ignored Range headers, request ids in errors, directory markers with a body; and
 //! two limits S3 enforces (#16): key length, presigned URL lifetime (the latter in the boto3 suite);
-//! a `+` left unencoded in the path, read as the client signed it.
+//! a `+` left unencoded in the path, read as the client signed it; a carriage return in a key,
+//! written in XML documents so that parsers read it back.
 //! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
 //! with presigned URLs.
 
@@ -628,4 +629,67 @@ async fn answers_spell_header_names_as_s3_does() {
     let a = conn.answer(false);
     assert_eq!(a.status, 404);
     assert!(names(&a).iter().any(|n| n == "Content-Type"), "{:?}", names(&a));
+}
+
+/// A key holding a carriage return lists as itself: XML parsers read a literal CR in text as a
+/// line feed, so listings, deletes' results and upload documents write it as `&#13;` (rclone's
+/// encoding tests listed `\rkey` as `\nkey`, and then found no such object).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn carriage_returns_in_keys_survive_xml() {
+    use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+    use aws_sigv4::http_request::SignableBody;
+    use penstock_tests::sigv4::Signer;
+
+    let (gw, c) = Gateway::with_bucket("crs").await;
+    let keys = ["\rlead", "trail\r", "mid\rdle/inner", "line\r\nend"];
+    for k in keys {
+        put(&c, "crs", k, b"x").await;
+    }
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let raw = |method: &str, query: &str, body: &[u8]| {
+        let url = format!("{}/crs?{query}", gw.endpoint);
+        let (added, _) = Signer::admin().sign(method, &url, &[("host", host.as_str())], SignableBody::Bytes(body));
+        let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Conn::open(&gw).unsigned(method, &format!("/crs?{query}"), &headers, body)
+    };
+    for query in ["list-type=2", "list-type=2&delimiter=%2F", "delimiter=%2F", "versions", "uploads"] {
+        let a = raw("GET", query, b"");
+        assert_eq!(a.status, 200, "{query}: {}", String::from_utf8_lossy(&a.body));
+        assert!(!a.body.contains(&b'\r'), "{query}: a literal CR: {}", String::from_utf8_lossy(&a.body));
+    }
+    let listed = raw("GET", "list-type=2", b"");
+    let text = String::from_utf8_lossy(&listed.body);
+    assert!(text.contains("<Key>&#13;lead</Key>") && text.contains("<Key>line&#13;\nend</Key>"), "{text}");
+    let grouped = raw("GET", "list-type=2&delimiter=%2F", b"");
+    assert!(String::from_utf8_lossy(&grouped.body).contains("<Prefix>mid&#13;dle/</Prefix>"));
+
+    // The SDK reads each key back as written, and reaches the object by it.
+    let out = c.list_objects_v2().bucket("crs").send().await.unwrap();
+    let mut listed: Vec<String> = out.contents().iter().filter_map(|o| o.key().map(str::to_owned)).collect();
+    listed.sort();
+    let mut want: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    for k in &listed {
+        assert_eq!(get(&c, "crs", k).await, b"x", "{k:?}");
+    }
+
+    // Upload documents and a multi-delete's answer name the key the same way.
+    let created = c.create_multipart_upload().bucket("crs").key("\rpart").send().await.unwrap();
+    assert_eq!(created.key(), Some("\rpart"));
+    let parts = raw("GET", "uploads&prefix=%0Dpart", b"");
+    assert!(String::from_utf8_lossy(&parts.body).contains("<Key>&#13;part</Key>"));
+    let objects: Vec<ObjectIdentifier> =
+        keys.iter().map(|k| ObjectIdentifier::builder().key(*k).build().unwrap()).collect();
+    let deleted = c
+        .delete_objects()
+        .bucket("crs")
+        .delete(Delete::builder().set_objects(Some(objects)).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let mut gone: Vec<&str> = deleted.deleted().iter().filter_map(|d| d.key()).collect();
+    gone.sort();
+    assert_eq!(gone, want.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(c.list_objects_v2().bucket("crs").send().await.unwrap().key_count(), Some(0));
 }

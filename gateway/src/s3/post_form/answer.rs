@@ -182,13 +182,14 @@ fn quote_etag_element(doc: &str) -> String {
     format!("{}\"{value}\"{}", &doc[..start], &doc[start + len..])
 }
 
-/// `s` with XML's five special characters escaped.
+/// `s` with XML's five special characters escaped and carriage returns written as `&#13;`.
 pub(crate) fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
         .replace('\'', "&apos;")
+        .replace('\r', "&#13;")
 }
 
 #[cfg(test)]
