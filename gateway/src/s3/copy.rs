@@ -100,10 +100,11 @@ impl Gateway {
         let replace_tags = directive(i.tagging_directive.as_ref().map(|d| d.as_str()))?;
         let same = src.bucket.rec.folder_id == b.rec.folder_id && src.key == i.key;
         // As on S3, a copy has the storage class its request names (STANDARD by default), not
-        // the source's; naming another class is a change that lets an object copy onto itself.
+        // the source's. Naming a class at all lets an object copy onto itself, its own class
+        // included, as S3 answers: rclone's SetTier and `aws s3 cp --storage-class` over the
+        // object itself send the class the object already has.
         let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
-        let new_class = i.storage_class.is_some() && class != src.rec.attrs.storage_class;
-        if same && !replace_meta && !replace_tags && !new_class {
+        if same && !replace_meta && !replace_tags && i.storage_class.is_none() {
             return Err(s3_error!(
                 InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."

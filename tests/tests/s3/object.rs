@@ -477,6 +477,18 @@ async fn storage_classes_read_back_as_written() {
     let h = c.head_object().bucket("classes").key("plain").send().await.unwrap();
     assert_eq!(h.storage_class(), Some(&StorageClass::Glacier));
     assert_eq!(get(&c, "classes", "plain").await, b"warm");
+    // So is naming the class it has (rclone's SetTier, `aws s3 cp --storage-class` in place);
+    // naming none is refused, as on S3.
+    c.copy_object()
+        .bucket("classes")
+        .key("plain")
+        .copy_source("classes/plain")
+        .storage_class(StorageClass::Glacier)
+        .send()
+        .await
+        .unwrap();
+    let refused = c.copy_object().bucket("classes").key("plain").copy_source("classes/plain").send().await.unwrap_err();
+    assert_eq!(code(&refused), "InvalidRequest");
 
     // Multipart uploads carry the class from their start to the object.
     let up = c
