@@ -36,6 +36,9 @@ if [ "$what" = test ]; then
   # compat/mountpoint.sh: Mountpoint's CRT client is C built with cmake; its FUSE layer links
   # libfuse3 (found through pkg-config).
   apt_pkgs+=(cmake libfuse3-dev)
+  # compat/rclone-fstests.sh: rclone's S3 backend tests, built from Debian's packaged source (the
+  # semver module is one its -dev package does not pull in).
+  apt_pkgs+=(golang-github-rclone-rclone-dev golang-github-coreos-go-semver-dev)
   # compat/gdal.sh: GDAL's /vsis3/ (its own S3 client, C++ over libcurl), driven from Debian's
   # Python, for which python3-gdal is built.
   apt_pkgs+=(gdal-bin python3-gdal python3-numpy)
