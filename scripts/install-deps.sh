@@ -37,8 +37,8 @@ if [ "$what" = test ]; then
   # libfuse3 (found through pkg-config).
   apt_pkgs+=(cmake libfuse3-dev)
   # compat/rclone-fstests.sh: rclone's S3 backend tests, built from Debian's packaged source (the
-  # semver module is one its -dev package does not pull in).
-  apt_pkgs+=(golang-github-rclone-rclone-dev golang-github-coreos-go-semver-dev)
+  # semver and deheap modules are ones its -dev package does not pull in).
+  apt_pkgs+=(golang-github-rclone-rclone-dev golang-github-coreos-go-semver-dev golang-github-aalpar-deheap-dev)
   # compat/gdal.sh: GDAL's /vsis3/ (its own S3 client, C++ over libcurl), driven from Debian's
   # Python, for which python3-gdal is built.
   apt_pkgs+=(gdal-bin python3-gdal python3-numpy)
