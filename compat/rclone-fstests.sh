@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # rclone's own integration suite for its S3 backend (fstests, from Debian's packaged source of
 # rclone 1.60), against the gateway as two providers (below): ~140 checks each of what rclone
-# asks of a remote, then its sync and operations tests (~100 and ~130) with the gateway as one
-# side and the local file system as the other. Files of every size through single and multipart uploads, streamed uploads
+# asks of a remote, then its sync, operations and VFS tests (~100, ~130 and ~180) on the gateway. Files of every size through single and multipart uploads, streamed uploads
 # of unknown size, ranged and seeking reads, listings flat and recursive, names with every
 # character class rclone knows (spaces, control characters, CR and LF, invalid UTF-8, URL
 # escapes), server-side copies, modification times and metadata in headers, tiers set by copying
@@ -19,20 +18,20 @@ gotest() { # -c -o OUT PACKAGE [flags]: builds a test binary from the packaged s
 }
 step build
 gotest -c -o "$WORK/s3.test" ./backend/s3 || fail "building rclone's S3 backend tests failed"
-# rclone's sync and operations tests run against a remote too, with the local file system as
-# the other side. They import every backend, some of whose modules Debian's rclone does not pull
+# rclone's sync, operations and VFS tests run against a remote too (the first two with the local
+# file system as the other side; the VFS's through its file layer with every cache mode). They import every backend, some of whose modules Debian's rclone does not pull
 # in: an overlay gives them the four they use instead (local, S3, memory, and OneDrive for the
 # QuickXorHash they list).
 overlay=()
-for f in fs/sync/sync_test.go fs/operations/operations_test.go; do
+for f in fs/sync/sync_test.go fs/operations/operations_test.go vfs/vfs_test.go vfs/vfstest_test.go vfs/vfstest/fs.go; do
   sed 's#_ "github.com/rclone/rclone/backend/all".*#_ "github.com/rclone/rclone/backend/local"\n\t_ "github.com/rclone/rclone/backend/memory"\n\t_ "github.com/rclone/rclone/backend/onedrive"\n\t_ "github.com/rclone/rclone/backend/s3"#' \
     "$src/$f" >"$WORK/${f//\//_}"
   grep -q 'backend/memory' "$WORK/${f//\//_}" || fail "$f no longer imports backend/all; update the overlay"
   overlay+=("\"$src/$f\": \"$WORK/${f//\//_}\"")
 done
 (IFS=,; echo "{\"Replace\": {${overlay[*]}}}") >"$WORK/overlay.json"
-for pkg in sync operations; do
-  gotest -vet=off -overlay "$WORK/overlay.json" -c -o "$WORK/$pkg.test" "./fs/$pkg" ||
+for pkg in fs/sync fs/operations vfs; do
+  gotest -vet=off -overlay "$WORK/overlay.json" -c -o "$WORK/${pkg##*/}.test" "./$pkg" ||
     fail "building rclone's $pkg tests failed"
 done
 
@@ -45,7 +44,7 @@ suite() {
   printf '[TestS3]\ntype = s3\nprovider = %s\naccess_key_id = %s\nsecret_access_key = %s\nendpoint = %s\nregion = us-east-1\nforce_path_style = true\n' \
     "$1" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" "$ENDPOINT" >"$WORK/rclone-$1.conf"
   local t passed
-  for t in s3 operations sync; do
+  for t in s3 operations sync vfs; do
     local args=(-test.v -remote TestS3:)
     [ "$t" = s3 ] && args+=(-test.run TestIntegration)
     # rclone refuses the environment's AWS_CA_BUNDLE; the gateway is plain HTTP here.
