@@ -364,28 +364,28 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
 
                 // Documents S3 writes otherwise than s3s: GetObjectAttributes' ETag without its
                 // quotes (`bare_attributes_etag`), GetBucketLocation's layout
-                // (`location_document`). The operation is looked up once, for successes only.
-                let rewrite: Option<fn(Bytes) -> Bytes> = if status == http::StatusCode::OK {
-                    slot.0.lock().ok().and_then(|i| match i.operation.as_str() {
-                        "GetObjectAttributes" => Some(bare_attributes_etag as fn(Bytes) -> Bytes),
-                        "GetBucketLocation" => Some(location_document),
-                        _ => None,
+                // (`location_document`), and keys or prefixes holding a carriage return written
+                // as `&#13;` (`carriage_returns_as_references`). The operation is looked up once,
+                // for successes only.
+                let (rewrite, echoes_keys) = if status == http::StatusCode::OK {
+                    slot.0.lock().map_or((None, false), |i| {
+                        let op = i.operation.as_str();
+                        let rewrite: Option<fn(Bytes) -> Bytes> = match op {
+                            "GetObjectAttributes" => Some(bare_attributes_etag),
+                            "GetBucketLocation" => Some(location_document),
+                            _ => None,
+                        };
+                        (rewrite, KEY_DOCUMENTS.contains(&op))
                     })
                 } else {
-                    None
+                    (None, false)
                 };
                 if let Some(rewrite) = rewrite {
                     let (parts, body) = resp.into_parts();
                     let bytes = collect_small(body, MAX_ATTRIBUTES_BODY).await;
                     resp = with_body(parts, rewrite(bytes));
                 }
-                // Keys and prefixes holding a carriage return (s3s serializes whole documents, so
-                // their bytes are at hand; listings of any size).
-                let echoes_keys = status.is_success()
-                    && slot
-                        .0
-                        .lock()
-                        .is_ok_and(|i| KEY_DOCUMENTS.contains(&i.operation.as_str()));
+                // s3s serializes whole documents, so their bytes are at hand, listings of any size.
                 if echoes_keys {
                     if let Some(xml) = resp.body().bytes().filter(|b| b.contains(&b'\r')) {
                         let (parts, _) = resp.into_parts();

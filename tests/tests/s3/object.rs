@@ -465,28 +465,21 @@ async fn storage_classes_read_back_as_written() {
     c.copy_object().bucket("classes").key("copied").copy_source("classes/ia").send().await.unwrap();
     let h = c.head_object().bucket("classes").key("copied").send().await.unwrap();
     assert_eq!(h.storage_class(), None);
-    // Naming another class is a change that lets an object be copied onto itself.
-    c.copy_object()
-        .bucket("classes")
-        .key("plain")
-        .copy_source("classes/plain")
-        .storage_class(StorageClass::Glacier)
-        .send()
-        .await
-        .unwrap();
-    let h = c.head_object().bucket("classes").key("plain").send().await.unwrap();
-    assert_eq!(h.storage_class(), Some(&StorageClass::Glacier));
-    assert_eq!(get(&c, "classes", "plain").await, b"warm");
-    // So is naming the class it has (rclone's SetTier, `aws s3 cp --storage-class` in place);
-    // naming none is refused, as on S3.
-    c.copy_object()
-        .bucket("classes")
-        .key("plain")
-        .copy_source("classes/plain")
-        .storage_class(StorageClass::Glacier)
-        .send()
-        .await
-        .unwrap();
+    // Naming a class lets an object be copied onto itself: another class, and then the class it
+    // has (rclone's SetTier, `aws s3 cp --storage-class` in place). Naming none is refused.
+    for _ in 0..2 {
+        c.copy_object()
+            .bucket("classes")
+            .key("plain")
+            .copy_source("classes/plain")
+            .storage_class(StorageClass::Glacier)
+            .send()
+            .await
+            .unwrap();
+        let h = c.head_object().bucket("classes").key("plain").send().await.unwrap();
+        assert_eq!(h.storage_class(), Some(&StorageClass::Glacier));
+        assert_eq!(get(&c, "classes", "plain").await, b"warm");
+    }
     let refused = c.copy_object().bucket("classes").key("plain").copy_source("classes/plain").send().await.unwrap_err();
     assert_eq!(code(&refused), "InvalidRequest");
 
