@@ -19,15 +19,16 @@ gotest() { # -c -o OUT PACKAGE [flags]: builds a test binary from the packaged s
 step build
 gotest -c -o "$WORK/s3.test" ./backend/s3 || fail "building rclone's S3 backend tests failed"
 # rclone's sync, operations and VFS tests run against a remote too (the first two with the local
-# file system as the other side; the VFS's through its file layer with every cache mode). They import every backend, some of whose modules Debian's rclone does not pull
-# in: an overlay gives them the four they use instead (local, S3, memory, and OneDrive for the
-# QuickXorHash they list).
+# file system as the other side; the VFS's through its file layer with every cache mode). They
+# import every backend, some of whose modules Debian's rclone does not pull in: an overlay gives
+# them the four they use instead (local, S3, memory, and OneDrive for the QuickXorHash they list).
 overlay=()
 for f in fs/sync/sync_test.go fs/operations/operations_test.go vfs/vfs_test.go vfs/vfstest_test.go vfs/vfstest/fs.go; do
+  o=$WORK/${f//\//_}
   sed 's#_ "github.com/rclone/rclone/backend/all".*#_ "github.com/rclone/rclone/backend/local"\n\t_ "github.com/rclone/rclone/backend/memory"\n\t_ "github.com/rclone/rclone/backend/onedrive"\n\t_ "github.com/rclone/rclone/backend/s3"#' \
-    "$src/$f" >"$WORK/${f//\//_}"
-  grep -q 'backend/memory' "$WORK/${f//\//_}" || fail "$f no longer imports backend/all; update the overlay"
-  overlay+=("\"$src/$f\": \"$WORK/${f//\//_}\"")
+    "$src/$f" >"$o"
+  grep -q 'backend/memory' "$o" || fail "$f no longer imports backend/all; update the overlay"
+  overlay+=("\"$src/$f\": \"$o\"")
 done
 (IFS=,; echo "{\"Replace\": {${overlay[*]}}}") >"$WORK/overlay.json"
 for pkg in fs/sync fs/operations vfs; do
@@ -43,16 +44,18 @@ mkdir -p "$WORK/run/fstest/testserver/init.d"
 suite() {
   printf '[TestS3]\ntype = s3\nprovider = %s\naccess_key_id = %s\nsecret_access_key = %s\nendpoint = %s\nregion = us-east-1\nforce_path_style = true\n' \
     "$1" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" "$ENDPOINT" >"$WORK/rclone-$1.conf"
-  local t passed
+  local t passed rc
   for t in s3 operations sync vfs; do
     local args=(-test.v -remote TestS3:)
     [ "$t" = s3 ] && args+=(-test.run TestIntegration)
     # rclone refuses the environment's AWS_CA_BUNDLE; the gateway is plain HTTP here.
+    rc=0
     (cd "$WORK/run" && env -u AWS_CA_BUNDLE RCLONE_CONFIG="$WORK/rclone-$1.conf" \
-      "$WORK/$t.test" "${args[@]}" >"$WORK/$t-$1.log" 2>&1) || true
+      "$WORK/$t.test" "${args[@]}" >"$WORK/$t-$1.log" 2>&1) || rc=$?
     passed=$(grep -c -- '--- PASS' "$WORK/$t-$1.log" || true)
-    # The suites pass with nothing run when they find no remote: hence a floor on the passes.
-    if grep -q -- '--- FAIL' "$WORK/$t-$1.log" || [ "$passed" -lt 90 ]; then
+    # The suites pass with nothing run when they find no remote: hence a floor on the passes. A
+    # panic or a timeout exits non-zero without a '--- FAIL' line.
+    if [ "$rc" -ne 0 ] || grep -q -- '--- FAIL' "$WORK/$t-$1.log" || [ "$passed" -lt 90 ]; then
       grep -E -- '--- FAIL|Error:|Messages:' "$WORK/$t-$1.log" | head -40 >&2
       tail -n 5 "$WORK/$t-$1.log" >&2
       fail "rclone's $t tests with provider $1: $passed passed"

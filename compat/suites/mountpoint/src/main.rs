@@ -2,7 +2,7 @@
 //! (mountpoint-s3-fs) over its CRT client, with the options a compat scenario needs.
 //!
 //! Usage: `mountpoint-compat ENDPOINT BUCKET DIR [--allow-delete] [--allow-overwrite]
-//! [--read-only] [--cache DIR] [--prefix P/] [--part-size BYTES]`. Keys come from
+//! [--read-only] [--cache DIR]`. Keys come from
 //! `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (the CRT's default credential chain, as for
 //! `mount-s3`). Runs in the foreground until the directory is unmounted; `MP_LOG` sets the log
 //! filter (default `warn,awscrt=off`).
@@ -23,6 +23,9 @@ use mountpoint_s3_fs::s3::config::{ClientConfig, MemoryLimitSetting, PartConfig,
 use mountpoint_s3_fs::s3::{Bucket, Prefix, S3Path, S3Personality};
 use mountpoint_s3_fs::{MountpointConfig, Runtime, S3FilesystemConfig, Superblock, SuperblockConfig};
 
+/// mount-s3's default part size, for reads and writes alike.
+const PART_SIZE: usize = 8 * 1024 * 1024;
+
 /// Memory Mountpoint may use for its part buffers: enough for a few 8 MiB parts in flight on
 /// a CI machine.
 const MEMORY_LIMIT: usize = 512 * 1024 * 1024;
@@ -41,8 +44,6 @@ fn main() -> Result<()> {
         s3_personality: S3Personality::Standard,
         ..Default::default()
     };
-    let mut prefix = String::new();
-    let mut part_size = 8 * 1024 * 1024;
     let mut cache_dir = None;
     let mut rest = options.iter();
     while let Some(option) = rest.next() {
@@ -51,8 +52,6 @@ fn main() -> Result<()> {
             "--allow-overwrite" => fs_config.allow_overwrite = true,
             "--read-only" => fs_config.read_only = true,
             "--cache" => cache_dir = Some(rest.next().context("--cache DIR")?.clone()),
-            "--prefix" => prefix = rest.next().context("--prefix P/")?.clone(),
-            "--part-size" => part_size = rest.next().context("--part-size BYTES")?.parse()?,
             other => return Err(anyhow!("unknown option {other}")),
         }
     }
@@ -75,7 +74,7 @@ fn main() -> Result<()> {
         expected_bucket_owner: None,
         throughput_target: TargetThroughputSetting::User { gbps: 10.0 },
         bind: None,
-        part_config: PartConfig::with_part_size(part_size).validate(MemoryLimitSetting::User(MEMORY_LIMIT))?,
+        part_config: PartConfig::with_part_size(PART_SIZE).validate(MemoryLimitSetting::User(MEMORY_LIMIT))?,
         user_agent: UserAgent::new(Some("penstock-compat".into())),
         tls_config: None,
     };
@@ -85,7 +84,7 @@ fn main() -> Result<()> {
         .build();
     let s3_path = S3Path::new(
         Bucket::new(bucket.as_str()).map_err(|e| anyhow!("bucket {bucket}: {e}"))?,
-        Prefix::new(&prefix).map_err(|e| anyhow!("prefix {prefix}: {e}"))?,
+        Prefix::new("").map_err(|e| anyhow!("{e}"))?,
     );
     // As mount-s3 does, the client checks the bucket (a ListObjectsV2) before mounting.
     let client = client_config.create_client(pool.clone(), Some(&s3_path))?;
