@@ -231,7 +231,7 @@ impl GatewayAccess {
                 format!("{}/{} ({})", caller.user.domain, caller.user.name, caller.access_key)
             });
         }
-        crate::s3::refuse_unoffered(op, headers)?;
+        crate::s3::refuse_unoffered(op, headers, gateway.at_rest().is_some())?;
         let need = match required(op) {
             // Refused before any handler runs; not a matter of permissions, so not AccessDenied,
             // which would send clients looking for a policy to fix.
@@ -369,7 +369,7 @@ impl S3Access for GatewayAccess {
                 || i.ssekms_encryption_context.is_some()
                 || i.bucket_key_enabled.is_some(),
         }
-        .refuse("PostObject")?;
+        .refuse("PostObject", self.gateway.at_rest().is_some())?;
         if let Some(class) = &i.storage_class {
             crate::s3::refuse_unknown_storage_class(class.as_str().as_bytes())?;
         }

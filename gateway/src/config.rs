@@ -69,6 +69,12 @@ pub struct Config {
     /// (`s3/direct.rs`); every other request, and every refusal, goes through s3s either way.
     /// Off: all requests go through s3s.
     pub direct_reads: bool,
+    /// Every volume this gateway serves encrypts its data at rest (dm-crypt/LUKS, self-encrypting
+    /// drives, the storage system's own encryption), as the operator attests: objects are then
+    /// what S3 calls SSE-S3 encrypted, and the gateway answers as S3 does since 2023, where every
+    /// object is (`x-amz-server-side-encryption: AES256` on object answers, AES256 as every
+    /// bucket's default encryption, SSE-S3 requests accepted). SSE-KMS and SSE-C stay refused.
+    pub encrypted_at_rest: bool,
 }
 
 /// The metadata engine.
@@ -287,6 +293,7 @@ impl Default for Config {
             lifecycle_day_secs: 86400.0,
             heap_release_mib: 16,
             direct_reads: true,
+            encrypted_at_rest: false,
         }
     }
 }

@@ -196,6 +196,7 @@ impl Gateway {
             copy_object_result: Some(result),
             version_id: super::put::version_out(&b, version_id),
             copy_source_version_id: src.bucket.rec.versioning.map(|_| src.rec.version().to_owned()),
+            server_side_encryption: self.at_rest(),
             ..Default::default()
         }))
     }

@@ -375,6 +375,11 @@ macro_rules! object_headers {
         )?;
         put(h, "x-amz-version-id", text($o.version_id).ok()?)?;
         put(h, "x-amz-restore", text($o.restore).ok()?)?;
+        put(
+            h,
+            "x-amz-server-side-encryption",
+            text($o.server_side_encryption.map(|s| s.as_str().to_owned())).ok()?,
+        )?;
     }};
 }
 use object_headers;
@@ -394,7 +399,6 @@ macro_rules! only_written {
             && $o.sse_customer_algorithm.is_none()
             && $o.sse_customer_key_md5.is_none()
             && $o.ssekms_key_id.is_none()
-            && $o.server_side_encryption.is_none()
             && $o.website_redirect_location.is_none()
             $(&& $o.$extra.is_none())*
     };

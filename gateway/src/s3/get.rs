@@ -255,6 +255,7 @@ impl Gateway {
             .map_err(|e| hidden(&who, e))?;
         let mut out = GetObjectOutput::default();
         object_headers!(out, i, plan);
+        out.server_side_encryption = self.at_rest();
         out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
         let status = if plan.content_range.is_some() { 206 } else { 200 };
         match admission {
@@ -341,6 +342,7 @@ impl Gateway {
             .map_err(|e| hidden(&who, e))?;
         let mut out = HeadObjectOutput::default();
         object_headers!(out, i, plan);
+        out.server_side_encryption = self.at_rest();
         let mut resp = S3Response::new(out);
         // S3 answers HEAD with the tag count as GET does; s3s's HeadObjectOutput has no field for it.
         if !plan.rec.tags.is_empty() {

@@ -102,6 +102,9 @@ pub struct Gateway {
     pub(crate) anonymous_domain: String,
     /// Whether the S3 listener speaks TLS (`aws:SecureTransport`).
     secure: bool,
+    /// `AES256` when the operator attests that every volume encrypts at rest
+    /// (`encrypted_at_rest`): what object answers and GetBucketEncryption then say.
+    at_rest: Option<ServerSideEncryption>,
     locks: locks::KeyLocks,
     quota_locks: Arc<locks::KeyLocks>,
     /// Orders CompleteMultipartUpload and AbortMultipartUpload of one upload, so exactly one of
@@ -185,6 +188,9 @@ impl Gateway {
                 .then(|| cfg.default_object_ownership.clone()),
             anonymous_domain: cfg.anonymous_domain.clone(),
             secure: cfg.tls_cert.is_some() && cfg.tls_key.is_some(),
+            at_rest: cfg
+                .encrypted_at_rest
+                .then(|| ServerSideEncryption::from_static(ServerSideEncryption::AES256)),
             locks: locks::KeyLocks::new(),
             quota_locks: Arc::new(locks::KeyLocks::new()),
             upload_locks: locks::KeyLocks::new(),

@@ -93,6 +93,7 @@ impl Gateway {
             upload_id: Some(up.upload_id.to_string()),
             checksum_algorithm: input.checksum_algorithm.clone(),
             checksum_type: ctype.map(s3_type),
+            server_side_encryption: self.at_rest(),
             ..Default::default()
         }))
     }
@@ -136,6 +137,7 @@ impl Gateway {
             &part.checksums,
             UploadPartOutput {
                 e_tag: Some(etag(&part.md5_hex)),
+                server_side_encryption: self.at_rest(),
             },
             ..Default::default()
         ));
@@ -177,6 +179,7 @@ impl Gateway {
                     last_modified: Some(ts_ms(part.last_modified_ms)),
                 }
             )),
+            server_side_encryption: self.at_rest(),
             ..Default::default()
         }))
     }
@@ -403,6 +406,7 @@ impl Gateway {
         }
         let mut out = completed(input, &rec);
         out.location = location;
+        out.server_side_encryption = self.at_rest();
         out.version_id = super::put::version_out(&b, version_id);
         let (size, mtime) = (rec.fingerprint.size, rec.fingerprint.mtime_ns);
         out.expiration = self.expiration_of(&b.rec.lifecycle, &input.key, &rec.tags, size, mtime);
@@ -442,6 +446,7 @@ impl Gateway {
         }
         let mut out = completed(input, &rec);
         out.location = location;
+        out.server_side_encryption = self.at_rest();
         out.version_id = super::put::version_out(b, rec.version_id.clone());
         Ok(S3Response::new(out))
     }

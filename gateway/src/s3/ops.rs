@@ -92,6 +92,8 @@ operations! {
     // Settings not offered here, read as never set and deleted as no-ops (`unconfigured.rs`);
     // setting them stays NotImplemented.
     GetBucketEncryption => get_bucket_encryption(GetBucketEncryptionInput) -> GetBucketEncryptionOutput, ro;
+    // Served where volumes encrypt at rest (SSE-S3 only), NotImplemented elsewhere.
+    PutBucketEncryption => put_bucket_encryption(PutBucketEncryptionInput) -> PutBucketEncryptionOutput, wd;
     GetBucketWebsite => get_bucket_website(GetBucketWebsiteInput) -> GetBucketWebsiteOutput, ro;
     GetBucketLogging => get_bucket_logging(GetBucketLoggingInput) -> GetBucketLoggingOutput, ro;
     GetBucketNotificationConfiguration => get_bucket_notification_configuration(
@@ -162,7 +164,8 @@ mod tests {
         assert_eq!(required("PutObjectLockConfiguration"), Need::Folder(Perm::Wd));
         assert_eq!(required("GetObjectLockConfiguration"), Need::Folder(Perm::Ro));
         assert_eq!(required("PutBucketTagging"), Need::Folder(Perm::Wd));
-        assert_eq!(required("PutBucketEncryption"), Need::Unsupported);
+        assert_eq!(required("PutBucketEncryption"), Need::Folder(Perm::Wd));
+        assert_eq!(required("PutBucketWebsite"), Need::Unsupported);
         assert!(ALL.iter().all(|(op, _)| required(op) != Need::Unsupported));
     }
 

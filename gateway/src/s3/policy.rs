@@ -754,7 +754,7 @@ pub(crate) fn action_of(op: &str, versioned: bool) -> String {
         ("PutBucketCors" | "DeleteBucketCors", _) => "PutBucketCORS",
         ("DeleteBucketTagging", _) => "PutBucketTagging",
         ("GetBucketEncryption", _) => "GetEncryptionConfiguration",
-        ("DeleteBucketEncryption", _) => "PutEncryptionConfiguration",
+        ("PutBucketEncryption" | "DeleteBucketEncryption", _) => "PutEncryptionConfiguration",
         ("DeleteBucketReplication", _) => "PutReplicationConfiguration",
         ("GetBucketNotificationConfiguration", _) => "GetBucketNotification",
         ("GetObjectLockConfiguration", _) => "GetBucketObjectLockConfiguration",

@@ -119,6 +119,7 @@ impl Gateway {
                 size: Some(size as i64),
                 version_id: version_out(&b, version_id),
                 expiration: self.expiration_of(&b.rec.lifecycle, &input.key, &rec.tags, size, rec.fingerprint.mtime_ns),
+                server_side_encryption: self.at_rest(),
             },
             ..Default::default()
         );
@@ -598,9 +599,9 @@ fn is_chunk_signature_mismatch(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// A browser-form upload answers with its ETag and version in headers, as S3's does (a script
-/// reads them to record what it uploaded); s3s builds a form's answer from its success fields
-/// alone and keeps only the headers the handler set, so they are set here.
+/// A browser-form upload answers with its ETag, version and encryption in headers, as S3's
+/// does (a script reads them to record what it uploaded); s3s builds a form's answer from its
+/// success fields alone and keeps only the headers the handler set, so they are set here.
 fn form_headers(resp: &mut S3Response<PutObjectOutput>) {
     let pairs = [
         (
@@ -610,6 +611,13 @@ fn form_headers(resp: &mut S3Response<PutObjectOutput>) {
         (
             http::HeaderName::from_static("x-amz-version-id"),
             resp.output.version_id.clone(),
+        ),
+        (
+            http::HeaderName::from_static("x-amz-server-side-encryption"),
+            resp.output
+                .server_side_encryption
+                .as_ref()
+                .map(|s| s.as_str().to_owned()),
         ),
     ];
     for (name, value) in pairs {

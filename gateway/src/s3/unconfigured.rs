@@ -10,6 +10,14 @@
 //! The same holds for requests that ask for one of these features per object (server-side
 //! encryption headers): they are refused, never served as if the feature had been applied, so no
 //! client believes an object encrypted that is not.
+//!
+//! Encryption at rest is the exception when the operator attests it (`encrypted_at_rest`: every
+//! volume encrypts what it stores): then every object is what S3 calls SSE-S3 encrypted, and
+//! the gateway answers as S3 has since 2023, where every object is. Object answers say
+//! `x-amz-server-side-encryption: AES256`, GetBucketEncryption names AES256 as every bucket's
+//! default, and requests for SSE-S3 (the header on a write, PutBucketEncryption with AES256) are
+//! served; nothing needs recording, since nothing differs between objects or buckets. SSE-KMS
+//! and SSE-C stay refused: no key here could honour them.
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
@@ -36,10 +44,64 @@ macro_rules! never_set {
     };
 }
 
+impl Gateway {
+    /// `AES256` when every volume encrypts at rest (`encrypted_at_rest`), for the
+    /// `x-amz-server-side-encryption` of object answers; `None` otherwise.
+    pub(crate) fn at_rest(&self) -> Option<ServerSideEncryption> {
+        self.at_rest.clone()
+    }
+
+    /// GetBucketEncryption: with volumes encrypted at rest, SSE-S3 by default, as S3 answers for
+    /// every bucket since 2023; otherwise no default encryption configured (S3 before 2023, and
+    /// what a bucket here is then: objects are plain files in the tenant's folder).
+    pub(crate) async fn get_bucket_encryption(
+        &self,
+        req: S3Request<GetBucketEncryptionInput>,
+    ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
+        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let algorithm = self.at_rest.clone().ok_or_else(no_encryption_configuration)?;
+        let rule = ServerSideEncryptionRule {
+            apply_server_side_encryption_by_default: Some(ServerSideEncryptionByDefault {
+                sse_algorithm: algorithm,
+                kms_master_key_id: None,
+            }),
+            bucket_key_enabled: Some(false),
+        };
+        Ok(S3Response::new(GetBucketEncryptionOutput {
+            server_side_encryption_configuration: Some(ServerSideEncryptionConfiguration { rules: vec![rule] }),
+        }))
+    }
+
+    /// PutBucketEncryption: with volumes encrypted at rest, a configuration whose every rule is
+    /// SSE-S3 (AES256) is what the bucket already does, and is answered 200; one asking for
+    /// SSE-KMS is 501 `NotImplemented`. Without encryption at rest, every configuration is 501.
+    pub(crate) async fn put_bucket_encryption(
+        &self,
+        req: S3Request<PutBucketEncryptionInput>,
+    ) -> S3Result<S3Response<PutBucketEncryptionOutput>> {
+        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let rules = &req.input.server_side_encryption_configuration.rules;
+        if rules.is_empty() {
+            return Err(s3_error!(
+                MalformedXML,
+                "The XML you provided was not well-formed or did not validate against our published schema"
+            ));
+        }
+        let mut methods = rules.iter().map(|r| r.apply_server_side_encryption_by_default.as_ref());
+        let sse_s3 = methods.all(|d| {
+            d.is_some_and(|d| d.sse_algorithm.as_str() == ServerSideEncryption::AES256 && d.kms_master_key_id.is_none())
+        });
+        if self.at_rest.is_none() {
+            return Err(not_offered("server-side encryption"));
+        }
+        if !sse_s3 {
+            return Err(not_offered("server-side encryption with AWS KMS keys"));
+        }
+        Ok(S3Response::new(PutBucketEncryptionOutput::default()))
+    }
+}
+
 never_set! {
-    /// GetBucketEncryption: no default encryption configured (S3 before 2023, and what a bucket
-    /// here is: objects are plain files in the tenant's folder).
-    get_bucket_encryption(GetBucketEncryptionInput) -> GetBucketEncryptionOutput => Err(no_encryption_configuration());
     /// GetBucketWebsite: no website configuration.
     get_bucket_website(GetBucketWebsiteInput) -> GetBucketWebsiteOutput => Err(s3_error!(
         NoSuchWebsiteConfiguration,
@@ -67,7 +129,8 @@ never_set! {
         "The replication configuration was not found"
     ));
     /// DeleteBucketEncryption: 204, as S3 answers for a bucket without one (scripts and tools
-    /// that reset a bucket's settings delete each of them).
+    /// that reset a bucket's settings delete each of them); with volumes encrypted at rest the
+    /// bucket stays SSE-S3, as an S3 bucket does once its configuration is deleted.
     delete_bucket_encryption(DeleteBucketEncryptionInput) -> DeleteBucketEncryptionOutput =>
         Ok(S3Response::with_status(DeleteBucketEncryptionOutput::default(), http::StatusCode::NO_CONTENT));
     /// DeleteBucketWebsite: 204, as for a bucket without a website configuration.
@@ -148,10 +211,12 @@ impl Unoffered {
     /// - a malformed encryption request on a write (a method S3 does not know, a customer key
     ///   with a method, SSE-KMS parameters without the `aws:kms` method): 400
     ///   `InvalidArgument`, as S3 answers;
+    /// - SSE-S3 on a write (the method `AES256` alone) where volumes encrypt at rest
+    ///   (`at_rest`): served, since every object is so encrypted;
     /// - any other server-side encryption on a write: 501 `NotImplemented` ([`not_offered`]).
     ///
     /// Other operations take no notice, as on S3.
-    pub(crate) fn refuse(&self, op: &str) -> S3Result<()> {
+    pub(crate) fn refuse(&self, op: &str, at_rest: bool) -> S3Result<()> {
         let write = WRITES.contains(&op);
         if (self.customer_key && READS.contains(&op)) || (self.source_customer_key && write) {
             return Err(s3_error!(
@@ -187,6 +252,10 @@ impl Unoffered {
                     "Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms"
                 ));
             }
+            // What is left is a method alone, or a customer key alone, or KMS with its parameters.
+            if at_rest && self.method.as_deref() == Some("AES256") && !self.customer_key {
+                return Ok(());
+            }
             return Err(not_offered("server-side encryption"));
         }
         Ok(())
@@ -211,10 +280,10 @@ const STORAGE_CLASSES: [&str; 12] = [
     "FSX_OPENZFS",
 ];
 
-/// [`Unoffered::refuse`] for what a request's headers ask, and 400 `InvalidStorageClass` for an
+/// [`Unoffered::refuse`] for what a request's headers ask (`at_rest`: volumes encrypt at rest), and 400 `InvalidStorageClass` for an
 /// `x-amz-storage-class` S3 does not know on an operation that creates an object; the headers
 /// are not read for operations that neither read nor write object data.
-pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
+pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap, at_rest: bool) -> S3Result<()> {
     if !WRITES.contains(&op) && !READS.contains(&op) {
         return Ok(());
     }
@@ -223,7 +292,7 @@ pub(crate) fn refuse_unoffered(op: &str, headers: &HeaderMap) -> S3Result<()> {
             refuse_unknown_storage_class(class.as_bytes())?;
         }
     }
-    Unoffered::of_headers(headers).refuse(op)
+    Unoffered::of_headers(headers).refuse(op, at_rest)
 }
 
 /// 400 `InvalidStorageClass` unless `class` is one of [`STORAGE_CLASSES`] (from a header, or a
@@ -243,12 +312,52 @@ mod tests {
     use super::*;
 
     fn answer(op: &str, headers: &[(&'static str, &'static str)]) -> Option<(String, u16)> {
+        answer_where(false, op, headers)
+    }
+
+    /// What `op` with `headers` is answered where volumes encrypt at rest (`at_rest`) or not.
+    fn answer_where(at_rest: bool, op: &str, headers: &[(&'static str, &'static str)]) -> Option<(String, u16)> {
         let mut h = HeaderMap::new();
         for (k, v) in headers {
             h.insert(*k, v.parse().unwrap());
         }
-        let e = refuse_unoffered(op, &h).err()?;
+        let e = refuse_unoffered(op, &h, at_rest).err()?;
         Some((e.code().as_str().to_owned(), e.status_code().map_or(0, |s| s.as_u16())))
+    }
+
+    #[test]
+    fn sse_s3_alone_is_served_where_volumes_encrypt_at_rest() {
+        let sse_s3 = ("x-amz-server-side-encryption", "AES256");
+        for op in WRITES {
+            assert_eq!(answer_where(true, op, &[sse_s3]), None, "{op}");
+            assert_eq!(
+                answer_where(false, op, &[sse_s3]),
+                Some(("NotImplemented".to_owned(), 501)),
+                "{op}"
+            );
+        }
+        let not_impl = Some(("NotImplemented".to_owned(), 501));
+        let argument = Some(("InvalidArgument".to_owned(), 400));
+        let kms = ("x-amz-server-side-encryption", "aws:kms");
+        let key_id = ("x-amz-server-side-encryption-aws-kms-key-id", "testkey-1");
+        let ssec = ("x-amz-server-side-encryption-customer-algorithm", "AES256");
+        // No key here could honour SSE-KMS or SSE-C.
+        assert_eq!(answer_where(true, "PutObject", &[kms]), not_impl);
+        assert_eq!(answer_where(true, "PutObject", &[kms, key_id]), not_impl);
+        assert_eq!(
+            answer_where(true, "PutObject", &[("x-amz-server-side-encryption", "aws:kms:dsse")]),
+            not_impl
+        );
+        assert_eq!(answer_where(true, "PutObject", &[ssec]), not_impl);
+        // Malformed requests and methods on reads are refused as before.
+        assert_eq!(answer_where(true, "PutObject", &[sse_s3, key_id]), argument);
+        assert_eq!(answer_where(true, "PutObject", &[sse_s3, ssec]), argument);
+        assert_eq!(
+            answer_where(true, "PutObject", &[("x-amz-server-side-encryption", "aes256")]),
+            argument
+        );
+        assert_eq!(answer_where(true, "GetObject", &[sse_s3]), argument);
+        assert_eq!(answer_where(true, "HeadObject", &[sse_s3]), argument);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod bucket;
 mod checksum;
 mod copy;
 mod delete;
+mod encryption;
 mod lifecycle;
 mod list;
 mod multipart;

@@ -320,6 +320,7 @@ fn globs_and_actions() {
         action_of("DeleteBucketEncryption", false),
         "s3:PutEncryptionConfiguration"
     );
+    assert_eq!(action_of("PutBucketEncryption", false), "s3:PutEncryptionConfiguration");
     assert_eq!(action_of("DeleteBucketWebsite", false), "s3:DeleteBucketWebsite");
     assert_eq!(
         action_of("DeleteBucketReplication", false),
