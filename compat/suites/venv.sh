@@ -4,7 +4,6 @@
 #
 #   suite_venv NAME REQUIREMENT...   creates (once per requirement list) and activates a venv
 #   suite_sdist PACKAGE==VERSION     unpacks that sdist under $WORK and prints its directory
-#   suite_drop_call FILE INDENT CALL removes one call statement from a suite's file
 suite_cache=${PENSTOCK_CACHE:-$HOME/.cache/penstock}/suites
 suite_venv() {
   local name=$1; shift
@@ -24,16 +23,4 @@ suite_sdist() {
     >/dev/null || fail "pip download $spec failed"
   tar xzf "$WORK/sdist/$name-$version.tar.gz" -C "$WORK" || fail "cannot unpack $spec"
   echo "$WORK/$name-$version"
-}
-# suite_drop_call FILE INDENT CALL: removes the statement `INDENT CALL(...)`, its closing
-# parenthesis alone on a line at INDENT, from a suite's FILE; fails if there is none.
-suite_drop_call() {
-  python3 - "$@" <<'PY' || fail "cannot remove $3(...) from $1"
-import re, sys
-path, indent, call = sys.argv[1:4]
-s = open(path).read()
-s2 = re.sub(rf"{indent}{re.escape(call)}\(.*?\n{indent}\)\n", "", s, count=1, flags=re.S)
-assert s2 != s, f"{call}( not found in {path}"
-open(path, "w").write(s2)
-PY
 }

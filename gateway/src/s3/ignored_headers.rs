@@ -12,7 +12,10 @@
 //! it takes the GET and HEAD requests with such a header and dispatches them once more
 //! through the same service without it. Writes whose attribute headers hold bytes past ASCII
 //! take the same second pass, with those values carried beside the request
-//! (`raw_headers.rs`). That second pass carries no signature (the
+//! (`raw_headers.rs`), and so does a PutBucketEncryption whose document names an element s3s's
+//! schema lacks (`BlockedEncryptionTypes`, `unconfigured.rs`), with the document as s3s can read
+//! it: the document is signed (its SHA-256 is in a signed header), so it can only be changed
+//! once the first pass has verified it. That second pass carries no signature (the
 //! first one was verified); the access check accepts it through [`Verified`], an extension only
 //! this route sets, so clients cannot forge it.
 
@@ -23,6 +26,8 @@ use hyper::http::Extensions;
 use s3s::route::S3Route;
 use s3s::service::S3Service;
 use s3s::{s3_error, Body, S3Request, S3Response, S3Result};
+
+use super::unconfigured::{without_blocked_encryption_types, BlockedEncryptionTypes};
 
 /// The access key of a request whose signature s3s verified on its first pass.
 #[derive(Debug, Clone)]
@@ -88,14 +93,50 @@ fn without_presign(uri: &Uri) -> S3Result<Uri> {
     Uri::from_parts(parts).map_err(|_| s3_error!(InvalidURI))
 }
 
+/// The PutBucketEncryption document of the first pass as s3s can read it, its length and
+/// digests in `headers` made those of the new one (the first pass's digests were checked against
+/// the document as sent: `body_digest.rs`).
+async fn readable_document(mut body: Body, headers: &mut HeaderMap) -> S3Result<Body> {
+    // s3s verifies the payload's SHA-256 as the body is read; the document is small and
+    // already buffered (`body_digest.rs`), so a failed read is a digest that did not hold.
+    let doc = body.store_all_limited(MAX_DOCUMENT).await.map_err(|_| {
+        super::error::custom(
+            "XAmzContentSHA256Mismatch",
+            http::StatusCode::BAD_REQUEST,
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+        )
+    })?;
+    let doc = without_blocked_encryption_types(doc);
+    let digests: Vec<_> = headers
+        .keys()
+        .filter(|n| n.as_str() == "content-md5" || n.as_str().starts_with("x-amz-checksum-"))
+        .cloned()
+        .collect();
+    for name in digests {
+        headers.remove(name);
+    }
+    headers.remove("x-amz-sdk-checksum-algorithm");
+    headers.insert(
+        http::HeaderName::from_static("x-amz-content-sha256"),
+        http::HeaderValue::from_static("UNSIGNED-PAYLOAD"),
+    );
+    headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
+    Ok(Body::from(doc))
+}
+
+/// Largest PutBucketEncryption document read for its second pass (S3's documents of bucket
+/// settings are far smaller).
+const MAX_DOCUMENT: usize = 1 << 20;
+
 #[async_trait::async_trait]
 impl S3Route for IgnoredHeaders {
-    fn is_match(&self, method: &Method, _uri: &Uri, headers: &HeaderMap, _ext: &mut Extensions) -> bool {
+    fn is_match(&self, method: &Method, _uri: &Uri, headers: &HeaderMap, ext: &mut Extensions) -> bool {
         let read = (method == Method::GET || method == Method::HEAD)
             && (range_ignored(headers) || DATE_CONDITIONS.iter().any(|n| unreadable_date(headers, n)));
         // PutObject and CopyObject (PUT), CreateMultipartUpload (POST).
         let write = (method == Method::PUT || method == Method::POST) && super::raw_headers::unreadable(headers);
-        read || write
+        let document = method == Method::PUT && ext.get::<BlockedEncryptionTypes>().is_some();
+        read || write || document
     }
 
     async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
@@ -116,11 +157,16 @@ impl S3Route for IgnoredHeaders {
             .get()
             .ok_or_else(|| s3_error!(ServiceUnavailable, "starting up"))?
             .clone();
-        let mut again = http::Request::new(req.input);
-        *again.method_mut() = req.method;
-        *again.uri_mut() = without_presign(&req.uri)?;
         let mut headers = req.headers;
         let mut extensions = req.extensions;
+        let body = if extensions.remove::<BlockedEncryptionTypes>().is_some() {
+            readable_document(req.input, &mut headers).await?
+        } else {
+            req.input
+        };
+        let mut again = http::Request::new(body);
+        *again.method_mut() = req.method;
+        *again.uri_mut() = without_presign(&req.uri)?;
         if super::raw_headers::unreadable(&headers) {
             extensions.insert(super::raw_headers::take(&mut headers));
             if let Some(t) = req.trailing_headers {

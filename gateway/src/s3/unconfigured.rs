@@ -92,10 +92,16 @@ impl Gateway {
             d.is_some_and(|d| d.sse_algorithm.as_str() == ServerSideEncryption::AES256 && d.kms_master_key_id.is_none())
         });
         if self.at_rest.is_none() {
-            return Err(not_offered("server-side encryption"));
+            return Err(s3_error!(
+                NotImplemented,
+                "Default encryption is not implemented by this gateway: its volumes are not declared encrypted at rest"
+            ));
         }
         if !sse_s3 {
-            return Err(not_offered("server-side encryption with AWS KMS keys"));
+            return Err(s3_error!(
+                NotImplemented,
+                "Server-side encryption with AWS KMS keys is not implemented by this gateway; AES256 (SSE-S3) is"
+            ));
         }
         Ok(S3Response::new(PutBucketEncryptionOutput::default()))
     }
@@ -262,6 +268,75 @@ impl Unoffered {
     }
 }
 
+/// Marks a PutBucketEncryption whose document names `BlockedEncryptionTypes`: s3s's schema
+/// predates the element (S3 added it in 2025; botocore's own integration suite sends it,
+/// blocking `NONE`) and refuses the whole document as `MalformedXML` for it. Such a request takes
+/// a second pass once its signature and payload hash are verified (`ignored_headers.rs`), with
+/// the document [`without_blocked_encryption_types`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockedEncryptionTypes;
+
+/// Whether a PutBucketEncryption document names `BlockedEncryptionTypes`.
+pub(crate) fn names_blocked_encryption_types(doc: &[u8]) -> bool {
+    doc.windows(23).any(|w| w == b"<BlockedEncryptionTypes")
+}
+
+/// A PutBucketEncryption document without its rules' `BlockedEncryptionTypes`, for s3s to parse.
+/// The types S3 names are `NONE` and `SSE-C`, and both lists are what the gateway does anyway:
+/// SSE-C is refused on every write. An element holding anything else is left in place, so s3s
+/// refuses the document as S3 refuses one it cannot read.
+pub(crate) fn without_blocked_encryption_types(doc: bytes::Bytes) -> bytes::Bytes {
+    const OPEN: &str = "<BlockedEncryptionTypes>";
+    const CLOSE: &str = "</BlockedEncryptionTypes>";
+    const EMPTY: &str = "<BlockedEncryptionTypes/>";
+    let Ok(text) = std::str::from_utf8(&doc) else {
+        return doc;
+    };
+    if !text.contains("<BlockedEncryptionTypes") {
+        return doc;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("<BlockedEncryptionTypes") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix(EMPTY) {
+            rest = after;
+            continue;
+        }
+        let inner = tail
+            .strip_prefix(OPEN)
+            .and_then(|t| t.find(CLOSE).map(|end| (&t[..end], &t[end + CLOSE.len()..])));
+        match inner {
+            Some((types, after)) if only_known_types(types) => rest = after,
+            _ => return doc,
+        }
+    }
+    out.push_str(rest);
+    bytes::Bytes::from(out)
+}
+
+/// Whether `inner` is a sequence of `<EncryptionType>` elements naming `NONE` or `SSE-C`, with
+/// whitespace between them.
+fn only_known_types(mut inner: &str) -> bool {
+    loop {
+        inner = inner.trim_start();
+        if inner.is_empty() {
+            return true;
+        }
+        let Some(t) = inner.strip_prefix("<EncryptionType>") else {
+            return false;
+        };
+        let Some((value, after)) = t.split_once("</EncryptionType>") else {
+            return false;
+        };
+        if !matches!(value.trim(), "NONE" | "SSE-C") {
+            return false;
+        }
+        inner = after;
+    }
+}
+
 /// The storage classes S3 names. Every object here is stored alike (and listed as `STANDARD`),
 /// but a class S3 knows is a placement hint a client may send to any S3; one it does not know is
 /// a mistake S3 refuses, and so does this gateway.
@@ -323,6 +398,34 @@ mod tests {
         }
         let e = refuse_unoffered(op, &h, at_rest).err()?;
         Some((e.code().as_str().to_owned(), e.status_code().map_or(0, |s| s.as_u16())))
+    }
+
+    #[test]
+    fn blocked_encryption_types_are_taken_out_for_s3s() {
+        let strip = |s: &'static str| String::from_utf8(without_blocked_encryption_types(s.into()).to_vec()).unwrap();
+        let by_default = "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault>";
+        let doc = format!(
+            "<ServerSideEncryptionConfiguration><Rule>{by_default}<BlockedEncryptionTypes><EncryptionType>NONE</EncryptionType></BlockedEncryptionTypes></Rule></ServerSideEncryptionConfiguration>"
+        );
+        let plain =
+            format!("<ServerSideEncryptionConfiguration><Rule>{by_default}</Rule></ServerSideEncryptionConfiguration>");
+        assert_eq!(strip(doc.leak()), plain);
+        let doc = format!(
+            "<ServerSideEncryptionConfiguration><Rule>{by_default}<BlockedEncryptionTypes>\n  <EncryptionType>SSE-C</EncryptionType>\n  <EncryptionType>NONE</EncryptionType>\n</BlockedEncryptionTypes><BucketKeyEnabled>false</BucketKeyEnabled></Rule><Rule><BlockedEncryptionTypes/></Rule></ServerSideEncryptionConfiguration>"
+        );
+        assert_eq!(
+            strip(doc.leak()),
+            format!("<ServerSideEncryptionConfiguration><Rule>{by_default}<BucketKeyEnabled>false</BucketKeyEnabled></Rule><Rule></Rule></ServerSideEncryptionConfiguration>")
+        );
+        // What S3 would not read stays, for s3s to refuse.
+        for odd in [
+            "<Rule><BlockedEncryptionTypes><EncryptionType>SSE-KMS</EncryptionType></BlockedEncryptionTypes></Rule>",
+            "<Rule><BlockedEncryptionTypes><Other/></BlockedEncryptionTypes></Rule>",
+            "<Rule><BlockedEncryptionTypes><EncryptionType>NONE</EncryptionType></Rule>",
+        ] {
+            assert_eq!(strip(odd), odd);
+        }
+        assert_eq!(strip(plain.clone().leak()), plain);
     }
 
     #[test]

@@ -4,14 +4,25 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
-    ServerSideEncryption, ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration, ServerSideEncryptionRule,
+    BlockedEncryptionTypes, EncryptionType, ServerSideEncryption, ServerSideEncryptionByDefault,
+    ServerSideEncryptionConfiguration, ServerSideEncryptionRule,
 };
 use penstock_tests::{code, completed, data, get, keys, mkbucket, put, status, Gateway, Upload};
 
 fn rules(algorithm: ServerSideEncryption) -> ServerSideEncryptionConfiguration {
+    blocking(algorithm, &[])
+}
+
+/// A default-encryption configuration of `algorithm` that blocks uploads encrypted with `blocked`
+/// (an element S3 added in 2025 that s3s's schema lacks).
+fn blocking(algorithm: ServerSideEncryption, blocked: &[EncryptionType]) -> ServerSideEncryptionConfiguration {
     let by_default = ServerSideEncryptionByDefault::builder().sse_algorithm(algorithm).build().unwrap();
-    let rule = ServerSideEncryptionRule::builder().apply_server_side_encryption_by_default(by_default).build();
-    ServerSideEncryptionConfiguration::builder().rules(rule).build().unwrap()
+    let mut rule = ServerSideEncryptionRule::builder().apply_server_side_encryption_by_default(by_default);
+    if !blocked.is_empty() {
+        let types = BlockedEncryptionTypes::builder().set_encryption_type(Some(blocked.to_vec())).build();
+        rule = rule.blocked_encryption_types(types);
+    }
+    ServerSideEncryptionConfiguration::builder().rules(rule.build()).build().unwrap()
 }
 
 /// Every object answer says AES256 (whether or not the write asked for it, through the direct
@@ -136,14 +147,44 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
         .send()
         .await
         .unwrap();
+    // Blocking no type, or SSE-C (which every write here refuses anyway), as the SDKs send it.
+    for blocked in [vec![EncryptionType::None], vec![EncryptionType::SseC]] {
+        c.put_bucket_encryption()
+            .bucket("enc")
+            .server_side_encryption_configuration(blocking(ServerSideEncryption::Aes256, &blocked))
+            .send()
+            .await
+            .unwrap();
+    }
     let e = c
         .put_bucket_encryption()
         .bucket("enc")
-        .server_side_encryption_configuration(rules(ServerSideEncryption::AwsKms))
+        .server_side_encryption_configuration(blocking(ServerSideEncryption::Aes256, &["SSE-KMS".into()]))
         .send()
         .await
         .unwrap_err();
-    assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501));
+    assert_eq!((code(&e).as_str(), status(&e)), ("MalformedXML", 400), "a type S3 does not name");
+    for blocked in [vec![], vec![EncryptionType::None]] {
+        let e = c
+            .put_bucket_encryption()
+            .bucket("enc")
+            .server_side_encryption_configuration(blocking(ServerSideEncryption::AwsKms, &blocked))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501));
+    }
+    // The second pass (`ignored_headers.rs`) admits only whom the first would.
+    let bob = gw.tenant("default", "bob", "user");
+    let e = bob
+        .s3
+        .put_bucket_encryption()
+        .bucket("enc")
+        .server_side_encryption_configuration(blocking(ServerSideEncryption::Aes256, &[EncryptionType::None]))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "AccessDenied");
     c.delete_bucket_encryption().bucket("enc").send().await.unwrap();
     assert_eq!(rule_of(c.get_bucket_encryption().bucket("enc").send().await.unwrap()), sse_s3);
     let e = c.get_bucket_encryption().bucket("none-such").send().await.unwrap_err();
