@@ -102,9 +102,12 @@ impl Gateway {
         // As on S3, a copy has the storage class its request names (STANDARD by default), not
         // the source's. Naming a class at all lets an object copy onto itself, its own class
         // included, as S3 answers: rclone's SetTier and `aws s3 cp --storage-class` over the
-        // object itself send the class the object already has.
+        // object itself send the class the object already has. So does naming an encryption
+        // (served only where volumes encrypt at rest: `unconfigured.rs`), which is how clients
+        // rotate an object's SSE-S3 key in place (minio-go's functional suite does).
         let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
-        if same && !replace_meta && !replace_tags && i.storage_class.is_none() {
+        let encryption = i.server_side_encryption.is_some();
+        if same && !replace_meta && !replace_tags && i.storage_class.is_none() && !encryption {
             return Err(s3_error!(
                 InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."

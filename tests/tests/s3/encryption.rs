@@ -72,6 +72,21 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
         .unwrap();
     assert_eq!(copy.server_side_encryption(), aes, "CopyObject");
     assert_eq!(get(&c, "enc", "copy").await, b"asked for SSE-S3");
+    // Naming an encryption lets an object be copied onto itself (a key rotation, to clients);
+    // naming nothing still does not.
+    let rotated = c
+        .copy_object()
+        .bucket("enc")
+        .key("copy")
+        .copy_source("enc/copy")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rotated.server_side_encryption(), aes, "CopyObject onto itself");
+    let e = c.copy_object().bucket("enc").key("copy").copy_source("enc/copy").send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("InvalidRequest", 400));
+    assert_eq!(get(&c, "enc", "copy").await, b"asked for SSE-S3");
 
     let created = c
         .create_multipart_upload()
