@@ -262,7 +262,13 @@ impl Unoffered {
             if at_rest && self.method.as_deref() == Some("AES256") && !self.customer_key {
                 return Ok(());
             }
-            return Err(not_offered("server-side encryption"));
+            return Err(not_offered(if self.customer_key {
+                "server-side encryption with customer-provided keys"
+            } else if kms {
+                "server-side encryption with AWS KMS keys"
+            } else {
+                "server-side encryption"
+            }));
         }
         Ok(())
     }

@@ -221,6 +221,34 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
     assert_eq!((code(&e).as_str(), status(&e)), ("InvalidArgument", 400));
 }
 
+/// A bucket policy that denies uploads not asking for SSE-S3, as written for S3, holds: a plain
+/// upload is refused, one asking for AES256 is stored.
+#[tokio::test]
+async fn policies_can_demand_sse_s3_where_volumes_encrypt_at_rest() {
+    let gw = Gateway::start_with_config("encrypted_at_rest = true\n");
+    let bob = gw.tenant("default", "bob", "user");
+    mkbucket(&bob.s3, "bobs").await;
+    let policy = r#"{"Version": "2012-10-17", "Statement": [{"Sid": "DenyUnencrypted", "Effect": "Deny",
+        "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::bobs/*",
+        "Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption": "AES256"}}}]}"#;
+    bob.s3.put_bucket_policy().bucket("bobs").policy(policy).send().await.unwrap();
+    let e =
+        bob.s3.put_object().bucket("bobs").key("plain").body(ByteStream::from_static(b"p")).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403));
+    let out = bob
+        .s3
+        .put_object()
+        .bucket("bobs")
+        .key("sealed")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from_static(b"s"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.server_side_encryption(), Some(&ServerSideEncryption::Aes256));
+    assert_eq!(keys(&bob.s3, "bobs").await, ["sealed"]);
+}
+
 /// Without encryption at rest, setting a bucket's default encryption is not offered (reading
 /// it answers that none is set, `object.rs` and the boto3 scenario check the rest).
 #[tokio::test]
