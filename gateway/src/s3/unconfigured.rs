@@ -87,16 +87,17 @@ impl Gateway {
                 "The XML you provided was not well-formed or did not validate against our published schema"
             ));
         }
-        let mut methods = rules.iter().map(|r| r.apply_server_side_encryption_by_default.as_ref());
-        let sse_s3 = methods.all(|d| {
-            d.is_some_and(|d| d.sse_algorithm.as_str() == ServerSideEncryption::AES256 && d.kms_master_key_id.is_none())
-        });
         if self.at_rest.is_none() {
             return Err(s3_error!(
                 NotImplemented,
                 "Default encryption is not implemented by this gateway: its volumes are not declared encrypted at rest"
             ));
         }
+        let sse_s3 = rules.iter().all(|r| {
+            r.apply_server_side_encryption_by_default.as_ref().is_some_and(|d| {
+                d.sse_algorithm.as_str() == ServerSideEncryption::AES256 && d.kms_master_key_id.is_none()
+            })
+        });
         if !sse_s3 {
             return Err(s3_error!(
                 NotImplemented,
@@ -259,7 +260,7 @@ impl Unoffered {
                 ));
             }
             // What is left is a method alone, or a customer key alone, or KMS with its parameters.
-            if at_rest && self.method.as_deref() == Some("AES256") && !self.customer_key {
+            if at_rest && self.method.as_deref() == Some("AES256") {
                 return Ok(());
             }
             return Err(not_offered(if self.customer_key {
@@ -282,9 +283,13 @@ impl Unoffered {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BlockedEncryptionTypes;
 
+/// How the element opens, with or without content (`<BlockedEncryptionTypes/>`).
+const BLOCKED_TYPES_TAG: &str = "<BlockedEncryptionTypes";
+
 /// Whether a PutBucketEncryption document names `BlockedEncryptionTypes`.
 pub(crate) fn names_blocked_encryption_types(doc: &[u8]) -> bool {
-    doc.windows(23).any(|w| w == b"<BlockedEncryptionTypes")
+    doc.windows(BLOCKED_TYPES_TAG.len())
+        .any(|w| w == BLOCKED_TYPES_TAG.as_bytes())
 }
 
 /// A PutBucketEncryption document without its rules' `BlockedEncryptionTypes`, for s3s to parse.
@@ -298,12 +303,12 @@ pub(crate) fn without_blocked_encryption_types(doc: bytes::Bytes) -> bytes::Byte
     let Ok(text) = std::str::from_utf8(&doc) else {
         return doc;
     };
-    if !text.contains("<BlockedEncryptionTypes") {
+    if !text.contains(BLOCKED_TYPES_TAG) {
         return doc;
     }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find("<BlockedEncryptionTypes") {
+    while let Some(at) = rest.find(BLOCKED_TYPES_TAG) {
         out.push_str(&rest[..at]);
         let tail = &rest[at..];
         if let Some(after) = tail.strip_prefix(EMPTY) {
