@@ -25,8 +25,8 @@ mod early;
 mod errors;
 
 use early::{
-    carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings, refused_expiry,
-    refused_v2_date, unusable_region, wrong_region_answer,
+    carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings,
+    refused_content_sha256, refused_expiry, refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
     bare_attributes_etag, carriage_returns_as_references, collect_small, detail_of, error_code, head_refusal,
@@ -175,6 +175,7 @@ impl Observed {
         crate::sigv2::normalize_bucket_path(&mut req, &self.auth).await;
         crate::signed_path::respell_signed_spaces(&mut req, &self.auth).await;
         crate::signed_path::accept_root_signed_as_double_slash(&mut req, &self.auth).await;
+        crate::signed_path::accept_presigned_payload_hash(&mut req, &self.auth).await;
         let req = if close {
             req.map(|_| Body::empty())
         } else {
@@ -319,6 +320,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 .map(|(r, in_query)| wrong_region_answer(&r, in_query, &self.region))
                 .or_else(|| refused_v2_date(&req))
                 .or_else(|| refused_expiry(&req))
+                .or_else(|| refused_content_sha256(&req))
         };
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let http1 = req.version() <= http::Version::HTTP_11;

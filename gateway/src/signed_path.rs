@@ -21,6 +21,16 @@
 //!   its signature with the one the same request gets for `/`, which s3s then verifies. This is
 //!   the one place the gateway signs for a client, and only after checking that client's
 //!   signature over everything else the request carries.
+//! - **A presigned URL over a payload hash.** A presigned URL's canonical request ends in
+//!   `UNSIGNED-PAYLOAD`, unless the URL names the hash of the body it may carry: as the query
+//!   parameter `X-Amz-Content-Sha256`, or as an `x-amz-content-sha256` header sent with it.
+//!   botocore and the AWS SDK for Go (v1) then sign that hash, which S3 and MinIO read as such:
+//!   the URL admits only that body (content-addressed uploads). s3s signs every presigned URL
+//!   over `UNSIGNED-PAYLOAD` (and checks a body against the header's hash), so it refuses such
+//!   a URL's signature. When the signature holds over the hash, the URL's `X-Amz-Signature` is
+//!   replaced with the one the same request gets over `UNSIGNED-PAYLOAD`, and the hash is put in
+//!   the header if only the query named it, so s3s accepts the signature and refuses a body
+//!   with another hash (`XAmzContentSHA256Mismatch`), as S3 does.
 //!
 use http::{HeaderMap, Request};
 use s3s::auth::S3Auth;
@@ -52,16 +62,115 @@ pub async fn respell_signed_spaces<B>(req: &mut Request<B>, auth: &GatewayAuth) 
     let Some(s) = signed(req.headers(), req.uri().query()) else {
         return;
     };
-    let Some(canonical) = canonical_request(req, &s, &spaced) else {
+    let canonicals: Vec<String> = payload_readings(req, &s)
+        .iter()
+        .filter_map(|payload| canonical_request(req, &s, &spaced, payload))
+        .collect();
+    if canonicals.is_empty() {
+        return;
+    }
+    let Ok(secret) = auth.get_secret_key(&s.access_key).await else {
+        return;
+    };
+    if !canonicals.iter().any(|c| signature_holds(secret.expose(), &s, c)) {
+        return;
+    }
+    crate::sigv2::replace_path(req, spaced);
+}
+
+/// Gives a presigned URL whose signature covers a payload hash the signature s3s checks, over
+/// `UNSIGNED-PAYLOAD`, and the hash as the header s3s checks the body against (see the module
+/// docs); any other request is left as it is.
+pub async fn accept_presigned_payload_hash<B>(req: &mut Request<B>, auth: &GatewayAuth) {
+    if req.headers().contains_key(http::header::AUTHORIZATION) {
+        return;
+    }
+    let Some(s) = signed(req.headers(), req.uri().query()).filter(|s| s.presigned) else {
+        return;
+    };
+    let Some(hash) = presigned_hash(req) else {
         return;
     };
     let Ok(secret) = auth.get_secret_key(&s.access_key).await else {
         return;
     };
-    if !signature_holds(secret.expose(), &s, &canonical) {
-        return;
+    if let Some(query) = resigned_unsigned(req, &s, &hash, secret.expose()) {
+        let path = req.uri().path().to_owned();
+        crate::sigv2::replace_path_and_query(req, &path, Some(&query));
+        if !req.headers().contains_key(CONTENT_SHA256) {
+            if let Ok(v) = http::HeaderValue::from_str(&hash) {
+                req.headers_mut().insert(CONTENT_SHA256, v);
+            }
+        }
     }
-    crate::sigv2::replace_path(req, spaced);
+}
+
+/// The header that names the payload's hash.
+const CONTENT_SHA256: &str = "x-amz-content-sha256";
+
+/// SigV4's payload hash for a body signed as unknown.
+const UNSIGNED: &str = "UNSIGNED-PAYLOAD";
+
+/// The payload hash a presigned URL names (its `X-Amz-Content-Sha256` parameter, else the
+/// `x-amz-content-sha256` header), when it is a SHA-256 as s3s reads one (64 lower-case hex
+/// digits) and the header, if sent, names the same; `None` otherwise.
+fn presigned_hash<B>(req: &Request<B>) -> Option<String> {
+    let header = req.headers().get(CONTENT_SHA256).map(|v| v.to_str().ok());
+    let in_query = query_param(req.uri().query().unwrap_or(""), "X-Amz-Content-Sha256");
+    let hash = match (in_query, header) {
+        (_, Some(None)) => return None,
+        (Some(q), Some(Some(h))) if q != h => return None,
+        (Some(q), _) => q,
+        (None, Some(Some(h))) => h.to_owned(),
+        (None, None) => return None,
+    };
+    let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    hex.then_some(hash)
+}
+
+/// The query of presigned `req` (signature `s`) with the `X-Amz-Signature` it gets over
+/// `UNSIGNED-PAYLOAD` under `secret`, when `s` is the signature over `hash`; `None` otherwise.
+fn resigned_unsigned<B>(req: &Request<B>, s: &Signed, hash: &str, secret: &str) -> Option<String> {
+    let path = req.uri().path();
+    let over_hash = canonical_request(req, s, path, hash)?;
+    let (key, scope) = (s.key(secret), s.scope());
+    if !crate::sigv4::signature_matches(&key, &scope, &over_hash, &s.signature) {
+        return None;
+    }
+    let unsigned = canonical_request(req, s, path, UNSIGNED)?;
+    let ours = crate::sigv4::sign(&key, &scope, &unsigned)?;
+    let ours = std::str::from_utf8(&ours).ok()?;
+    let query = req
+        .uri()
+        .query()?
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some(("X-Amz-Signature", _)) => format!("X-Amz-Signature={ours}"),
+            _ => p.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    Some(query)
+}
+
+/// The payload hashes `s` may have been made over: a header-signed request's
+/// `x-amz-content-sha256`; for a presigned URL, the hash it names (see [`presigned_hash`]) and
+/// `UNSIGNED-PAYLOAD`, which s3s reads (with a real hash in the header, for it to check).
+fn payload_readings<B>(req: &Request<B>, s: &Signed) -> Vec<String> {
+    if !s.presigned {
+        let header = req.headers().get(CONTENT_SHA256).and_then(|v| v.to_str().ok());
+        return header.map(str::to_owned).into_iter().collect();
+    }
+    presigned_hash(req).into_iter().chain([UNSIGNED.to_owned()]).collect()
+}
+
+/// The percent-decoded value of parameter `name` in `query`.
+fn query_param(query: &str, name: &str) -> Option<String> {
+    let (_, v) = query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| *k == name)?;
+    String::from_utf8(percent_decode(v)).ok()
 }
 
 /// Gives a header-signed `GET /` whose signature is the one for the canonical URI `//` the
@@ -85,12 +194,13 @@ pub async fn accept_root_signed_as_double_slash<B>(req: &mut Request<B>, auth: &
 /// `/` under `secret`, when `s` is the signature for `//` (then it cannot also be the one for
 /// `/`, which s3s checks as usual).
 fn resigned_root<B>(req: &Request<B>, s: &Signed, secret: &str) -> Option<http::HeaderValue> {
-    let doubled = canonical_request(req, s, "//")?;
+    let payload = req.headers().get(CONTENT_SHA256)?.to_str().ok()?;
+    let doubled = canonical_request(req, s, "//", payload)?;
     let (key, scope) = (s.key(secret), s.scope());
     if !crate::sigv4::signature_matches(&key, &scope, &doubled, &s.signature) {
         return None;
     }
-    let as_sent = canonical_request(req, s, "/")?;
+    let as_sent = canonical_request(req, s, "/", payload)?;
     let ours = crate::sigv4::sign(&key, &scope, &as_sent)?;
     let value = format!(
         "AWS4-HMAC-SHA256 Credential={}/{}/{}/{}/aws4_request,SignedHeaders={},Signature={}",
@@ -128,13 +238,7 @@ fn signed(h: &HeaderMap, query: Option<&str>) -> Option<Signed> {
         return scoped(credential?, amz_date, headers?, signature?, false);
     }
     let q = query?;
-    let param = |name: &str| {
-        let (_, v) = q
-            .split('&')
-            .filter_map(|p| p.split_once('='))
-            .find(|(k, _)| *k == name)?;
-        String::from_utf8(percent_decode(v)).ok()
-    };
+    let param = |name: &str| query_param(q, name);
     if param("X-Amz-Algorithm")? != "AWS4-HMAC-SHA256" {
         return None;
     }
@@ -181,10 +285,11 @@ fn percent_decode(s: &str) -> Vec<u8> {
     percent_encoding::percent_decode_str(s).collect()
 }
 
-/// The canonical request of `req`, signed as `signed` says, with `path` as its path (SigV4: method, canonical URI,
-/// canonical query, canonical headers, signed headers, payload hash); `None` when the request
-/// does not carry what a SigV4 signature needs.
-fn canonical_request<B>(req: &Request<B>, signed: &Signed, path: &str) -> Option<String> {
+/// The canonical request of `req`, signed as `signed` says, with `path` as its path and
+/// `payload` as its payload hash (SigV4: method, canonical URI, canonical query, canonical
+/// headers, signed headers, payload hash); `None` when the request does not carry what a SigV4
+/// signature needs.
+fn canonical_request<B>(req: &Request<B>, signed: &Signed, path: &str, payload: &str) -> Option<String> {
     let mut c = String::with_capacity(512);
     c.push_str(req.method().as_str());
     c.push('\n');
@@ -227,11 +332,7 @@ fn canonical_request<B>(req: &Request<B>, signed: &Signed, path: &str) -> Option
     c.push('\n');
     c.push_str(&signed.headers);
     c.push('\n');
-    match req.headers().get("x-amz-content-sha256") {
-        Some(v) => c.push_str(v.to_str().ok()?),
-        None if signed.presigned => c.push_str("UNSIGNED-PAYLOAD"),
-        None => return None,
-    }
+    c.push_str(payload);
     Some(c)
 }
 
@@ -266,7 +367,10 @@ mod tests {
 
     fn holds(req: &Request<()>, path: &str) -> bool {
         let s = signed(req.headers(), req.uri().query()).expect("a SigV4 signature");
-        canonical_request(req, &s, path).is_some_and(|c| signature_holds(SECRET, &s, &c))
+        payload_readings(req, &s)
+            .iter()
+            .filter_map(|payload| canonical_request(req, &s, path, payload))
+            .any(|c| signature_holds(SECRET, &s, &c))
     }
 
     /// S3's documented header-signed example (GET with a Range, SigV4 documentation).
@@ -334,7 +438,7 @@ mod tests {
         let v = resigned_root(&gdal, &s, secret).expect("signed for //");
         let again = req(v.to_str().unwrap().rsplit_once("Signature=").unwrap().1);
         let s2 = signed(again.headers(), None).unwrap();
-        let canonical = canonical_request(&again, &s2, "/").unwrap();
+        let canonical = canonical_request(&again, &s2, "/", EMPTY).unwrap();
         assert!(signature_holds(secret, &s2, &canonical));
         // Signed for `/` already, or for neither, or under another secret: left alone.
         assert_eq!(resigned_root(&again, &s2, secret), None);
@@ -366,5 +470,27 @@ mod tests {
         let mut v2 = HeaderMap::new();
         v2.insert("authorization", "AWS AK:c2ln".parse().unwrap());
         assert_eq!(signed(&v2, None), None);
+    }
+
+    /// A presigned URL names a payload hash in its query or in the header; the two must agree,
+    /// and only a hash s3s takes for one (lower-case hex) counts.
+    #[test]
+    fn the_hash_a_presigned_url_names() {
+        let hash = "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072";
+        let named = |query: &str, header: Option<&str>| {
+            let mut b = Request::put(format!("/b/k?{query}"));
+            if let Some(h) = header {
+                b = b.header("x-amz-content-sha256", h);
+            }
+            presigned_hash(&b.body(()).unwrap())
+        };
+        let q = format!("X-Amz-Content-Sha256={hash}&X-Amz-Signature=s");
+        assert_eq!(named(&q, None).as_deref(), Some(hash));
+        assert_eq!(named("X-Amz-Signature=s", Some(hash)).as_deref(), Some(hash));
+        assert_eq!(named(&q, Some(hash)).as_deref(), Some(hash));
+        assert_eq!(named(&q, Some(EMPTY)), None, "query and header disagree");
+        assert_eq!(named("X-Amz-Signature=s", Some("UNSIGNED-PAYLOAD")), None);
+        assert_eq!(named("X-Amz-Signature=s", Some(&hash.to_uppercase())), None);
+        assert_eq!(named("X-Amz-Signature=s", None), None);
     }
 }

@@ -223,9 +223,16 @@ pub async fn normalize_bucket_path<B>(req: &mut Request<B>, auth: &GatewayAuth) 
 /// Gives `req` the path `path` (already in its escaped form), keeping its query; leaves the
 /// request as it is if that would not make a URI.
 pub(crate) fn replace_path<B>(req: &mut Request<B>, path: String) {
-    let pq = match req.uri().query() {
+    let query = req.uri().query().map(str::to_owned);
+    replace_path_and_query(req, &path, query.as_deref());
+}
+
+/// Gives `req` the path `path` and the query `query` (both already in their escaped forms);
+/// leaves the request as it is if that would not make a URI.
+pub(crate) fn replace_path_and_query<B>(req: &mut Request<B>, path: &str, query: Option<&str>) {
+    let pq = match query {
         Some(q) => format!("{path}?{q}"),
-        None => path,
+        None => path.to_owned(),
     };
     let mut parts = req.uri().clone().into_parts();
     let Ok(pq) = pq.parse() else { return };

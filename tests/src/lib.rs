@@ -154,12 +154,20 @@ pub mod sigv4 {
         }
 
         fn params(&self) -> v4::SigningParams<'_, SigningSettings> {
+            self.params_with(self.settings())
+        }
+
+        fn settings(&self) -> SigningSettings {
             let mut settings = SigningSettings::default();
             settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
             if self.path_as_written {
                 settings.percent_encoding_mode = PercentEncodingMode::Single;
                 settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
             }
+            settings
+        }
+
+        fn params_with(&self, settings: SigningSettings) -> v4::SigningParams<'_, SigningSettings> {
             v4::SigningParams::builder()
                 .identity(&self.identity)
                 .region("us-east-1")
@@ -184,6 +192,32 @@ pub mod sigv4 {
             let (instructions, signature) = sign(signable, &self.params().into()).expect("signature").into_parts();
             let added = instructions.headers().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
             (added, signature)
+        }
+
+        /// Presigns `method url` (whose query may already carry parameters, which are signed
+        /// with it) for five minutes, with `headers` (which must include `host`) signed and
+        /// `payload` as the canonical request's payload hash: the parameters to append to the
+        /// URL's query, already encoded.
+        pub fn presign(&self, method: &str, url: &str, headers: &[(&str, &str)], payload: &str) -> String {
+            let mut settings = self.settings();
+            settings.signature_location = aws_sigv4::http_request::SignatureLocation::QueryParams;
+            settings.expires_in = Some(std::time::Duration::from_secs(300));
+            let body = SignableBody::Precomputed(payload.to_owned());
+            let signable = SignableRequest::new(method, url, headers.iter().copied(), body).expect("signable request");
+            let (instructions, _) = sign(signable, &self.params_with(settings).into()).expect("signature").into_parts();
+            let encode = |s: &str| {
+                s.bytes()
+                    .map(|b| match b {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                            char::from(b).to_string()
+                        }
+                        _ => format!("%{b:02X}"),
+                    })
+                    .collect::<String>()
+            };
+            let pairs: Vec<String> =
+                instructions.params().iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();
+            pairs.join("&")
         }
 
         /// The signature of one aws-chunked chunk of `data`, following `previous` (the seed's

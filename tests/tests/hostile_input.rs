@@ -187,6 +187,96 @@ async fn a_bad_chunk_signature_is_refused() {
     }
 }
 
+/// The hex SHA-256 of `b`.
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+/// Sends `method path` signed in its headers over payload hash `payload` (whatever the body's
+/// real hash), with `body`, and reads the answer.
+fn header_signed(gw: &Gateway, method: &str, path: &str, payload: &str, body: &[u8]) -> penstock_tests::raw::Answer {
+    use aws_sigv4::http_request::SignableBody;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let (added, _) = Signer::admin().sign(
+        method,
+        &format!("{}{path}", gw.endpoint),
+        &[("host", host.as_str())],
+        SignableBody::Precomputed(payload.to_owned()),
+    );
+    let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Conn::open(gw).unsigned(method, path, &headers, body)
+}
+
+/// A body whose SHA-256 is not the one its request signed (`x-amz-content-sha256`) is refused
+/// with 400 `XAmzContentSHA256Mismatch` and changes nothing: object data, small and streamed, and
+/// documents. A value that is no hash is 400 `InvalidArgument`. A presigned URL made over a
+/// payload hash (a signed `x-amz-content-sha256` header, as botocore and the AWS SDK for Go
+/// presign, or the hash in its query) admits the body with that hash and no other.
+#[tokio::test]
+async fn payload_hashes_are_held_to_their_bodies() {
+    let (gw, c) = Gateway::with_bucket("hash").await;
+    penstock_tests::put(&c, "hash", "k", b"keep me").await;
+    let wrong = sha256_hex(b"another body");
+    let answer = |a: &penstock_tests::raw::Answer| (a.status, error_code(&a.body));
+    let mismatch = (400, "XAmzContentSHA256Mismatch".to_owned());
+
+    for body in [pattern(1, 100), pattern(2, 200 * 1024)] {
+        let r = header_signed(&gw, "PUT", "/hash/k", &wrong, &body);
+        assert_eq!(answer(&r), mismatch, "{} bytes: {}", body.len(), String::from_utf8_lossy(&r.body));
+        assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
+        assert_eq!(penstock_tests::get(&c, "hash", "k").await, b"keep me");
+        let r = header_signed(&gw, "PUT", "/hash/k", &sha256_hex(&body), &body);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        penstock_tests::put(&c, "hash", "k", b"keep me").await;
+    }
+    // A document (s3s would answer 500 from its reader).
+    let tags = b"<Tagging><TagSet><Tag><Key>t</Key><Value>1</Value></Tag></TagSet></Tagging>";
+    let r = header_signed(&gw, "PUT", "/hash/k?tagging", &wrong, tags);
+    assert_eq!(answer(&r), mismatch, "{}", String::from_utf8_lossy(&r.body));
+    let t = c.get_object_tagging().bucket("hash").key("k").send().await.unwrap();
+    assert!(t.tag_set().is_empty(), "a refused tagging changed the tags");
+    assert_eq!(header_signed(&gw, "PUT", "/hash/k?tagging", &sha256_hex(tags), tags).status, 200);
+
+    // No hash at all: S3's InvalidArgument, naming the header and its value.
+    let r = header_signed(&gw, "PUT", "/hash/k", "GIBBERISH", b"x");
+    assert_eq!(answer(&r), (400, "InvalidArgument".to_owned()));
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(
+        text.contains("<ArgumentName>x-amz-content-sha256</ArgumentName><ArgumentValue>GIBBERISH</ArgumentValue>"),
+        "{text}"
+    );
+    assert_eq!(penstock_tests::get(&c, "hash", "k").await, b"keep me");
+
+    // Presigned over a payload hash: in a signed header, or in the query.
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let body = pattern(3, 5000);
+    let hash = sha256_hex(&body);
+    let url = format!("{}/hash/p", gw.endpoint);
+    let in_header = Signer::admin().presign("PUT", &url, &[("host", &host), ("x-amz-content-sha256", &hash)], &hash);
+    let send = |path: &str, headers: &[(&str, &str)], body: &[u8]| Conn::open(&gw).unsigned("PUT", path, headers, body);
+    let sha = [("x-amz-content-sha256", hash.as_str())];
+    let r = send(&format!("/hash/p?{in_header}"), &sha, &pattern(4, 5000));
+    assert_eq!(answer(&r), mismatch, "{}", String::from_utf8_lossy(&r.body));
+    assert!(c.head_object().bucket("hash").key("p").send().await.is_err(), "a refused upload created the key");
+    let r = send(&format!("/hash/p?{in_header}"), &sha, &body);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(penstock_tests::get(&c, "hash", "p").await, body);
+
+    let query_url = format!("{url}?X-Amz-Content-Sha256={hash}");
+    let in_query = Signer::admin().presign("PUT", &query_url, &[("host", &host)], &hash);
+    let path = format!("/hash/p?X-Amz-Content-Sha256={hash}&{in_query}");
+    let r = send(&path, &[], &pattern(5, 5000));
+    assert_eq!(answer(&r), mismatch, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(penstock_tests::get(&c, "hash", "p").await, body);
+    assert_eq!(send(&path, &[], &body).status, 200);
+
+    // The same URL's signature does not stand for another hash.
+    let other = [("x-amz-content-sha256", wrong.as_str())];
+    let r = send(&format!("/hash/p?{in_header}"), &other, b"another body");
+    assert_eq!(answer(&r), (403, "SignatureDoesNotMatch".to_owned()));
+}
+
 /// A session token the gateway never issued (it offers no STS) is refused with 400
 /// InvalidToken, in a header or a presigned URL, and the request changes nothing: the keys alone
 /// do not stand in for a token's limits.

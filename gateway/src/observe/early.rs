@@ -156,6 +156,54 @@ pub(super) fn refused_expiry<B>(req: &Request<B>) -> Option<Response<Body>> {
     )))
 }
 
+/// The values `x-amz-content-sha256` may take besides a SHA-256 in hex, as S3 lists them.
+const PAYLOAD_KINDS: [&str; 6] = [
+    "UNSIGNED-PAYLOAD",
+    "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+    "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD",
+    "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD-TRAILER",
+];
+
+/// S3's answer to a SigV4 request (header-signed or presigned) whose `x-amz-content-sha256` is
+/// neither a SHA-256 in hex nor one of [`PAYLOAD_KINDS`]: 400 `InvalidArgument` naming the
+/// header and its value, before the signature is checked. s3s answers 403
+/// `SignatureDoesNotMatch`, which sends a user looking at keys and clocks for a malformed header.
+/// `None` for any other request.
+pub(super) fn refused_content_sha256<B>(req: &Request<B>) -> Option<Response<Body>> {
+    let value = req.headers().get("x-amz-content-sha256")?;
+    let bytes = value.as_bytes();
+    let hex = bytes.len() == 64 && bytes.iter().all(u8::is_ascii_hexdigit);
+    if hex || PAYLOAD_KINDS.iter().any(|k| k.as_bytes() == bytes) {
+        return None;
+    }
+    let v4 = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .is_some_and(|a| a.as_bytes().starts_with(b"AWS4-HMAC-SHA256"))
+        || req
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p.starts_with("X-Amz-Algorithm=")));
+    if !v4 {
+        return None;
+    }
+    let esc = crate::s3::post_form::xml_escape;
+    let message = format!(
+        "x-amz-content-sha256 must be {} or a valid sha256 value.",
+        PAYLOAD_KINDS.join(", ")
+    );
+    Some(bad_request(crate::s3::error_document(
+        "InvalidArgument",
+        &message,
+        &format!(
+            "<ArgumentName>x-amz-content-sha256</ArgumentName><ArgumentValue>{}</ArgumentValue>",
+            esc(&String::from_utf8_lossy(bytes))
+        ),
+    )))
+}
+
 /// S3's answer to a V2 header-signed request whose date it will not take (see
 /// [`crate::sigv2::check_date`]), before its signature is checked; `None` for any other request.
 pub(super) fn refused_v2_date<B>(req: &Request<B>) -> Option<Response<Body>> {
@@ -273,5 +321,30 @@ mod tests {
         one.insert(http::header::CONTENT_ENCODING, "gzip, br".parse().unwrap());
         join_content_encodings(&mut one);
         assert_eq!(one.get(http::header::CONTENT_ENCODING).unwrap(), "gzip, br");
+    }
+
+    #[test]
+    fn payload_hashes_that_are_none_are_invalid_arguments() {
+        let status = |value: &str, signed: &str| {
+            let mut b = Request::put(format!("/b/k{signed}")).header("x-amz-content-sha256", value);
+            if signed.is_empty() {
+                b = b.header(
+                    "authorization",
+                    "AWS4-HMAC-SHA256 Credential=AK/20261128/us-east-1/s3/aws4_request",
+                );
+            }
+            refused_content_sha256(&b.body(()).unwrap()).map(|r| r.status().as_u16())
+        };
+        let hex = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        for ok in [hex, "UNSIGNED-PAYLOAD", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"] {
+            assert_eq!(status(ok, ""), None, "{ok}");
+        }
+        assert_eq!(status(&hex.to_uppercase(), ""), None, "hex in capitals is left to s3s");
+        assert_eq!(status("GIBBERISH", ""), Some(400));
+        assert_eq!(status("invalid-sha256", "?X-Amz-Algorithm=AWS4-HMAC-SHA256"), Some(400));
+        assert_eq!(status(&hex[1..], ""), Some(400), "63 digits");
+        assert_eq!(status("unsigned-payload", ""), Some(400));
+        // Not a SigV4 request (anonymous, or V2): the header means nothing there.
+        assert_eq!(status("GIBBERISH", "?acl"), None);
     }
 }

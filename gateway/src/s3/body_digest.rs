@@ -33,8 +33,9 @@ pub(crate) enum BodyDigest {
     Unclaimed,
     /// Every claimed digest matched.
     Verified,
-    /// A claim was malformed or did not match: the error S3 answers.
-    Refused(S3ErrorCode, String),
+    /// A claim was malformed or did not match: the error S3 answers (its code, message, and
+    /// status where the code alone does not give one).
+    Refused(S3ErrorCode, String, Option<http::StatusCode>),
     /// The body could not be read (the client stalled or went away): refused whatever the
     /// operation, since the handler would see an empty body.
     Unreadable(S3ErrorCode, String),
@@ -113,8 +114,18 @@ pub(crate) async fn inspect(
     let (verdict, bytes) = match body.collect().await {
         Ok(c) => {
             let bytes = c.to_bytes();
-            let completes = completes_upload(&parts.method, parts.uri.query().unwrap_or(""));
-            (verdict(&parts.headers, &bytes, completes).await, bytes)
+            let query = parts.uri.query().unwrap_or("");
+            let completes = completes_upload(&parts.method, query);
+            // A small PutObject's bytes are object data: s3s checks their hash as they are read.
+            let object_data = parts.method == Method::PUT
+                && query_names(query).is_empty()
+                && names_a_key(parts.uri.path(), virtual_hosted);
+            let verdict = if !object_data && contradicts_payload_hash(&parts.headers, &bytes) {
+                refused(super::error::content_sha256_mismatch())
+            } else {
+                verdict(&parts.headers, &bytes, completes).await
+            };
+            (verdict, bytes)
         }
         Err(e) => (
             match e.downcast::<S3Error>() {
@@ -136,6 +147,23 @@ pub(crate) async fn inspect(
         parts.extensions.insert(super::unconfigured::BlockedEncryptionTypes);
     }
     Request::from_parts(parts, s3s::Body::from(bytes))
+}
+
+/// Whether `body` is not the one the SHA-256 in `x-amz-content-sha256` names. s3s checks a
+/// signed payload's hash as it reads the body, and answers a document whose hash fails with 500
+/// `InternalError` (from its document reader); checked here, where the document's bytes are at
+/// hand, it is answered as S3 answers it, after the signature is checked (`enforce`).
+fn contradicts_payload_hash(headers: &HeaderMap, body: &Bytes) -> bool {
+    let Some(claimed) = headers.get("x-amz-content-sha256").map(|v| v.as_bytes()) else {
+        return false;
+    };
+    // Only a hash in the form s3s takes for one (64 lower-case hex digits) is checked by s3s.
+    if claimed.len() != 64 || !claimed.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return false;
+    }
+    let mut ours = [0u8; 64];
+    let digest = ring::digest::digest(&ring::digest::SHA256, body);
+    hex::encode_to_slice(digest, &mut ours).is_ok() && ours[..] != claimed[..]
 }
 
 /// Whether `path` names an object: `/bucket/key` path-style, any `/key` when the Host named the
@@ -168,7 +196,11 @@ pub(crate) async fn verdict(headers: &HeaderMap, body: &Bytes, object_checksums:
 }
 
 fn refused(e: S3Error) -> BodyDigest {
-    BodyDigest::Refused(e.code().clone(), e.message().unwrap_or_default().to_owned())
+    BodyDigest::Refused(
+        e.code().clone(),
+        e.message().unwrap_or_default().to_owned(),
+        e.status_code(),
+    )
 }
 
 /// Applies the verdict for operation `op`: refuses bad digests on any document, and a
@@ -182,7 +214,13 @@ pub(crate) fn enforce(op: &str, verdict: Option<&BodyDigest>) -> S3Result<()> {
         return Ok(());
     }
     match verdict {
-        Some(BodyDigest::Refused(code, msg)) => Err(S3Error::with_message(code.clone(), msg.clone())),
+        Some(BodyDigest::Refused(code, msg, status)) => {
+            let mut e = S3Error::with_message(code.clone(), msg.clone());
+            if let Some(status) = status {
+                e.set_status_code(*status);
+            }
+            Err(e)
+        }
         Some(BodyDigest::Unclaimed) if op == "DeleteObjects" => Err(s3_error!(
             InvalidRequest,
             "Missing required header for this request: Content-MD5"
@@ -276,24 +314,24 @@ mod tests {
         assert!(matches!(verdict(&good, &body, false).await, BodyDigest::Verified));
         let other = headers(&[("content-md5", "1B2M2Y8AsgTpgAmY7PhCfg==")]);
         assert!(
-            matches!(verdict(&other, &body, false).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest)
+            matches!(verdict(&other, &body, false).await, BodyDigest::Refused(c, ..) if c == S3ErrorCode::BadDigest)
         );
         let junk = headers(&[("content-md5", "notbase64!!")]);
         assert!(
-            matches!(verdict(&junk, &body, false).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::InvalidDigest)
+            matches!(verdict(&junk, &body, false).await, BodyDigest::Refused(c, ..) if c == S3ErrorCode::InvalidDigest)
         );
         let crc = headers(&[("x-amz-checksum-crc32", "AAAAAA==")]);
-        assert!(matches!(verdict(&crc, &body, false).await, BodyDigest::Refused(c, _) if c == S3ErrorCode::BadDigest));
+        assert!(matches!(verdict(&crc, &body, false).await, BodyDigest::Refused(c, ..) if c == S3ErrorCode::BadDigest));
         assert!(enforce("DeleteObjects", Some(&BodyDigest::Unclaimed)).is_err());
         assert!(enforce("PutObjectTagging", Some(&BodyDigest::Unclaimed)).is_ok());
         assert!(enforce(
             "PutObject",
-            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new()))
+            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new(), None))
         )
         .is_ok());
         assert!(enforce(
             "CompleteMultipartUpload",
-            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new()))
+            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new(), None))
         )
         .is_err());
     }

@@ -23,6 +23,16 @@ pub(crate) fn custom(code: &'static str, status: StatusCode, msg: impl Into<Stri
     e
 }
 
+/// 400 `XAmzContentSHA256Mismatch`: the body's SHA-256 is not the one `x-amz-content-sha256`
+/// named, in S3's words.
+pub(crate) fn content_sha256_mismatch() -> S3Error {
+    custom(
+        "XAmzContentSHA256Mismatch",
+        StatusCode::BAD_REQUEST,
+        "The provided 'x-amz-content-sha256' header does not match what was computed.",
+    )
+}
+
 /// 403 `QuotaExceeded`: a write of `delta` more bytes would take `scope` past its limit.
 pub(crate) fn quota_exceeded(delta: i64, scope: &QuotaScope, left: u64, limit: u64) -> S3Error {
     custom(

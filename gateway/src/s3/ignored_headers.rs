@@ -99,13 +99,10 @@ fn without_presign(uri: &Uri) -> S3Result<Uri> {
 async fn readable_document(mut body: Body, headers: &mut HeaderMap) -> S3Result<Body> {
     // s3s verifies the payload's SHA-256 as the body is read; the document is small and
     // already buffered (`body_digest.rs`), so a failed read is a digest that did not hold.
-    let doc = body.store_all_limited(MAX_DOCUMENT).await.map_err(|_| {
-        super::error::custom(
-            "XAmzContentSHA256Mismatch",
-            http::StatusCode::BAD_REQUEST,
-            "The provided 'x-amz-content-sha256' header does not match what was computed.",
-        )
-    })?;
+    let doc = body
+        .store_all_limited(MAX_DOCUMENT)
+        .await
+        .map_err(|_| super::error::content_sha256_mismatch())?;
     let doc = without_blocked_encryption_types(doc);
     let digests: Vec<_> = headers
         .keys()

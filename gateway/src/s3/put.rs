@@ -572,26 +572,30 @@ async fn ingest(
 }
 
 /// A failure while reading the request body: s3s's own errors pass through, a chunk whose
-/// signature does not follow from the seed is 403 `SignatureDoesNotMatch` as on S3, and
-/// anything else means the client did not deliver the body.
+/// signature does not follow from the seed is 403 `SignatureDoesNotMatch` and a body whose
+/// SHA-256 is not the one `x-amz-content-sha256` named is 400 `XAmzContentSHA256Mismatch`, as on
+/// S3, and anything else means the client did not deliver the body.
 pub(crate) fn body_err(e: s3s::StdError) -> S3Error {
     match e.downcast::<S3Error>() {
         Ok(e) => *e,
-        Err(e) if is_chunk_signature_mismatch(&*e) => s3_error!(
+        Err(e) if names_in_chain(&*e, "AwsChunkedStreamError: SignatureMismatch") => s3_error!(
             SignatureDoesNotMatch,
             "The request signature we calculated does not match the signature you provided. Check your key and signing method."
         ),
+        Err(e) if names_in_chain(&*e, "UploadStreamError: Sha256Mismatch") => super::error::content_sha256_mismatch(),
         Err(e) => s3_error!(IncompleteBody, "The request body could not be read: {e}"),
     }
 }
 
-/// Whether `e` (or an error under it) is s3s's aws-chunked signature mismatch. s3s keeps that
-/// error type private, so it is known by its message; `a_bad_chunk_signature_is_refused` in
-/// tests/tests/reliability.rs fails if an s3s upgrade changes it.
-fn is_chunk_signature_mismatch(e: &(dyn std::error::Error + 'static)) -> bool {
+/// Whether `e` (or an error under it) reads `message`. s3s keeps the error types of its body
+/// checks (the aws-chunked signature mismatch, the payload hash mismatch) private, so they are
+/// known by their messages; `a_bad_chunk_signature_is_refused` in tests/tests/reliability.rs and
+/// `payload_hashes_are_held_to_their_bodies` in tests/tests/hostile_input.rs fail if an s3s
+/// upgrade changes them.
+fn names_in_chain(e: &(dyn std::error::Error + 'static), message: &str) -> bool {
     let mut cur = Some(e);
     while let Some(e) = cur {
-        if e.to_string() == "AwsChunkedStreamError: SignatureMismatch" {
+        if e.to_string() == message {
             return true;
         }
         cur = e.source();
