@@ -31,6 +31,8 @@ if [ "$what" = test ]; then
   apt_pkgs+=(ruby-aws-sdk-s3)
   # compat/restic.sh, compat/s3backer.sh: a backup client and a block device over S3, Debian's.
   apt_pkgs+=(restic s3backer)
+  # compat/git-annex.sh: git-annex's S3 special remotes (DataLad's storage), its Haskell client.
+  apt_pkgs+=(git-annex)
   # compat/pgbackrest.sh: PostgreSQL's backup tool, whose S3 client is its own (C, over TLS).
   apt_pkgs+=(pgbackrest)
   # compat/mountpoint.sh: Mountpoint's CRT client is C built with cmake; its FUSE layer links

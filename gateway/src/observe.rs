@@ -293,6 +293,14 @@ fn unsent_body(req: &Request<Incoming>) -> bool {
             .is_some_and(|n| n > 0)
 }
 
+/// The refusals made before anything reads a request, after its session token and its region
+/// (see `call`).
+fn refused_otherwise<B>(req: &Request<B>) -> Option<Response<Body>> {
+    refused_v2_date(req)
+        .or_else(|| refused_expiry(req))
+        .or_else(|| refused_content_sha256(req))
+}
+
 /// A request id in the style of S3's: 16 upper-case hex digits.
 fn request_id() -> String {
     format!("{:016X}", rand::random::<u64>())
@@ -312,15 +320,17 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         }
         drop_empty_authorization(&mut req);
         join_content_encodings(req.headers_mut());
-        // Refused before anything else reads the request.
-        let early = if carries_session_token(&req) {
+        // Refused before anything else reads the request. A scope that names no region is
+        // refused only if its signature does not hold there (`signed_path::resign_for_region`),
+        // which takes the secret's lookup: below.
+        let token = carries_session_token(&req);
+        let odd_region = if token { None } else { unusable_region(&req) };
+        let early = if token {
             Some(invalid_token_answer())
+        } else if odd_region.is_some() {
+            None
         } else {
-            unusable_region(&req)
-                .map(|(r, in_query)| wrong_region_answer(&r, in_query, &self.region))
-                .or_else(|| refused_v2_date(&req))
-                .or_else(|| refused_expiry(&req))
-                .or_else(|| refused_content_sha256(&req))
+            refused_otherwise(&req)
         };
         let in_flight = self.activity.as_ref().map(|a| a.begin());
         let http1 = req.version() <= http::Version::HTTP_11;
@@ -346,6 +356,16 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 let metrics = &this.metrics;
                 metrics.in_flight().inc();
                 let start = Instant::now();
+                let early = match odd_region {
+                    Some((asked, in_query)) => {
+                        if crate::signed_path::resign_for_region(&mut req, &this.auth, &this.region).await {
+                            refused_otherwise(&req)
+                        } else {
+                            Some(wrong_region_answer(&asked, in_query, &this.region))
+                        }
+                    }
+                    None => early,
+                };
                 let served = match (early, &this.direct) {
                     (Some(answer), _) => Some(answer),
                     (None, Some(d)) => d.serve(&req, &slot, this.peer).await,

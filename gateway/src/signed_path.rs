@@ -31,6 +31,16 @@
 //!   replaced with the one the same request gets over `UNSIGNED-PAYLOAD`, and the hash is put in
 //!   the header if only the query named it, so s3s accepts the signature and refuses a body
 //!   with another hash (`XAmzContentSHA256Mismatch`), as S3 does.
+//! - **A scope that names no region.** Clients pointed at a host of their own sometimes sign for
+//!   a "region" that is none: git-annex's S3 remotes (under DataLad), through the Haskell `aws`
+//!   library, sign for the endpoint's host name (`127.0.0.1`, `s3.example.org`); s3cmd's default
+//!   configuration for `US`. s3s cannot read such a scope. S3-compatible servers verify the
+//!   signature in the scope the client named (MinIO and Ceph RGW, by default); so does the
+//!   gateway: when the signature holds in that scope, the request is signed again in the
+//!   gateway's region (header: `Authorization`; presigned: `X-Amz-Credential` and
+//!   `X-Amz-Signature`), which s3s then verifies. An aws-chunked body's chunk signatures chain
+//!   from the scope, so such an upload keeps the refusal (`AuthorizationHeaderMalformed` naming
+//!   the region to use, on which s3cmd and botocore sign again).
 //!
 use http::{HeaderMap, Request};
 use s3s::auth::S3Auth;
@@ -103,6 +113,88 @@ pub async fn accept_presigned_payload_hash<B>(req: &mut Request<B>, auth: &Gatew
             }
         }
     }
+}
+
+/// Signs `req` again in region `ours` when its SigV4 signature holds in a scope whose region
+/// s3s cannot read (see the module docs); whether it did. Any other request is left as it is.
+pub async fn resign_for_region<B>(req: &mut Request<B>, auth: &GatewayAuth, ours: &str) -> bool {
+    let Some(s) = signed(req.headers(), req.uri().query()) else {
+        return false;
+    };
+    let streaming = req
+        .headers()
+        .get(CONTENT_SHA256)
+        .is_some_and(|v| v.as_bytes().starts_with(b"STREAMING-"));
+    if streaming || s.region == ours {
+        return false;
+    }
+    let Ok(secret) = auth.get_secret_key(&s.access_key).await else {
+        return false;
+    };
+    let path = req.uri().path().to_owned();
+    let Some(payload) = payload_readings(req, &s)
+        .into_iter()
+        .find(|p| canonical_request(req, &s, &path, p).is_some_and(|c| signature_holds(secret.expose(), &s, &c)))
+    else {
+        return false;
+    };
+    let moved = Signed {
+        region: ours.to_owned(),
+        ..s
+    };
+    let key = moved.key(secret.expose());
+    let credential = format!(
+        "{}/{}/{}/{}/aws4_request",
+        moved.access_key, moved.date, ours, moved.service
+    );
+    if !moved.presigned {
+        let Some(canonical) = canonical_request(req, &moved, &path, &payload) else {
+            return false;
+        };
+        let Some(ours_sig) = crate::sigv4::sign(&key, &moved.scope(), &canonical) else {
+            return false;
+        };
+        let value = format!(
+            "AWS4-HMAC-SHA256 Credential={credential},SignedHeaders={},Signature={}",
+            moved.headers,
+            String::from_utf8_lossy(&ours_sig)
+        );
+        let Ok(v) = http::HeaderValue::from_str(&value) else {
+            return false;
+        };
+        req.headers_mut().insert(http::header::AUTHORIZATION, v);
+        return true;
+    }
+    // Presigned: the credential is part of the canonical query, so the query changes first.
+    let mut encoded = String::new();
+    uri_encode(&mut encoded, credential.as_bytes(), false);
+    let with_credential: Vec<String> = req
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some(("X-Amz-Credential", _)) => format!("X-Amz-Credential={encoded}"),
+            _ => p.to_owned(),
+        })
+        .collect();
+    crate::sigv2::replace_path_and_query(req, &path, Some(&with_credential.join("&")));
+    let Some(canonical) = canonical_request(req, &moved, &path, &payload) else {
+        return false;
+    };
+    let Some(ours_sig) = crate::sigv4::sign(&key, &moved.scope(), &canonical) else {
+        return false;
+    };
+    let signature = String::from_utf8_lossy(&ours_sig);
+    let query: Vec<String> = with_credential
+        .into_iter()
+        .map(|p| match p.split_once('=') {
+            Some(("X-Amz-Signature", _)) => format!("X-Amz-Signature={signature}"),
+            _ => p,
+        })
+        .collect();
+    crate::sigv2::replace_path_and_query(req, &path, Some(&query.join("&")));
+    true
 }
 
 /// The header that names the payload's hash.

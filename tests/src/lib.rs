@@ -133,13 +133,21 @@ pub mod sigv4 {
         /// The path of the URL signed as it is written (S3's rule, what S3 clients do) instead of
         /// encoded again and normalized (the SDK's default for other services).
         path_as_written: bool,
+        /// The region of the credential scope.
+        region: String,
     }
 
     impl Signer {
         /// Signs as `access_key`/`secret_key` at `time`.
         pub fn new(access_key: &str, secret_key: &str, time: SystemTime) -> Self {
             let identity = Credentials::new(access_key, secret_key, None, None, "test").into();
-            Self { identity, time, path_as_written: false }
+            Self { identity, time, path_as_written: false, region: "us-east-1".to_owned() }
+        }
+
+        /// Signs in the scope of `region` (any string, as clients of other hosts name one).
+        pub fn in_region(mut self, region: &str) -> Self {
+            self.region = region.to_owned();
+            self
         }
 
         /// Signs URL paths as they are written, percent escapes included, as S3 clients do.
@@ -170,7 +178,7 @@ pub mod sigv4 {
         fn params_with(&self, settings: SigningSettings) -> v4::SigningParams<'_, SigningSettings> {
             v4::SigningParams::builder()
                 .identity(&self.identity)
-                .region("us-east-1")
+                .region(&self.region)
                 .name("s3")
                 .time(self.time)
                 .settings(settings)

@@ -277,6 +277,69 @@ async fn payload_hashes_are_held_to_their_bodies() {
     assert_eq!(answer(&r), (403, "SignatureDoesNotMatch".to_owned()));
 }
 
+/// A request signed in a scope whose "region" is none (git-annex signs for the endpoint's host
+/// name, s3cmd for `US`) is served when its signature holds there, header-signed or presigned,
+/// as S3-compatible servers do; a wrong signature in such a scope, and an aws-chunked upload
+/// (whose chunk signatures chain from the scope), keep S3's refusal naming the region to use.
+#[tokio::test]
+async fn scopes_that_name_no_region_are_verified_as_named() {
+    use aws_sigv4::http_request::SignableBody;
+    let (gw, c) = Gateway::with_bucket("scope").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let body = pattern(6, 3000);
+    for region in ["127.0.0.1", "US", "s3.example.org"] {
+        let signer = Signer::admin().in_region(region);
+        let url = format!("{}/scope/h", gw.endpoint);
+        let (added, _) =
+            signer.sign("PUT", &url, &[("host", host.as_str())], SignableBody::Precomputed(sha256_hex(&body)));
+        let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let r = Conn::open(&gw).unsigned("PUT", "/scope/h", &headers, &body);
+        assert_eq!(r.status, 200, "{region}: {}", String::from_utf8_lossy(&r.body));
+        assert_eq!(penstock_tests::get(&c, "scope", "h").await, body);
+
+        // The same headers with one byte of the signature changed: refused, naming our region.
+        let tampered: Vec<(String, String)> = added
+            .iter()
+            .map(|(k, v)| {
+                let v = if k == "authorization" { format!("{}0", &v[..v.len() - 1]) } else { v.clone() };
+                (k.clone(), v)
+            })
+            .collect();
+        let tampered: Vec<(&str, &str)> = tampered.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let r = Conn::open(&gw).unsigned("PUT", "/scope/h", &tampered, b"not this");
+        let text = String::from_utf8_lossy(&r.body).into_owned();
+        assert_eq!((r.status, error_code(&r.body).as_str()), (400, "AuthorizationHeaderMalformed"), "{text}");
+        assert!(text.contains("<Region>us-east-1</Region>"), "{text}");
+        assert_eq!(penstock_tests::get(&c, "scope", "h").await, body);
+
+        // Presigned, read back.
+        let query = signer.presign("GET", &url, &[("host", host.as_str())], "UNSIGNED-PAYLOAD");
+        let r = Conn::open(&gw).unsigned("GET", &format!("/scope/h?{query}"), &[], b"");
+        assert_eq!(r.status, 200, "{region}: {}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.body, body);
+    }
+
+    // An aws-chunked upload signed for a host name: its chunks cannot be signed again.
+    let signer = Signer::admin().in_region("127.0.0.1");
+    let decoded = body.len().to_string();
+    let seed_headers = [
+        ("host", host.as_str()),
+        ("content-encoding", "aws-chunked"),
+        ("x-amz-decoded-content-length", decoded.as_str()),
+    ];
+    let (added, _) = signer.sign(
+        "PUT",
+        &format!("{}/scope/chunked", gw.endpoint),
+        &seed_headers,
+        SignableBody::Precomputed("STREAMING-AWS4-HMAC-SHA256-PAYLOAD".to_owned()),
+    );
+    let mut headers: Vec<(&str, &str)> = seed_headers.to_vec();
+    headers.extend(added.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let r = Conn::open(&gw).unsigned("PUT", "/scope/chunked", &headers, b"0;chunk-signature=00\r\n\r\n");
+    assert_eq!((r.status, error_code(&r.body).as_str()), (400, "AuthorizationHeaderMalformed"));
+    assert!(c.head_object().bucket("scope").key("chunked").send().await.is_err());
+}
+
 /// A session token the gateway never issued (it offers no STS) is refused with 400
 /// InvalidToken, in a header or a presigned URL, and the request changes nothing: the keys alone
 /// do not stand in for a token's limits.

@@ -43,10 +43,13 @@ pub(super) fn join_content_encodings(headers: &mut http::HeaderMap) {
 
 /// The region a SigV4 credential (the `Authorization` header's, or a presigned URL's
 /// `X-Amz-Credential`) names, when it is not a region name at all (`[a-z0-9-]+`): s3cmd's
-/// default configuration signs for `US`. S3 answers such a request, as any signed for another
-/// region, with `AuthorizationHeaderMalformed` naming the region to use, and clients resend it
-/// there; s3s would refuse it with an `InvalidRequest` that tells them nothing. Also whether the
-/// credential came in the query (a presigned URL), which S3 answers with another code.
+/// default configuration signs for `US`, git-annex for the endpoint's host name. s3s cannot read
+/// such a scope (it would refuse it with an `InvalidRequest` that tells the client nothing); the
+/// request is signed again in the gateway's region if its signature holds in the scope it names
+/// (`crate::signed_path::resign_for_region`), and otherwise answered as S3 answers a request
+/// signed for another region, with `AuthorizationHeaderMalformed` naming the region to use,
+/// where clients resend it. Also whether the credential came in the query (a presigned URL),
+/// which S3 answers with another code.
 pub(super) fn unusable_region<B>(req: &Request<B>) -> Option<(String, bool)> {
     // Checked on every request: nothing is allocated unless the region is unusable.
     let header = req
