@@ -13,6 +13,19 @@ async fn multipart_uploads() {
     let e2 = up.part(2, p2.clone()).await;
     let parts = up.list_parts().await;
     assert_eq!(parts.parts().len(), 2);
+    for (max, marker) in [(Some(-1), None), (None, Some("-1"))] {
+        let e = c
+            .list_parts()
+            .bucket("mpu")
+            .key("big")
+            .upload_id(&up.id)
+            .set_max_parts(max)
+            .set_part_number_marker(marker.map(str::to_owned))
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!((status(&e), code(&e).as_str()), (400, "InvalidArgument"), "{max:?} {marker:?}");
+    }
     assert_eq!(parts.parts()[1].size(), Some(p2.len() as i64));
     let ups = c.list_multipart_uploads().bucket("mpu").send().await.unwrap();
     assert_eq!(ups.uploads().len(), 1);
