@@ -168,32 +168,16 @@ pub async fn resign_for_region<B>(req: &mut Request<B>, auth: &GatewayAuth, ours
     // Presigned: the credential is part of the canonical query, so the query changes first.
     let mut encoded = String::new();
     uri_encode(&mut encoded, credential.as_bytes(), false);
-    let with_credential: Vec<String> = req
-        .uri()
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .map(|p| match p.split_once('=') {
-            Some(("X-Amz-Credential", _)) => format!("X-Amz-Credential={encoded}"),
-            _ => p.to_owned(),
-        })
-        .collect();
-    crate::sigv2::replace_path_and_query(req, &path, Some(&with_credential.join("&")));
+    let with_credential = with_param(req.uri().query().unwrap_or(""), "X-Amz-Credential", &encoded);
+    crate::sigv2::replace_path_and_query(req, &path, Some(&with_credential));
     let Some(canonical) = canonical_request(req, &moved, &path, &payload) else {
         return false;
     };
     let Some(ours_sig) = crate::sigv4::sign(&key, &moved.scope(), &canonical) else {
         return false;
     };
-    let signature = String::from_utf8_lossy(&ours_sig);
-    let query: Vec<String> = with_credential
-        .into_iter()
-        .map(|p| match p.split_once('=') {
-            Some(("X-Amz-Signature", _)) => format!("X-Amz-Signature={signature}"),
-            _ => p,
-        })
-        .collect();
-    crate::sigv2::replace_path_and_query(req, &path, Some(&query.join("&")));
+    let query = with_param(&with_credential, "X-Amz-Signature", &String::from_utf8_lossy(&ours_sig));
+    crate::sigv2::replace_path_and_query(req, &path, Some(&query));
     true
 }
 
@@ -232,17 +216,19 @@ fn resigned_unsigned<B>(req: &Request<B>, s: &Signed, hash: &str, secret: &str) 
     let unsigned = canonical_request(req, s, path, UNSIGNED)?;
     let ours = crate::sigv4::sign(&key, &scope, &unsigned)?;
     let ours = std::str::from_utf8(&ours).ok()?;
-    let query = req
-        .uri()
-        .query()?
+    Some(with_param(req.uri().query()?, "X-Amz-Signature", ours))
+}
+
+/// `query` with the value of parameter `name` (already encoded) replaced by `value`.
+fn with_param(query: &str, name: &str, value: &str) -> String {
+    query
         .split('&')
         .map(|p| match p.split_once('=') {
-            Some(("X-Amz-Signature", _)) => format!("X-Amz-Signature={ours}"),
+            Some((k, _)) if k == name => format!("{name}={value}"),
             _ => p.to_owned(),
         })
         .collect::<Vec<_>>()
-        .join("&");
-    Some(query)
+        .join("&")
 }
 
 /// The payload hashes `s` may have been made over: a header-signed request's

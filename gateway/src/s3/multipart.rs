@@ -491,7 +491,10 @@ impl Gateway {
         let max = super::list::page_size(i.max_parts, "max-parts")?;
         let marker = i.part_number_marker.unwrap_or(0);
         if marker < 0 {
-            return Err(s3_error!(InvalidArgument, "part-number-marker must be a non-negative integer"));
+            return Err(s3_error!(
+                InvalidArgument,
+                "part-number-marker must be a non-negative integer"
+            ));
         }
         let mut page: Vec<&PartRecord> = parts.iter().filter(|p| p.part_number as i32 > marker).collect();
         let truncated = page.len() > max;
