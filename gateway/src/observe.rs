@@ -29,8 +29,9 @@ use early::{
     refused_content_sha256, refused_expiry, refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
-    bare_attributes_etag, carriage_returns_as_references, collect_small, detail_of, error_code, head_refusal,
-    location_document, missing_message, with_body, with_request_id, KEY_DOCUMENTS, MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
+    bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
+    head_refusal, location_document, missing_message, with_body, with_request_id, KEY_DOCUMENTS, MAX_ATTRIBUTES_BODY,
+    MAX_ERROR_BODY,
 };
 
 /// What the access check learned about a request.
@@ -386,7 +387,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
 
                 // Documents S3 writes otherwise than s3s: GetObjectAttributes' ETag without its
                 // quotes (`bare_attributes_etag`), GetBucketLocation's layout
-                // (`location_document`), and keys or prefixes holding a carriage return written
+                // (`location_document`), GetBucketEncryption's SSE-C blocked (`blocked_sse_c`), and keys or prefixes holding a carriage return written
                 // as `&#13;` (`carriage_returns_as_references`). The operation is looked up once,
                 // for successes only.
                 let (rewrite, echoes_keys) = if status == http::StatusCode::OK {
@@ -395,6 +396,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         let rewrite: Option<fn(Bytes) -> Bytes> = match op {
                             "GetObjectAttributes" => Some(bare_attributes_etag),
                             "GetBucketLocation" => Some(location_document),
+                            "GetBucketEncryption" => Some(blocked_sse_c),
                             _ => None,
                         };
                         (rewrite, KEY_DOCUMENTS.contains(&op))

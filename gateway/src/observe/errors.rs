@@ -147,6 +147,20 @@ pub(super) fn bare_attributes_etag(xml: Bytes) -> Bytes {
     Bytes::from(out)
 }
 
+/// A GetBucketEncryption document with each rule naming SSE-C among its blocked encryption types,
+/// as S3 names it for buckets made since April 2026. Writes here refuse customer-provided keys
+/// whatever the bucket's configuration says, and a configuration that Terraform or CloudFormation
+/// applied with SSE-C blocked reads back as applied. s3s 0.14's schema has no such element, so it
+/// is written into the serialized document.
+pub(super) fn blocked_sse_c(xml: Bytes) -> Bytes {
+    const BLOCKED: &str = "<BlockedEncryptionTypes><EncryptionType>SSE-C</EncryptionType></BlockedEncryptionTypes>";
+    let text = String::from_utf8_lossy(&xml);
+    if !text.contains("</Rule>") || text.contains("<BlockedEncryptionTypes>") {
+        return xml;
+    }
+    Bytes::from(text.replace("</Rule>", &format!("{BLOCKED}</Rule>")))
+}
+
 /// Operations whose documents carry keys or prefixes as the client wrote them.
 pub(super) const KEY_DOCUMENTS: [&str; 8] = [
     "ListObjects",
@@ -337,5 +351,27 @@ mod tests {
         assert_eq!(detail_of("NoSuchBucket", &info), None, "source or destination");
         assert_eq!(copy_source_key("src"), None);
         assert_eq!(copy_source_key("src/d/e"), Some("d/e".to_owned()));
+    }
+
+    #[test]
+    fn encryption_rules_name_sse_c_blocked() {
+        let doc = "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256\
+                   </SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false</BucketKeyEnabled></Rule>\
+                   </ServerSideEncryptionConfiguration>";
+        let out = blocked_sse_c(Bytes::from(doc));
+        let out = String::from_utf8_lossy(&out);
+        assert!(out.contains(
+            "<BucketKeyEnabled>false</BucketKeyEnabled><BlockedEncryptionTypes><EncryptionType>SSE-C</EncryptionType>\
+             </BlockedEncryptionTypes></Rule>"
+        ));
+        assert_eq!(
+            blocked_sse_c(Bytes::from(out.to_string())),
+            Bytes::from(out.to_string()),
+            "once only"
+        );
+        assert_eq!(
+            blocked_sse_c(Bytes::from_static(b"<Error/>")),
+            Bytes::from_static(b"<Error/>")
+        );
     }
 }
