@@ -200,8 +200,7 @@ fn presigned_hash<B>(req: &Request<B>) -> Option<String> {
         (None, Some(Some(h))) => h.to_owned(),
         (None, None) => return None,
     };
-    let hex = hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    hex.then_some(hash)
+    crate::sigv4::is_payload_hash(hash.as_bytes()).then_some(hash)
 }
 
 /// The query of presigned `req` (signature `s`) with the `X-Amz-Signature` it gets over

@@ -15,6 +15,12 @@ pub(crate) fn derive_key(secret: &str, date: &str, region: &str, service: &str) 
     hmac::Key::new(hmac::HMAC_SHA256, k_signing.as_ref())
 }
 
+/// Whether `v` is a payload hash as s3s reads one in `x-amz-content-sha256`: a SHA-256 in
+/// 64 lower-case hex digits (any other value is a payload kind, or malformed).
+pub(crate) fn is_payload_hash(v: &[u8]) -> bool {
+    v.len() == 64 && v.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The scope and time a signature was made for, as the client named them.
 pub(crate) struct Scope<'a> {
     /// `x-amz-date` (`yyyymmddThhmmssZ`).

@@ -154,8 +154,11 @@ pub(super) fn bare_attributes_etag(xml: Bytes) -> Bytes {
 /// is written into the serialized document.
 pub(super) fn blocked_sse_c(xml: Bytes) -> Bytes {
     const BLOCKED: &str = "<BlockedEncryptionTypes><EncryptionType>SSE-C</EncryptionType></BlockedEncryptionTypes>";
+    if crate::s3::names_blocked_encryption_types(&xml) {
+        return xml;
+    }
     let text = String::from_utf8_lossy(&xml);
-    if !text.contains("</Rule>") || text.contains("<BlockedEncryptionTypes>") {
+    if !text.contains("</Rule>") {
         return xml;
     }
     Bytes::from(text.replace("</Rule>", &format!("{BLOCKED}</Rule>")))

@@ -111,15 +111,14 @@ pub(crate) async fn inspect(
         return req.map(s3s::Body::http_body);
     }
     let (mut parts, body) = req.into_parts();
+    let names = query_names(parts.uri.query().unwrap_or(""));
     let (verdict, bytes) = match body.collect().await {
         Ok(c) => {
             let bytes = c.to_bytes();
-            let query = parts.uri.query().unwrap_or("");
-            let completes = completes_upload(&parts.method, query);
+            let completes = completes_upload(&parts.method, parts.uri.query().unwrap_or(""));
             // A small PutObject's bytes are object data: s3s checks their hash as they are read.
-            let object_data = parts.method == Method::PUT
-                && query_names(query).is_empty()
-                && names_a_key(parts.uri.path(), virtual_hosted);
+            let object_data =
+                parts.method == Method::PUT && names.is_empty() && names_a_key(parts.uri.path(), virtual_hosted);
             let verdict = if !object_data && contradicts_payload_hash(&parts.headers, &bytes) {
                 refused(super::error::content_sha256_mismatch())
             } else {
@@ -141,7 +140,7 @@ pub(crate) async fn inspect(
     parts.extensions.insert(verdict);
     // A document s3s's schema cannot read as sent takes a second pass (`ignored_headers.rs`).
     if parts.method == Method::PUT
-        && query_names(parts.uri.query().unwrap_or("")).contains(&"encryption")
+        && names.contains(&"encryption")
         && super::unconfigured::names_blocked_encryption_types(&bytes)
     {
         parts.extensions.insert(super::unconfigured::BlockedEncryptionTypes);
@@ -157,8 +156,8 @@ fn contradicts_payload_hash(headers: &HeaderMap, body: &Bytes) -> bool {
     let Some(claimed) = headers.get("x-amz-content-sha256").map(|v| v.as_bytes()) else {
         return false;
     };
-    // Only a hash in the form s3s takes for one (64 lower-case hex digits) is checked by s3s.
-    if claimed.len() != 64 || !claimed.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    // Only a hash in the form s3s takes for one is checked by s3s.
+    if !crate::sigv4::is_payload_hash(claimed) {
         return false;
     }
     let mut ours = [0u8; 64];

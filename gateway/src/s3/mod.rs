@@ -57,6 +57,7 @@ use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
+pub(crate) use unconfigured::names_blocked_encryption_types;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub(crate) use acl::OWNERSHIPS;
 pub use direct::DirectReads;

@@ -589,7 +589,7 @@ pub(crate) fn body_err(e: s3s::StdError) -> S3Error {
 
 /// Whether `e` (or an error under it) reads `message`. s3s keeps the error types of its body
 /// checks (the aws-chunked signature mismatch, the payload hash mismatch) private, so they are
-/// known by their messages; `a_bad_chunk_signature_is_refused` in tests/tests/reliability.rs and
+/// known by their messages; `a_bad_chunk_signature_is_refused` and
 /// `payload_hashes_are_held_to_their_bodies` in tests/tests/hostile_input.rs fail if an s3s
 /// upgrade changes them.
 fn names_in_chain(e: &(dyn std::error::Error + 'static), message: &str) -> bool {
