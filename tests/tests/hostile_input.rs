@@ -209,10 +209,11 @@ fn header_signed(gw: &Gateway, method: &str, path: &str, payload: &str, body: &[
 }
 
 /// A body whose SHA-256 is not the one its request signed (`x-amz-content-sha256`) is refused
-/// with 400 `XAmzContentSHA256Mismatch` and changes nothing: object data, small and streamed, and
-/// documents. A value that is no hash is 400 `InvalidArgument`. A presigned URL made over a
-/// payload hash (a signed `x-amz-content-sha256` header, as botocore and the AWS SDK for Go
-/// presign, or the hash in its query) admits the body with that hash and no other.
+/// with 400 `XAmzContentSHA256Mismatch` and changes nothing: object data, small and streamed,
+/// documents, and requests with no body (a DELETE and a CopyObject among them). A value that is
+/// no hash is 400 `InvalidArgument`. A presigned URL made over a payload hash (a signed
+/// `x-amz-content-sha256` header, as botocore and the AWS SDK for Go presign, or the hash in its
+/// query) admits the body with that hash and no other.
 #[tokio::test]
 async fn payload_hashes_are_held_to_their_bodies() {
     let (gw, c) = Gateway::with_bucket("hash").await;
@@ -238,6 +239,35 @@ async fn payload_hashes_are_held_to_their_bodies() {
     assert!(t.tag_set().is_empty(), "a refused tagging changed the tags");
     assert_eq!(header_signed(&gw, "PUT", "/hash/k?tagging", &sha256_hex(tags), tags).status, 200);
 
+    // Requests without a body signed over another body's hash: refused as S3 refuses them, and
+    // the DELETE deletes nothing.
+    for (method, path) in [("GET", "/hash/k"), ("HEAD", "/hash/k"), ("GET", "/hash?list-type=2"), ("DELETE", "/hash/k")]
+    {
+        let r = header_signed(&gw, method, path, &wrong, b"");
+        assert_eq!(r.status, 400, "{method} {path}");
+        if method != "HEAD" {
+            assert_eq!(answer(&r), mismatch, "{method} {path}: {}", String::from_utf8_lossy(&r.body));
+        }
+        assert_eq!(penstock_tests::get(&c, "hash", "k").await, b"keep me");
+    }
+    // CopyObject reads no body either.
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    for (payload, status) in [(wrong.clone(), 400), (sha256_hex(b""), 200)] {
+        let seed = [("host", host.as_str()), ("x-amz-copy-source", "/hash/k")];
+        let (added, _) = Signer::admin().sign(
+            "PUT",
+            &format!("{}/hash/copy", gw.endpoint),
+            &seed,
+            aws_sigv4::http_request::SignableBody::Precomputed(payload),
+        );
+        let mut headers: Vec<(&str, &str)> = seed.to_vec();
+        headers.extend(added.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let r = Conn::open(&gw).unsigned("PUT", "/hash/copy", &headers, b"");
+        assert_eq!(r.status, status, "{}", String::from_utf8_lossy(&r.body));
+        let copied = c.head_object().bucket("hash").key("copy").send().await.is_ok();
+        assert_eq!(copied, status == 200, "a refused copy made the key, or an accepted one did not");
+    }
+
     // No hash at all: S3's InvalidArgument, naming the header and its value.
     let r = header_signed(&gw, "PUT", "/hash/k", "GIBBERISH", b"x");
     assert_eq!(answer(&r), (400, "InvalidArgument".to_owned()));
@@ -249,7 +279,6 @@ async fn payload_hashes_are_held_to_their_bodies() {
     assert_eq!(penstock_tests::get(&c, "hash", "k").await, b"keep me");
 
     // Presigned over a payload hash: in a signed header, or in the query.
-    let host = gw.endpoint.trim_start_matches("http://").to_owned();
     let body = pattern(3, 5000);
     let hash = sha256_hex(&body);
     let url = format!("{}/hash/p", gw.endpoint);

@@ -108,6 +108,14 @@ pub(crate) async fn inspect(
 ) -> Request<s3s::Body> {
     let query = req.uri().query().unwrap_or("");
     if !is_document(req.method(), req.uri().path(), virtual_hosted, query, req.headers()) {
+        let mut req = req;
+        // A request without a body (GET, HEAD, DELETE, CopyObject) signed over the hash of some
+        // other body is refused as S3 refuses it; s3s reads no body there, so checks nothing, and
+        // a DeleteObject so signed would otherwise go through.
+        if hyper::body::Body::is_end_stream(req.body()) && contradicts_payload_hash(req.headers(), &Bytes::new()) {
+            req.extensions_mut()
+                .insert(refused(super::error::content_sha256_mismatch()));
+        }
         return req.map(s3s::Body::http_body);
     }
     let (mut parts, body) = req.into_parts();
@@ -119,7 +127,8 @@ pub(crate) async fn inspect(
             // A small PutObject's bytes are object data: s3s checks their hash as they are read.
             let object_data =
                 parts.method == Method::PUT && names.is_empty() && names_a_key(parts.uri.path(), virtual_hosted);
-            let verdict = if !object_data && contradicts_payload_hash(&parts.headers, &bytes) {
+            // An empty one is also CopyObject's (no data; s3s reads none), and checked here.
+            let verdict = if (!object_data || bytes.is_empty()) && contradicts_payload_hash(&parts.headers, &bytes) {
                 refused(super::error::content_sha256_mismatch())
             } else {
                 verdict(&parts.headers, &bytes, completes).await
