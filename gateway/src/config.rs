@@ -178,6 +178,11 @@ pub struct ConnectionLimits {
     pub h2_keepalive_timeout_secs: f64,
     /// Streams one HTTP/2 connection may have open at once.
     pub h2_max_concurrent_streams: u32,
+    /// Largest request header section, in bytes (each field's name, value, `: ` and line end,
+    /// as on the wire), that a request may carry; a larger one is refused with S3's 400
+    /// `RequestHeaderSectionTooLarge` before anything reads it. `0` turns the check off. S3 allows
+    /// 8 KiB.
+    pub max_header_bytes: usize,
     /// Threads that serve connections, each running its own single-threaded scheduler; every
     /// connection stays on the thread it was given (see `conn_threads`). `0` (default): the
     /// shared work-stealing scheduler serves them.
@@ -194,6 +199,7 @@ impl Default for ConnectionLimits {
             h2_keepalive_interval_secs: 30.0,
             h2_keepalive_timeout_secs: 20.0,
             h2_max_concurrent_streams: 256,
+            max_header_bytes: 8192,
             threads: 0,
         }
     }

@@ -26,7 +26,8 @@ mod errors;
 
 use early::{
     carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings,
-    refused_content_sha256, refused_expiry, refused_v2_date, unusable_region, wrong_region_answer,
+    refused_content_sha256, refused_expiry, refused_header_section, refused_v2_date, unusable_region,
+    wrong_region_answer,
 };
 use errors::{
     bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
@@ -80,6 +81,9 @@ pub struct Observed {
     /// Given to HTTP/1.x answers so that hyper spells their header names as S3 does
     /// ([`crate::header_case`]).
     spelling: Option<&'static http::Extensions>,
+    /// Largest request header section accepted, in bytes; `0`: any (see
+    /// [`crate::config::ConnectionLimits::max_header_bytes`]).
+    max_header_bytes: usize,
 }
 
 /// What CORS handling needs outside s3s: the gateway (bucket rules) and how requests name buckets.
@@ -129,7 +133,14 @@ impl Observed {
             region: Arc::from("us-east-1"),
             scheme: "http",
             spelling: crate::header_case::spelling(),
+            max_header_bytes: 8192,
         }
+    }
+
+    /// Refuses requests whose header section is larger than `bytes` (`0`: no limit).
+    pub fn with_max_header_bytes(mut self, bytes: usize) -> Self {
+        self.max_header_bytes = bytes;
+        self
     }
 
     /// Whether clients reach this service over TLS (the scheme of the URLs it names).
@@ -324,9 +335,17 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         // Refused before anything else reads the request. A scope that names no region is
         // refused only if its signature does not hold there (`signed_path::resign_for_region`),
         // which takes the secret's lookup: below.
-        let token = carries_session_token(&req);
-        let odd_region = if token { None } else { unusable_region(&req) };
-        let early = if token {
+        // An oversized header section is refused before anything else looks at it.
+        let oversized = refused_header_section(&req, self.max_header_bytes);
+        let token = oversized.is_none() && carries_session_token(&req);
+        let odd_region = if token || oversized.is_some() {
+            None
+        } else {
+            unusable_region(&req)
+        };
+        let early = if oversized.is_some() {
+            oversized
+        } else if token {
             Some(invalid_token_answer())
         } else if odd_region.is_some() {
             None

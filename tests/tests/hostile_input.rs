@@ -464,3 +464,39 @@ async fn an_answer_before_the_body_is_read_closes_the_connection() {
     assert_eq!(r.header("connection"), None);
     assert_eq!(penstock_tests::get(&c, "framing", "k").await, a);
 }
+
+/// A request whose header section is over 8 KiB is refused as S3 refuses it (400
+/// `RequestHeaderSectionTooLarge`, naming the size allowed) before it is authenticated or
+/// served, and stores nothing; `[connections] max_header_bytes` moves the limit.
+#[tokio::test]
+async fn oversized_header_sections_are_refused() {
+    let (gw, c) = Gateway::with_bucket("heads").await;
+    let put = |gw: &Gateway, filler: usize| {
+        use aws_sigv4::http_request::SignableBody;
+        let host = gw.endpoint.trim_start_matches("http://").to_owned();
+        let body = b"header test";
+        let (added, _) = Signer::admin().sign(
+            "PUT",
+            &format!("{}/heads/k", gw.endpoint),
+            &[("host", host.as_str())],
+            SignableBody::Precomputed(sha256_hex(body)),
+        );
+        let mut headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let filler = "f".repeat(filler);
+        headers.push(("x-filler", filler.as_str()));
+        Conn::open(gw).unsigned("PUT", "/heads/k", &headers, body)
+    };
+    let r = put(&gw, 9000);
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!((r.status, error_code(&r.body).as_str()), (400, "RequestHeaderSectionTooLarge"), "{text}");
+    assert!(text.contains("<MaxSizeAllowed>8192</MaxSizeAllowed>") && text.contains("<RequestId>"), "{text}");
+    assert!(c.head_object().bucket("heads").key("k").send().await.is_err(), "a refused PUT stored the object");
+    // Well within the limit: served.
+    assert_eq!(put(&gw, 4000).status, 200);
+
+    let gw = Gateway::start_with_config("[connections]\nmax_header_bytes = 16384\n");
+    let c = gw.client();
+    c.create_bucket().bucket("heads").send().await.unwrap();
+    assert_eq!(put(&gw, 9000).status, 200, "the configured limit is 16 KiB");
+    assert_eq!(error_code(&put(&gw, 17000).body), "RequestHeaderSectionTooLarge");
+}

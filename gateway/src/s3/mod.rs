@@ -351,7 +351,8 @@ pub fn build_service(gateway: Arc<Gateway>, cfg: &Config) -> Observed {
     let auth = GatewayAuth::new(gateway.meta.clone(), gateway.master.clone());
     let observed = Observed::new(service, metrics, auth)
         .with_region(&cfg.region)
-        .with_tls(cfg.tls_cert.is_some());
+        .with_tls(cfg.tls_cert.is_some())
+        .with_max_header_bytes(cfg.connections.max_header_bytes);
     let observed = if cfg.direct_reads {
         observed.with_direct_reads(DirectReads::new(gateway.clone(), domains.clone()))
     } else {
