@@ -51,6 +51,10 @@ pub struct Config {
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
     pub tls_key: Option<PathBuf>,
+    /// Seconds between checks of `tls_cert` and `tls_key` for new contents (a renewal), which
+    /// the listener then presents to new connections; `0`: only on SIGHUP, which always reads
+    /// them again.
+    pub tls_reload_interval_secs: f64,
     /// Limits and timeouts of client connections on the S3 listener.
     pub connections: ConnectionLimits,
     /// Where the metadata lives (`[metadata]`).
@@ -293,6 +297,7 @@ impl Default for Config {
             rdma: RdmaConfig::default(),
             tls_cert: None,
             tls_key: None,
+            tls_reload_interval_secs: 60.0,
             connections: ConnectionLimits::default(),
             metadata: MetadataConfig::default(),
             lifecycle_interval_secs: 3600.0,
@@ -490,9 +495,7 @@ impl Config {
         match (&self.tls_cert, &self.tls_key) {
             (Some(_), None) => anyhow::bail!("tls_key: required when tls_cert is set"),
             (None, Some(_)) => anyhow::bail!("tls_cert: required when tls_key is set"),
-            (Some(c), Some(k)) => {
-                crate::tls::acceptor(c, k)?;
-            }
+            (Some(c), Some(k)) => crate::tls::check(c, k)?,
             (None, None) => {}
         }
         Ok(())

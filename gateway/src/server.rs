@@ -61,8 +61,16 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let admin = tokio::spawn(crate::admin::serve(gateway.clone(), admin_listener, admin_token));
 
     let tls = match (&cfg.tls_cert, &cfg.tls_key) {
-        (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
-        _ => None,
+        (Some(c), Some(k)) => {
+            let served = crate::tls::ServedCert::load(c, k)?;
+            let acceptor = served.acceptor()?;
+            tokio::spawn(served.watch(secs(cfg.tls_reload_interval_secs)));
+            Some(acceptor)
+        }
+        _ => {
+            tokio::spawn(ignore_hangups());
+            None
+        }
     };
     let listener = TcpListener::bind(cfg.listen).await?;
     let addr = listener.local_addr()?;
@@ -255,6 +263,17 @@ async fn serve_connection<S>(
         tracing::debug!(%peer, error = %e, "connection ended with error");
     }
     opts.metrics.connections_open().dec();
+}
+
+/// Without TLS there is nothing to read again on SIGHUP (the conventional reload signal, which
+/// would otherwise end the process): it is logged and otherwise ignored.
+async fn ignore_hangups() {
+    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+        return;
+    };
+    while hup.recv().await.is_some() {
+        tracing::info!("SIGHUP: nothing to reload (no TLS listener)");
+    }
 }
 
 async fn shutdown_signal() {
