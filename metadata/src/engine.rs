@@ -349,6 +349,21 @@ pub trait Metadata: Send + Sync {
     /// Forgets gateway `instance` if it has been silent for at least `silent_ms` (its leftovers
     /// were swept); false when it spoke since and stays.
     async fn forget_gateway(&self, instance: &str, silent_ms: u64) -> MetaResult<bool>;
+    /// Takes, for the life of this process, a sign of life that the engine drops the moment the
+    /// process dies (its connection closes), so that peers learn of a killed gateway in seconds
+    /// instead of after `gone_after` of silence ([`Metadata::vanished`]). To be called before
+    /// the first [`Metadata::heartbeat`], which then names the sign. Nothing for an engine only
+    /// one gateway uses.
+    async fn hold_liveness(&self, _instance: &str) -> MetaResult<()> {
+        Ok(())
+    }
+    /// Registered gateways whose sign of life ([`Metadata::hold_liveness`]) is gone: killed, or
+    /// cut off from the engine. Empty while this process's own sign has not been held long
+    /// enough to tell (just started, or the engine restarted and every sign fell at once), and
+    /// for engines without such signs.
+    async fn vanished(&self) -> MetaResult<Vec<String>> {
+        Ok(Vec::new())
+    }
 
     // ---- multipart
 

@@ -12,7 +12,14 @@
 //! A gateway that stalls longer than `gone_after` (its database unreachable, say) is treated
 //! as gone: its in-flight writes lose their staging files and fail, and nothing partial becomes
 //! visible. Its next heartbeat makes it alive again.
+//!
+//! A gateway that is killed is gone sooner: where the engine keeps signs of life
+//! ([`penstock_metadata::Metadata::vanished`], the PostgreSQL engine's advisory locks), one whose
+//! sign has been missing at two looks [`CONFIRM`] apart is cleaned up after then, so the keys it
+//! held claimed are free in seconds instead of after `gone_after`. A write that finds a key
+//! claimed asks for such a look at once ([`Gateway::nudge_janitor`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -35,12 +42,26 @@ pub struct Liveness {
     pub gone_after: Duration,
 }
 
+/// How long a gateway's sign of life must stay missing before it counts as gone: a live
+/// gateway whose connection to the database broke takes its sign again within a second.
+const CONFIRM: Duration = Duration::from_secs(2);
+/// Fewest time between looks for vanished gateways that waiting writes ask for.
+const NUDGED_LOOK_EVERY: Duration = Duration::from_millis(500);
+
 impl Gateway {
     /// Registers this gateway as alive. Must precede its first write, so that peers never take
-    /// its staging files for leftovers.
+    /// its staging files for leftovers. Its sign of life is taken first, so that no peer sees it
+    /// registered without one.
     pub async fn register(&self) -> anyhow::Result<()> {
+        self.meta.hold_liveness(&self.instance).await?;
         self.meta.heartbeat(&self.instance).await?;
         Ok(())
+    }
+
+    /// Asks the janitor to look for vanished gateways now: a write waits for a key another
+    /// gateway holds, which may be one that was killed.
+    pub(crate) fn nudge_janitor(&self) {
+        self.janitor_nudge.notify_one();
     }
 
     /// Cleans up after gone gateways once (`started`: this process's start), then heartbeats and
@@ -52,13 +73,29 @@ impl Gateway {
     /// succeeded for `gone_after` without a gap; until then every known gateway counts as alive.
     pub async fn run_janitor(self: Arc<Self>, started: SystemTime) {
         let mut heard_since = Instant::now();
-        self.clean_up(started, false).await;
+        self.clean_up(started, false, &[]).await;
         let mut tick = tokio::time::interval(self.liveness.heartbeat);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let gone_ms = self.liveness.gone_after.as_millis() as u64;
         let mut own_swept = Instant::now();
+        // Gateways seen without their sign of life, and since when.
+        let mut suspects: HashMap<String, Instant> = HashMap::new();
+        let mut looked = Instant::now();
         loop {
-            tick.tick().await;
+            // The next look at a suspect, to confirm it gone.
+            let confirm_at = suspects.values().min().map(|t| *t + CONFIRM);
+            let beat = tokio::select! {
+                _ = tick.tick() => true,
+                () = self.janitor_nudge.notified() => false,
+                () = sleep_until_or_never(confirm_at) => false,
+            };
+            if self.meta.shared() && (beat || looked.elapsed() >= NUDGED_LOOK_EVERY) {
+                looked = Instant::now();
+                self.look_for_vanished(started, &mut suspects).await;
+            }
+            if !beat {
+                continue;
+            }
             if let Err(e) = self.meta.heartbeat(&self.instance).await {
                 tracing::warn!(error = %e, "heartbeat failed");
                 heard_since = Instant::now();
@@ -72,16 +109,44 @@ impl Gateway {
                 continue;
             }
             match self.meta.gateways().await {
-                Ok(g) if g.iter().any(|(_, age)| *age >= gone_ms) => self.clean_up(started, true).await,
+                Ok(g) if g.iter().any(|(_, age)| *age >= gone_ms) => self.clean_up(started, true, &[]).await,
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot list gateways"),
             }
         }
     }
 
+    /// Notes the gateways whose sign of life is missing ([`penstock_metadata::Metadata::vanished`])
+    /// in `suspects`, and cleans up after those missing for [`CONFIRM`] or longer.
+    async fn look_for_vanished(&self, started: SystemTime, suspects: &mut HashMap<String, Instant>) {
+        let vanished = match self.meta.vanished().await {
+            Ok(v) => v,
+            Err(e) => return tracing::warn!(error = %e, "cannot look for vanished gateways"),
+        };
+        // A gateway seen again is no suspect; a new suspect is timed from now.
+        suspects.retain(|i, _| vanished.contains(i));
+        let now = Instant::now();
+        for i in vanished.into_iter().filter(|i| *i != self.instance) {
+            suspects.entry(i).or_insert(now);
+        }
+        let gone: Vec<String> = suspects
+            .iter()
+            .filter(|(_, since)| since.elapsed() >= CONFIRM)
+            .map(|(i, _)| i.clone())
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        for i in &gone {
+            tracing::info!(instance = %i, "a gateway's sign of life is gone: cleaning up after it");
+            suspects.remove(i);
+        }
+        self.clean_up(started, false, &gone).await;
+    }
+
     /// Settles the publishes and sweeps the staging files of gone gateways (none unless
-    /// `confident`, see [`Gateway::run_janitor`]), then forgets them.
-    async fn clean_up(&self, started: SystemTime, confident: bool) {
+    /// `confident`, see [`Gateway::run_janitor`], or named in `vanished`), then forgets them.
+    async fn clean_up(&self, started: SystemTime, confident: bool, vanished: &[String]) {
         let known = match self.meta.gateways().await {
             Ok(g) => g,
             Err(e) => return tracing::warn!(error = %e, "clean-up: cannot list gateways"),
@@ -90,7 +155,8 @@ impl Gateway {
         // This gateway's previous run is gone however recently it spoke (see `Succession`).
         let previous = self.succession.previous.as_deref();
         let (dead, mut alive): (Vec<_>, Vec<_>) = known.into_iter().partition(|(i, age)| {
-            *i != self.instance && ((confident && *age >= gone_ms) || Some(i.as_str()) == previous)
+            *i != self.instance
+                && ((confident && *age >= gone_ms) || Some(i.as_str()) == previous || vanished.contains(i))
         });
         alive.push((self.instance.clone(), 0));
         let rule = SweepRule {
@@ -101,7 +167,7 @@ impl Gateway {
         self.settle_publishes(&rule).await;
         self.sweep_staging(&rule).await;
         for (instance, _) in dead {
-            let silent_ms = if Some(instance.as_str()) == previous {
+            let silent_ms = if Some(instance.as_str()) == previous || vanished.contains(&instance) {
                 0
             } else {
                 gone_ms
@@ -233,6 +299,13 @@ impl Gateway {
             }
         }
         settled
+    }
+}
+
+async fn sleep_until_or_never(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -117,6 +117,8 @@ impl Gateway {
             // Waited for without the local lock: its stripe is shared with other keys, whose
             // changes on this gateway must not queue behind another gateway's hold of this one.
             drop(local);
+            // The holder may have been killed: its claim is freed once the janitor sees so.
+            self.nudge_janitor();
             if start.elapsed() > CLAIM_WAIT {
                 return Err(s3_error!(SlowDown, "Please reduce your request rate."));
             }

@@ -91,6 +91,8 @@ pub struct Gateway {
     /// This run's hold on its data directory and its previous run's instance (`janitor.rs`).
     succession: janitor::Succession,
     liveness: janitor::Liveness,
+    /// Wakes the janitor to look for vanished gateways (`Gateway::nudge_janitor`).
+    janitor_nudge: tokio::sync::Notify,
     /// Seals and opens secret keys at rest.
     pub master: Arc<MasterKey>,
     volumes: HashMap<String, Arc<dyn Volume>>,
@@ -180,6 +182,7 @@ impl Gateway {
                 heartbeat: Duration::from_secs_f64(cfg.metadata.heartbeat_secs.max(0.05)),
                 gone_after: Duration::from_secs_f64(cfg.metadata.gone_after_secs.max(0.1)),
             },
+            janitor_nudge: tokio::sync::Notify::new(),
             master: Arc::new(master),
             volumes,
             default_volume: cfg.default_volume.clone(),

@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 mod claims;
 mod conn;
+mod liveness;
 mod quotas;
 mod recent;
 mod sql;
@@ -63,6 +64,8 @@ pub struct PgOptions {
 /// The PostgreSQL engine.
 pub struct PgMetadata {
     pool: Pool,
+    /// This gateway's sign of life (`liveness.rs`).
+    liveness: liveness::Liveness,
     keypairs: Recent<String, Keypair>,
     users: Recent<Uuid, User>,
     buckets: Recent<(String, String), BucketRecord>,
@@ -82,6 +85,7 @@ impl PgMetadata {
         // A dead peer (database host gone, connection cut by a balancer) is noticed by TCP
         // keepalives instead of hanging a request until the kernel gives up.
         cfg.keepalives(true).keepalives_idle(Duration::from_secs(10));
+        let liveness = liveness::Liveness::new(cfg.clone());
         let mgr = Manager::from_config(
             cfg,
             NoTls,
@@ -99,6 +103,7 @@ impl PgMetadata {
             .map_err(|e| MetaError::Config(format!("metadata pool: {e}")))?;
         let this = Self {
             pool,
+            liveness,
             keypairs: Recent::new(opts.cache),
             users: Recent::new(opts.cache),
             buckets: Recent::new(opts.cache),
@@ -445,11 +450,31 @@ impl Metadata for PgMetadata {
     }
 
     async fn heartbeat(&self, instance: &str) -> MetaResult<()> {
-        let sql = format!(
-            "INSERT INTO gateways (instance, heartbeat_ms) VALUES ($1, {DB_NOW_MS})
-             ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = EXCLUDED.heartbeat_ms"
-        );
-        self.exec(&sql, &[&instance]).await.map(drop)
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "INSERT INTO gateways (instance, heartbeat_ms, liveness) VALUES ($1, {DB_NOW_MS}, $2)
+                 ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = EXCLUDED.heartbeat_ms, liveness = EXCLUDED.liveness"
+            )
+        });
+        self.exec(&SQL, &[&instance, &self.liveness.key()]).await.map(drop)
+    }
+    async fn hold_liveness(&self, instance: &str) -> MetaResult<()> {
+        self.liveness.hold(instance).await
+    }
+    async fn vanished(&self) -> MetaResult<Vec<String>> {
+        if !self.liveness.trusted() {
+            return Ok(Vec::new());
+        }
+        // A bigint advisory lock is listed with its high half as `classid`, its low half as
+        // `objid`, and `objsubid` 1.
+        const SQL: &str = "SELECT g.instance FROM gateways g WHERE g.liveness IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1
+               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND l.classid = ((g.liveness >> 32) & 4294967295)::oid
+               AND l.objid = (g.liveness & 4294967295)::oid)
+             ORDER BY g.instance";
+        let rows = self.query(SQL, &[]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
     async fn gateways(&self) -> MetaResult<Vec<(String, u64)>> {
         let sql = format!("SELECT instance, {DB_NOW_MS} - heartbeat_ms FROM gateways ORDER BY instance");

@@ -29,6 +29,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
                             version_id TEXT NOT NULL, doc TEXT NOT NULL,
                             PRIMARY KEY (folder_id, key, seq));
      CREATE INDEX versions_by_id ON versions (folder_id, key, version_id);",
+    // 4. The advisory lock each gateway holds on a connection of its own while it runs (its
+    //    sign of life, `postgres/liveness.rs`); none for gateways of builds before it.
+    "ALTER TABLE gateways ADD COLUMN liveness BIGINT;",
 ];
 
 /// The database's clock in Unix milliseconds: heartbeats are stamped and aged by it, so
