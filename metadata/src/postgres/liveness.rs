@@ -12,7 +12,9 @@
 //! covered by trusting absences only once this process's own lock has been held without a break
 //! for [`TRUSTED_AFTER`]; the second is safe, as a stalled gateway is (`janitor.rs`): its
 //! staging files are swept, so its in-flight writes fail rather than land, and its next
-//! heartbeat makes it known again. Gateways of builds without the lock name none and are judged
+//! heartbeat makes it known again. That heartbeat names no lock while the gateway holds none, so
+//! a gateway that cannot take its lock again is judged by its heartbeats, not taken for gone
+//! over and over. Gateways of builds without the lock name none and are judged
 //! by their heartbeats alone.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -62,9 +64,12 @@ impl Liveness {
         }
     }
 
-    /// The key this process holds (or is taking again), for its heartbeat to name.
-    pub(super) fn key(&self) -> Option<i64> {
-        self.key.get().copied()
+    /// The key this process holds now, for its heartbeat to name; `None` while it holds none
+    /// (its connection broke and it cannot take the lock again), so that peers judge it by its
+    /// heartbeats meanwhile instead of taking it for gone at every look.
+    pub(super) fn held_key(&self) -> Option<i64> {
+        let held = self.held_since.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        self.key.get().copied().filter(|_| held)
     }
 
     /// Whether this process's own lock has been held long enough for a peer's absence to mean

@@ -456,7 +456,7 @@ impl Metadata for PgMetadata {
                  ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = EXCLUDED.heartbeat_ms, liveness = EXCLUDED.liveness"
             )
         });
-        self.exec(&SQL, &[&instance, &self.liveness.key()]).await.map(drop)
+        self.exec(&SQL, &[&instance, &self.liveness.held_key()]).await.map(drop)
     }
     async fn hold_liveness(&self, instance: &str) -> MetaResult<()> {
         self.liveness.hold(instance).await

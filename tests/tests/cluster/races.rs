@@ -280,6 +280,21 @@ async fn a_killed_gateway_frees_the_keys_it_held_in_seconds() {
         db.query_one("SELECT count(*) FROM gateways WHERE liveness IS NOT NULL", &[]).await.unwrap().get(0);
     assert_eq!(signs, 2, "both gateways registered with a sign of life, and neither taken for gone");
 
+    // A live gateway whose own connection breaks takes its lock again at once, and is not taken
+    // for gone: still registered, and writing, seconds later.
+    let lock_of = "SELECT l.pid FROM pg_locks l JOIN gateways g ON l.locktype = 'advisory'
+           AND l.classid = ((g.liveness >> 32) & 4294967295)::oid AND l.objid = (g.liveness & 4294967295)::oid
+         WHERE g.instance = $1";
+    let holder: i32 = db.query_one(lock_of, &[&victim]).await.unwrap().get(0);
+    db.execute("SELECT pg_terminate_backend($1)", &[&holder]).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let known: i64 =
+        db.query_one("SELECT count(*) FROM gateways WHERE instance = $1", &[&victim]).await.unwrap().get(0);
+    assert_eq!(known, 1, "a gateway whose connection broke was taken for gone");
+    let again: i32 = db.query_one(lock_of, &[&victim]).await.unwrap().get(0);
+    assert_ne!(again, holder, "the lock is held again, on a new connection");
+    put(&a, "killed", "after-the-break", b"still writing").await;
+
     // Gateway 0 dies holding the key (the claim of a write in flight).
     claim_as(&db, "k", &victim).await;
     c.gateways[0].kill();
