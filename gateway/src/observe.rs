@@ -26,7 +26,7 @@ mod errors;
 
 use early::{
     carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings,
-    refused_content_sha256, refused_expiry, refused_header_section, refused_v2_date, unusable_region,
+    refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_v2_date, unusable_region,
     wrong_region_answer,
 };
 use errors::{
@@ -335,8 +335,13 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         // Refused before anything else reads the request. A scope that names no region is
         // refused only if its signature does not hold there (`signed_path::resign_for_region`),
         // which takes the secret's lookup: below.
-        // An oversized header section is refused before anything else looks at it.
-        let oversized = refused_header_section(&req, self.max_header_bytes);
+        // An oversized header section, or a method S3 has no operation for, is refused before
+        // anything else looks at the request.
+        let oversized = refused_header_section(&req, self.max_header_bytes).or_else(|| {
+            refused_method(&req, || {
+                self.cors.as_ref().is_some_and(|c| c.host_bucket(&req).is_some())
+            })
+        });
         let token = oversized.is_none() && carries_session_token(&req);
         let odd_region = if token || oversized.is_some() {
             None

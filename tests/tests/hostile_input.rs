@@ -500,3 +500,34 @@ async fn oversized_header_sections_are_refused() {
     assert_eq!(put(&gw, 9000).status, 200, "the configured limit is 16 KiB");
     assert_eq!(error_code(&put(&gw, 17000).body), "RequestHeaderSectionTooLarge");
 }
+
+/// A method S3 has no operation for (PATCH, PROPFIND, a POST of an object naming no
+/// sub-resource) is 405 `MethodNotAllowed` naming the method and the resource's kind, with a
+/// request id, whether or not the request is signed, and changes nothing; s3s answered 501.
+#[tokio::test]
+async fn methods_without_an_operation_are_not_allowed() {
+    let (gw, c) = Gateway::with_bucket("methods").await;
+    penstock_tests::put(&c, "methods", "k", b"keep me").await;
+    for (method, path, kind) in [
+        ("PATCH", "/methods/k", "OBJECT"),
+        ("POST", "/methods/k", "OBJECT"),
+        ("PROPFIND", "/methods", "BUCKET"),
+        ("TRACE", "/", "SERVICE"),
+    ] {
+        for signed in [true, false] {
+            let r = if signed {
+                header_signed(&gw, method, path, &sha256_hex(b"new"), b"new")
+            } else {
+                Conn::open(&gw).unsigned(method, path, &[], b"new")
+            };
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            assert_eq!((r.status, error_code(&r.body).as_str()), (405, "MethodNotAllowed"), "{method} {path}: {text}");
+            let detail = format!("<Method>{method}</Method><ResourceType>{kind}</ResourceType>");
+            assert!(text.contains(&detail) && text.contains("<RequestId>"), "{text}");
+        }
+    }
+    assert_eq!(penstock_tests::get(&c, "methods", "k").await, b"keep me");
+    // The object's own POST sub-resources still work.
+    let up = c.create_multipart_upload().bucket("methods").key("k").send().await.unwrap();
+    assert!(up.upload_id().is_some());
+}

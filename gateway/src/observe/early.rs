@@ -234,6 +234,62 @@ pub(super) fn refused_v2_date<B>(req: &Request<B>) -> Option<Response<Body>> {
     Some(with_status(doc, http::StatusCode::FORBIDDEN))
 }
 
+/// The POST sub-resources of an object (`/bucket/key?uploads` and so on); a POST of an object
+/// naming none of them is no S3 operation.
+const OBJECT_POSTS: &[&str] = &["uploads", "uploadId", "restore", "select"];
+
+/// A method S3 has no operation for on the resource addressed: 405 `MethodNotAllowed` naming
+/// the method and the kind of resource (`SERVICE`, `BUCKET`, `OBJECT`), as S3 answers, before
+/// anything reads the request. Methods outside S3's (PATCH, TRACE, ...) anywhere, and a POST of
+/// an object that names no object sub-resource; s3s would answer both 501 `NotImplemented`, a
+/// server error, for what is the client's. `host_bucket` tells whether the Host named the
+/// bucket, so that the path is all key (asked only of such requests).
+pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> bool) -> Option<Response<Body>> {
+    use http::Method;
+    let method = req.method();
+    let known = [
+        Method::GET,
+        Method::HEAD,
+        Method::PUT,
+        Method::POST,
+        Method::DELETE,
+        Method::OPTIONS,
+    ];
+    let post = *method == Method::POST;
+    if known.contains(method) && !post {
+        return None;
+    }
+    let path = req.uri().path().trim_start_matches('/');
+    let resource = match (host_bucket(), path.split_once('/')) {
+        (true, _) if path.is_empty() => "BUCKET",
+        (true, _) => "OBJECT",
+        (false, _) if path.is_empty() => "SERVICE",
+        (false, Some((_, key))) if !key.is_empty() => "OBJECT",
+        (false, _) => "BUCKET",
+    };
+    if post {
+        let names_post = req.uri().query().is_some_and(|q| {
+            q.split('&')
+                .any(|p| OBJECT_POSTS.contains(&p.split_once('=').map_or(p, |(k, _)| k)))
+        });
+        if resource != "OBJECT" || names_post {
+            return None;
+        }
+    }
+    let esc = crate::s3::post_form::xml_escape;
+    Some(with_status(
+        crate::s3::error_document(
+            "MethodNotAllowed",
+            "The specified method is not allowed against this resource.",
+            &format!(
+                "<Method>{}</Method><ResourceType>{resource}</ResourceType>",
+                esc(method.as_str())
+            ),
+        ),
+        http::StatusCode::METHOD_NOT_ALLOWED,
+    ))
+}
+
 /// A request whose header section (each field's name and value, with the `: ` and line end they
 /// take on the wire) is larger than `limit` bytes: S3 answers 400 `RequestHeaderSectionTooLarge`
 /// naming the size it allows (8 KiB). hyper refuses a head of more than 100 fields, or one larger
@@ -270,6 +326,51 @@ fn with_status(doc: String, status: http::StatusCode) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn methods_without_an_operation_are_not_allowed() {
+        let asked = |method: &str, uri: &str, in_host: bool| {
+            let req = Request::builder().method(method).uri(uri).body(()).unwrap();
+            refused_method(&req, || in_host).map(|r| {
+                let body = r.into_body();
+                let bytes = futures::executor::block_on(http_body_util::BodyExt::collect(body))
+                    .unwrap()
+                    .to_bytes();
+                let text = String::from_utf8(bytes.to_vec()).unwrap();
+                let kind = text
+                    .split("<ResourceType>")
+                    .nth(1)
+                    .unwrap()
+                    .split('<')
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                kind
+            })
+        };
+        assert_eq!(asked("PATCH", "/b/k", false).as_deref(), Some("OBJECT"));
+        assert_eq!(asked("PATCH", "/b", false).as_deref(), Some("BUCKET"));
+        assert_eq!(asked("TRACE", "/", false).as_deref(), Some("SERVICE"));
+        assert_eq!(
+            asked("PATCH", "/k", true).as_deref(),
+            Some("OBJECT"),
+            "virtual-hosted: the path is the key"
+        );
+        assert_eq!(asked("POST", "/b/k", false).as_deref(), Some("OBJECT"));
+        for allowed in [
+            "/b/k?uploads",
+            "/b/k?uploadId=x",
+            "/b/k?restore",
+            "/b/k?select&select-type=2",
+            "/b",
+            "/b?delete",
+        ] {
+            assert_eq!(asked("POST", allowed, false), None, "{allowed}");
+        }
+        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
+            assert_eq!(asked(method, "/b/k", false), None, "{method}");
+        }
+    }
 
     #[test]
     fn header_sections_are_measured_as_sent() {
