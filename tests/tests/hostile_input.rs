@@ -502,7 +502,7 @@ async fn oversized_header_sections_are_refused() {
 }
 
 /// A method S3 has no operation for (PATCH, PROPFIND, a POST of an object naming no
-/// sub-resource) is 405 `MethodNotAllowed` naming the method and the resource's kind, with a
+/// sub-resource, a PUT or DELETE of the service root) is 405 `MethodNotAllowed` naming the method and the resource's kind, with a
 /// request id, whether or not the request is signed, and changes nothing; s3s answered 501.
 #[tokio::test]
 async fn methods_without_an_operation_are_not_allowed() {
@@ -513,6 +513,8 @@ async fn methods_without_an_operation_are_not_allowed() {
         ("POST", "/methods/k", "OBJECT"),
         ("PROPFIND", "/methods", "BUCKET"),
         ("TRACE", "/", "SERVICE"),
+        ("DELETE", "/", "SERVICE"),
+        ("PUT", "/", "SERVICE"),
     ] {
         for signed in [true, false] {
             let r = if signed {

@@ -247,19 +247,14 @@ const OBJECT_POSTS: &[&str] = &["uploads", "uploadId", "restore", "select"];
 pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> bool) -> Option<Response<Body>> {
     use http::Method;
     let method = req.method();
-    let known = [
-        Method::GET,
-        Method::HEAD,
-        Method::PUT,
-        Method::POST,
-        Method::DELETE,
-        Method::OPTIONS,
-    ];
+    let path = req.uri().path().trim_start_matches('/');
     let post = *method == Method::POST;
-    if known.contains(method) && !post {
+    // The service root's one operation is ListBuckets (GET; HEAD and OPTIONS are left to it).
+    let writes_root = path.is_empty() && matches!(*method, Method::PUT | Method::POST | Method::DELETE);
+    let known = [Method::GET, Method::HEAD, Method::PUT, Method::DELETE, Method::OPTIONS].contains(method);
+    if known && !writes_root {
         return None;
     }
-    let path = req.uri().path().trim_start_matches('/');
     let resource = match (host_bucket(), path.split_once('/')) {
         (true, _) if path.is_empty() => "BUCKET",
         (true, _) => "OBJECT",
@@ -267,14 +262,20 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
         (false, Some((_, key))) if !key.is_empty() => "OBJECT",
         (false, _) => "BUCKET",
     };
-    if post {
-        let names_post = req.uri().query().is_some_and(|q| {
-            q.split('&')
-                .any(|p| OBJECT_POSTS.contains(&p.split_once('=').map_or(p, |(k, _)| k)))
-        });
-        if resource != "OBJECT" || names_post {
-            return None;
+    let refused = match resource {
+        // PUT / and DELETE / name a bucket when the Host does; POST / is then a form upload.
+        "BUCKET" => !known && !post,
+        "SERVICE" => true,
+        _ => {
+            !post
+                || !req.uri().query().is_some_and(|q| {
+                    q.split('&')
+                        .any(|p| OBJECT_POSTS.contains(&p.split_once('=').map_or(p, |(k, _)| k)))
+                })
         }
+    };
+    if !refused {
+        return None;
     }
     let esc = crate::s3::post_form::xml_escape;
     Some(with_status(
@@ -369,6 +370,14 @@ mod tests {
         }
         for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
             assert_eq!(asked(method, "/b/k", false), None, "{method}");
+        }
+        // The service root answers ListBuckets only; with the bucket in the Host, `/` is the bucket.
+        for method in ["PUT", "POST", "DELETE"] {
+            assert_eq!(asked(method, "/", false).as_deref(), Some("SERVICE"), "{method}");
+            assert_eq!(asked(method, "/", true), None, "{method} of a bucket named by the Host");
+        }
+        for method in ["GET", "HEAD", "OPTIONS"] {
+            assert_eq!(asked(method, "/", false), None, "{method}");
         }
     }
 
