@@ -529,6 +529,16 @@ async fn methods_without_an_operation_are_not_allowed() {
         }
     }
     assert_eq!(penstock_tests::get(&c, "methods", "k").await, b"keep me");
+    // A POST of a bucket that is neither DeleteObjects nor a form upload.
+    let r = header_signed(&gw, "POST", "/methods", &sha256_hex(b"k=v"), b"k=v");
+    assert_eq!((r.status, error_code(&r.body).as_str()), (412, "PreconditionFailed"));
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert!(
+        text.contains("<Condition>Bucket POST must be of the enclosure-type multipart/form-data</Condition>"),
+        "{text}"
+    );
+    let r = header_signed(&gw, "POST", "/methods?uploads", &sha256_hex(b""), b"");
+    assert_eq!((r.status, error_code(&r.body).as_str()), (405, "MethodNotAllowed"));
     // The object's own POST sub-resources still work.
     let up = c.create_multipart_upload().bucket("methods").key("k").send().await.unwrap();
     assert!(up.upload_id().is_some());

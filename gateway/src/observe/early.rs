@@ -263,8 +263,8 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
         (false, _) => "BUCKET",
     };
     let refused = match resource {
-        // PUT / and DELETE / name a bucket when the Host does; POST / is then a form upload.
-        "BUCKET" => !known && !post,
+        "BUCKET" if post => return refused_bucket_post(req),
+        "BUCKET" => !known,
         "SERVICE" => true,
         _ => {
             !post
@@ -286,6 +286,48 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
                 "<Method>{}</Method><ResourceType>{resource}</ResourceType>",
                 esc(method.as_str())
             ),
+        ),
+        http::StatusCode::METHOD_NOT_ALLOWED,
+    ))
+}
+
+/// A POST of a bucket is DeleteObjects (`?delete`) or a browser form upload
+/// (`multipart/form-data`); any other is refused as S3 refuses it: 412 `PreconditionFailed` for
+/// a body of another type, 405 `MethodNotAllowed` for another sub-resource.
+fn refused_bucket_post<B>(req: &Request<B>) -> Option<Response<Body>> {
+    let names: Vec<&str> = req
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
+        .filter(|k| !k.starts_with("X-Amz-") && !k.starts_with("x-amz-"))
+        .collect();
+    let form = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"));
+    if names.contains(&"delete") || form {
+        return None;
+    }
+    if names.is_empty() {
+        let condition = "Bucket POST must be of the enclosure-type multipart/form-data";
+        return Some(with_status(
+            crate::s3::error_document(
+                "PreconditionFailed",
+                "At least one of the pre-conditions you specified did not hold",
+                &format!("<Condition>{condition}</Condition>"),
+            ),
+            http::StatusCode::PRECONDITION_FAILED,
+        ));
+    }
+    Some(with_status(
+        crate::s3::error_document(
+            "MethodNotAllowed",
+            "The specified method is not allowed against this resource.",
+            "<Method>POST</Method><ResourceType>BUCKET</ResourceType>",
         ),
         http::StatusCode::METHOD_NOT_ALLOWED,
     ))
@@ -338,15 +380,9 @@ mod tests {
                     .unwrap()
                     .to_bytes();
                 let text = String::from_utf8(bytes.to_vec()).unwrap();
-                let kind = text
-                    .split("<ResourceType>")
-                    .nth(1)
-                    .unwrap()
-                    .split('<')
-                    .next()
-                    .unwrap()
-                    .to_owned();
-                kind
+                // The resource's kind where the answer names one, else the error's code.
+                let element = |tag: &str| Some(text.split(&format!("<{tag}>")).nth(1)?.split('<').next()?.to_owned());
+                element("ResourceType").or_else(|| element("Code")).unwrap()
             })
         };
         assert_eq!(asked("PATCH", "/b/k", false).as_deref(), Some("OBJECT"));
@@ -363,18 +399,31 @@ mod tests {
             "/b/k?uploadId=x",
             "/b/k?restore",
             "/b/k?select&select-type=2",
-            "/b",
             "/b?delete",
         ] {
             assert_eq!(asked("POST", allowed, false), None, "{allowed}");
         }
+        assert_eq!(asked("POST", "/b?uploads", false).as_deref(), Some("BUCKET"));
+        assert_eq!(asked("POST", "/b", false).as_deref(), Some("PreconditionFailed"));
+        let form = Request::builder()
+            .method("POST")
+            .uri("/b")
+            .header("content-type", "multipart/form-data; boundary=x")
+            .body(())
+            .unwrap();
+        assert!(refused_method(&form, || false).is_none(), "a form upload");
         for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
             assert_eq!(asked(method, "/b/k", false), None, "{method}");
         }
         // The service root answers ListBuckets only; with the bucket in the Host, `/` is the bucket.
         for method in ["PUT", "POST", "DELETE"] {
             assert_eq!(asked(method, "/", false).as_deref(), Some("SERVICE"), "{method}");
-            assert_eq!(asked(method, "/", true), None, "{method} of a bucket named by the Host");
+            let bucket = asked(method, "/", true);
+            let expected = (method == "POST").then(|| "PreconditionFailed".to_owned());
+            assert_eq!(
+                bucket, expected,
+                "{method} of a bucket named by the Host (POST: not a form)"
+            );
         }
         for method in ["GET", "HEAD", "OPTIONS"] {
             assert_eq!(asked(method, "/", false), None, "{method}");
