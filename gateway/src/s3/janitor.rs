@@ -45,7 +45,7 @@ pub struct Liveness {
 /// How long a gateway's sign of life must stay missing before it counts as gone: a live
 /// gateway whose connection to the database broke takes its sign again within a second.
 const CONFIRM: Duration = Duration::from_secs(2);
-/// Fewest time between looks for vanished gateways that waiting writes ask for.
+/// The least time between two looks for vanished gateways, however often waiting writes ask.
 const NUDGED_LOOK_EVERY: Duration = Duration::from_millis(500);
 
 impl Gateway {
@@ -82,8 +82,11 @@ impl Gateway {
         let mut suspects: HashMap<String, Instant> = HashMap::new();
         let mut looked = Instant::now();
         loop {
-            // The next look at a suspect, to confirm it gone.
-            let confirm_at = suspects.values().min().map(|t| *t + CONFIRM);
+            // The next look at a suspect, to confirm it gone (never sooner than looks may come).
+            let confirm_at = suspects
+                .values()
+                .min()
+                .map(|t| (*t + CONFIRM).max(looked + NUDGED_LOOK_EVERY));
             let beat = tokio::select! {
                 _ = tick.tick() => true,
                 () = self.janitor_nudge.notified() => false,
