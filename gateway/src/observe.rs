@@ -99,12 +99,20 @@ impl CorsSite {
         self.host_bucket(req).or_else(|| path_bucket(req))
     }
 
-    /// The bucket `Host` names (`<bucket>.<domain>`, virtual-hosted style), if it names one: the
-    /// same reading as s3s's routing (`s3::host_bucket`), so CORS rules, body digests and form
-    /// answers concern the bucket the request goes to.
+    /// The bucket the host names (`<bucket>.<domain>`, virtual-hosted style), if it names one:
+    /// the same reading as s3s's routing (`s3::host_bucket`), so CORS rules, body digests, method
+    /// checks and form answers concern the bucket the request goes to.
     fn host_bucket<B>(&self, req: &Request<B>) -> Option<String> {
-        let host = req.headers().get(http::header::HOST)?.to_str().ok()?;
-        crate::s3::host_bucket(host, &self.domains)
+        crate::s3::host_bucket(request_host(req)?, &self.domains)
+    }
+}
+
+/// The host a request is addressed to, as s3s reads it: the `Host` header, else the URI's
+/// authority (HTTP/2 carries it in `:authority`, and clients such as the AWS CRT send no `Host`).
+fn request_host<B>(req: &Request<B>) -> Option<&str> {
+    match req.headers().get(http::header::HOST) {
+        Some(h) => h.to_str().ok(),
+        None => req.uri().authority().map(|a| a.as_str()),
     }
 }
 
@@ -534,5 +542,27 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
             }
             .instrument(span),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_is_read_from_the_authority_when_no_header_names_it() {
+        let h2 = Request::builder()
+            .version(http::Version::HTTP_2)
+            .uri("https://kvcache.localhost:9443/key")
+            .body(())
+            .unwrap();
+        assert_eq!(request_host(&h2), Some("kvcache.localhost:9443"));
+        let h1 = Request::builder()
+            .uri("/key")
+            .header("host", "other.localhost:9000")
+            .body(())
+            .unwrap();
+        assert_eq!(request_host(&h1), Some("other.localhost:9000"));
+        assert_eq!(request_host(&Request::builder().uri("/key").body(()).unwrap()), None);
     }
 }
