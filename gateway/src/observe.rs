@@ -141,7 +141,7 @@ impl Observed {
             region: Arc::from("us-east-1"),
             scheme: "http",
             spelling: crate::header_case::spelling(),
-            max_header_bytes: 8192,
+            max_header_bytes: crate::config::ConnectionLimits::default().max_header_bytes,
         }
     }
 
@@ -270,12 +270,7 @@ impl Observed {
     /// HTTP/2 request's authority), and the bucket when the path names it.
     fn record_form_target<B>(&self, req: &Request<B>, form: &crate::s3::post_form::FormUpload) {
         let scheme = crate::s3::request_scheme(req.headers(), self.scheme == "https");
-        let host = req
-            .headers()
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| req.uri().authority().map(|a| a.as_str()));
-        let Some(host) = host else { return };
+        let Some(host) = request_host(req) else { return };
         let in_host = self.cors.as_ref().is_some_and(|c| c.host_bucket(req).is_some());
         form.sent_to(scheme, host, if in_host { None } else { path_bucket(req) }.as_deref());
     }

@@ -262,48 +262,37 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
         (false, Some((_, key))) if !key.is_empty() => "OBJECT",
         (false, _) => "BUCKET",
     };
+    let names = || crate::s3::body_digest::query_names(req.uri().query().unwrap_or(""));
     let refused = match resource {
-        "BUCKET" if post => return refused_bucket_post(req),
+        "BUCKET" if post => return refused_bucket_post(req, &names()),
         "BUCKET" => !known,
         "SERVICE" => true,
-        _ => {
-            !post
-                || !req.uri().query().is_some_and(|q| {
-                    q.split('&')
-                        .any(|p| OBJECT_POSTS.contains(&p.split_once('=').map_or(p, |(k, _)| k)))
-                })
-        }
+        _ => !post || !names().iter().any(|n| OBJECT_POSTS.contains(n)),
     };
-    if !refused {
-        return None;
-    }
+    refused.then(|| method_not_allowed(method.as_str(), resource))
+}
+
+/// S3's 405 `MethodNotAllowed`, naming the method and the kind of resource.
+fn method_not_allowed(method: &str, resource: &str) -> Response<Body> {
     let esc = crate::s3::post_form::xml_escape;
-    Some(with_status(
+    with_status(
         crate::s3::error_document(
             "MethodNotAllowed",
             "The specified method is not allowed against this resource.",
             &format!(
                 "<Method>{}</Method><ResourceType>{resource}</ResourceType>",
-                esc(method.as_str())
+                esc(method)
             ),
         ),
         http::StatusCode::METHOD_NOT_ALLOWED,
-    ))
+    )
 }
 
 /// A POST of a bucket is DeleteObjects (`?delete`) or a browser form upload
 /// (`multipart/form-data`); any other is refused as S3 refuses it: 412 `PreconditionFailed` for
 /// a body of another type, 405 `MethodNotAllowed` for another sub-resource.
-fn refused_bucket_post<B>(req: &Request<B>) -> Option<Response<Body>> {
-    let names: Vec<&str> = req
-        .uri()
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').map_or(p, |(k, _)| k))
-        .filter(|k| !k.starts_with("X-Amz-") && !k.starts_with("x-amz-"))
-        .collect();
+/// `names`: the query's parameter names.
+fn refused_bucket_post<B>(req: &Request<B>, names: &[&str]) -> Option<Response<Body>> {
     let form = req
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -323,14 +312,7 @@ fn refused_bucket_post<B>(req: &Request<B>) -> Option<Response<Body>> {
             http::StatusCode::PRECONDITION_FAILED,
         ));
     }
-    Some(with_status(
-        crate::s3::error_document(
-            "MethodNotAllowed",
-            "The specified method is not allowed against this resource.",
-            "<Method>POST</Method><ResourceType>BUCKET</ResourceType>",
-        ),
-        http::StatusCode::METHOD_NOT_ALLOWED,
-    ))
+    Some(method_not_allowed("POST", "BUCKET"))
 }
 
 /// A request whose header section (each field's name and value, with the `: ` and line end they

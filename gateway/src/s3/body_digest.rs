@@ -83,7 +83,7 @@ fn is_document(method: &Method, path: &str, virtual_hosted: bool, query: &str, h
 }
 
 /// The names in a query string, without presigning's `X-Amz-*` parameters.
-fn query_names(query: &str) -> Vec<&str> {
+pub(crate) fn query_names(query: &str) -> Vec<&str> {
     query
         .split('&')
         .filter(|p| !p.is_empty())
