@@ -82,15 +82,17 @@ pub trait Folder: Send + Sync {
     /// when a part is uploaded again meanwhile.
     async fn compose_parts(&self, upload_id: &UploadId, parts: &[u32]) -> Result<(Box<dyn StagingFile>, Vec<Stat>)>;
     /// Creates the directory for a marker key (`a/b/`) and its parents, and drops the payload
-    /// the marker had (an empty marker is a bare directory).
-    async fn make_dir(&self, path: &ObjectPath) -> Result<()>;
+    /// the marker had (an empty marker is a bare directory). `durable`: the new directories'
+    /// names are on disk before this returns.
+    async fn make_dir(&self, path: &ObjectPath, durable: bool) -> Result<()>;
     /// Opens the payload stored for a marker key (`a/b/`) by [`StagingFile::publish`]; `None`
     /// when the marker has none (or `path` is not a marker key).
     async fn open_marker(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>>;
     /// Removes the file (or, for a marker key, its payload and the directory if empty) and then
     /// every parent directory left empty below depth `keep_depth` (parents with marker records
-    /// stay), never the folder root. Returns whether something was removed.
-    async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool>;
+    /// stay), never the folder root. Returns whether something was removed. `durable`: the
+    /// removal is on disk before this returns (the emptied parents' removal need not be).
+    async fn remove(&self, path: &ObjectPath, keep_depth: usize, durable: bool) -> Result<bool>;
     /// Entries of the directory `dir` (segments from the folder root), sorted in S3 key order,
     /// without the hidden staging directory, unreadable names or entries that escape the folder.
     async fn read_dir(&self, dir: &[String]) -> Result<Vec<DirEntry>>;

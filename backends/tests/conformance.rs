@@ -53,7 +53,7 @@ async fn folder_lifecycle(v: Arc<dyn Volume>) {
     assert!(f.is_empty().await.unwrap());
     write(&f, "x", b"1").await.unwrap();
     assert!(matches!(v.delete_folder(&l).await, Err(BackendError::FolderNotEmpty)));
-    assert!(f.remove(&p("x"), 0).await.unwrap());
+    assert!(f.remove(&p("x"), 0, true).await.unwrap());
     v.delete_folder(&l).await.unwrap();
     assert!(matches!(v.open_folder(&l).await, Err(BackendError::FolderNotFound(_))));
 }
@@ -73,8 +73,8 @@ async fn write_read_stat_remove(v: Arc<dyn Volume>) {
     // Overwrite replaces atomically.
     write(&f, "a/b/c.bin", b"small").await.unwrap();
     assert_eq!(read(&f, "a/b/c.bin").await.unwrap(), b"small");
-    assert!(f.remove(&p("a/b/c.bin"), 0).await.unwrap());
-    assert!(!f.remove(&p("a/b/c.bin"), 0).await.unwrap());
+    assert!(f.remove(&p("a/b/c.bin"), 0, true).await.unwrap());
+    assert!(!f.remove(&p("a/b/c.bin"), 0, true).await.unwrap());
     assert!(f.stat(&p("a/")).await.unwrap().is_none(), "empty parents pruned");
     assert!(f.is_empty().await.unwrap());
 }
@@ -90,13 +90,13 @@ async fn conflicts(v: Arc<dyn Volume>) {
     ));
     write(&f, "dir/child", b"3").await.unwrap();
     assert!(matches!(write(&f, "dir", b"4").await, Err(BackendError::IsDirectory)));
-    assert!(matches!(f.make_dir(&p("file/")).await, Err(BackendError::IsFile)));
-    f.make_dir(&p("m/n/")).await.unwrap();
+    assert!(matches!(f.make_dir(&p("file/"), true).await, Err(BackendError::IsFile)));
+    f.make_dir(&p("m/n/"), true).await.unwrap();
     assert_eq!(read(&f, "file").await.unwrap(), b"1");
     assert_eq!(names(&f, &[]).await, ["dir/", "file", "m/"]);
     // Pruning stops at kept depth (a directory marker).
     write(&f, "m/n/o", b"5").await.unwrap();
-    f.remove(&p("m/n/o"), 2).await.unwrap();
+    f.remove(&p("m/n/o"), 2, true).await.unwrap();
     assert!(f.stat(&p("m/n/")).await.unwrap().is_some());
 }
 
@@ -130,19 +130,19 @@ async fn marker_payloads(v: Arc<dyn Volume>) {
     assert!(matches!(write(&f, "file/", b"2").await, Err(BackendError::IsFile)));
     // An object below keeps the directory when the marker goes, but not the payload.
     write(&f, "a/b/c", b"123").await.unwrap();
-    assert!(f.remove(&p("a/b/"), 0).await.unwrap());
+    assert!(f.remove(&p("a/b/"), 0, true).await.unwrap());
     assert!(marker("a/b/").await.is_none());
     assert_eq!(read(&f, "a/b/c").await.unwrap(), b"123");
     // make_dir (an empty marker) drops a payload.
     write(&f, "m/", b"payload").await.unwrap();
-    f.make_dir(&p("m/")).await.unwrap();
+    f.make_dir(&p("m/"), true).await.unwrap();
     assert!(marker("m/").await.is_none());
     assert_eq!(f.usage().await.unwrap(), 4);
     // Removing a marker with a payload removes both; a second removal finds nothing.
     write(&f, "gone/", b"zz").await.unwrap();
-    assert!(f.remove(&p("gone/"), 0).await.unwrap());
+    assert!(f.remove(&p("gone/"), 0, true).await.unwrap());
     assert!(f.stat(&p("gone/")).await.unwrap().is_none());
-    assert!(!f.remove(&p("gone/"), 0).await.unwrap());
+    assert!(!f.remove(&p("gone/"), 0, true).await.unwrap());
 }
 
 async fn sorted_listing_and_hidden_staging(v: Arc<dyn Volume>) {
@@ -384,7 +384,7 @@ async fn symlink_containment(v: Arc<dyn Volume>, root: &Path) {
     assert!(f.stat(&p("up/")).await.is_err());
     assert!(matches!(write(&f, "out/new", b"x").await, Err(BackendError::Escapes)));
     assert!(!outside.path().join("new").exists());
-    assert!(!f.remove(&p("out/secret"), 0).await.unwrap_or(false));
+    assert!(!f.remove(&p("out/secret"), 0, true).await.unwrap_or(false));
     assert!(outside.path().join("secret").exists());
     assert_eq!(read(&f, "in-link").await.unwrap(), b"r");
     assert_eq!(names(&f, &[]).await, ["in-link", "real"]);
@@ -534,7 +534,7 @@ async fn kept_pages_follow_changes(v: Arc<dyn Volume>, root: &Path) {
     // A rewrite in place changes no directory time. Names come and go through the folder: an
     // NFS server may answer for names removed behind its back with stale handles.
     std::fs::write(big.join("f00007"), vec![b'y'; 777]).unwrap();
-    assert!(f.remove(&p("big/f00100"), 0).await.unwrap());
+    assert!(f.remove(&p("big/f00100"), 0, true).await.unwrap());
     write(&f, "big/f00100a", b"new").await.unwrap();
     let paged = all_pages(&f, &dir, 500).await;
     assert!(paged.contains(&("f00100a".to_owned(), 3)) && !paged.iter().any(|(k, _)| k == "f00100"));
@@ -597,7 +597,7 @@ async fn versions(v: Arc<dyn Volume>) {
         "markers keep no versions"
     );
     assert!(f.open_version("../../x").await.is_err(), "names are checked");
-    assert!(f.remove(&p("d/k"), 0).await.unwrap());
+    assert!(f.remove(&p("d/k"), 0, true).await.unwrap());
     assert!(f.is_empty().await.unwrap());
 }
 

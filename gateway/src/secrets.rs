@@ -126,16 +126,11 @@ impl MasterKey {
     }
 }
 
-/// Writes a file readable by its owner only.
+/// Writes a file readable by its owner only, once: an existing file is an error. It is on disk,
+/// whole, when this returns (a master key or token lost or cut short in a power cut would lock
+/// every keypair out).
 pub fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(content.as_bytes())?;
+    penstock_backends::posix::write_file_durably(path, content.as_bytes(), 0o600, false)?;
     Ok(())
 }
 

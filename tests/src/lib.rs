@@ -2,8 +2,10 @@
 //! fresh data directory, and stops it on drop.
 
 pub mod cluster;
+pub mod crash;
 pub mod ganesha;
 pub mod postgres;
+pub mod powercut;
 pub mod s3;
 
 pub use s3::{code, completed, data, keys, list_all, md5_hex, mkbucket, status, Failure, Upload};

@@ -6,6 +6,7 @@ use std::time::Duration;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use md5::{Digest, Md5};
+use penstock_tests::powercut::PowerCutFs;
 use penstock_tests::Gateway;
 
 /// Concurrent PUTs of one key: the object is exactly one writer's bytes, with that writer's ETag.
@@ -186,9 +187,30 @@ async fn versions_now(c: &aws_sdk_s3::Client, key: &str) -> Vec<(String, Option<
 /// and the one operation in flight per worker either happened or did not, never in part.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_nine_never_loses_a_version() {
+    versions_survive_crashes(Gateway::start(), Gateway::kill).await;
+}
+
+/// The same through power cuts: the data directory is on [`PowerCutFs`], which loses every
+/// change no fsync made durable (`power_loss.rs` says more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_power_cut_never_loses_a_version() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let mut disk = PowerCutFs::mount(&dir.path().join("data"));
+    let gw = versions_survive_crashes(Gateway::start_in(dir, ""), |gw| {
+        gw.kill();
+        disk.cut();
+    })
+    .await;
+    drop(disk);
+    drop(gw);
+}
+
+/// Four rounds of the versioned workload below, each ended by `crash` (which leaves the gateway
+/// stopped) and a restart, checking what each round acknowledged. Answers the gateway, stopped.
+async fn versions_survive_crashes(mut gw: Gateway, mut crash: impl FnMut(&mut Gateway)) -> Gateway {
     use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
     use rand::Rng;
-    let mut gw = Gateway::start();
     let c = gw.client();
     c.create_bucket().bucket("vcrash").send().await.unwrap();
     let conf = VersioningConfiguration::builder().status(BucketVersioningStatus::Enabled).build();
@@ -205,7 +227,7 @@ async fn kill_nine_never_loses_a_version() {
             .map(|(w, l)| tokio::spawn(version_worker(c.clone(), format!("k{w}"), round * 100 + w as u64, l)))
             .collect();
         tokio::time::sleep(Duration::from_millis(rand::thread_rng().gen_range(200..1200))).await;
-        tokio::task::block_in_place(|| gw.kill());
+        tokio::task::block_in_place(|| crash(&mut gw));
         for t in tasks {
             ledgers.push(t.await.unwrap());
         }
@@ -247,4 +269,6 @@ async fn kill_nine_never_loses_a_version() {
             }
         }
     }
+    tokio::task::block_in_place(|| gw.kill());
+    gw
 }

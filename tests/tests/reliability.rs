@@ -6,7 +6,6 @@
 //! `PENSTOCK_CRASH_ROUNDS` (default 4) and `PENSTOCK_RACE_SECS` (default 4) make the crash and
 //! race suites longer.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use md5::{Digest, Md5};
-use penstock_tests::{pattern, Gateway};
+use penstock_tests::{crash, pattern, Gateway};
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
@@ -154,127 +153,6 @@ async fn readers_racing_writers_see_one_writers_bytes_and_metadata() {
     assert!(bad.is_empty(), "{} inconsistent answers, first: {:?}", bad.len(), &bad[..bad.len().min(5)]);
 }
 
-/// What a key should hold: absent, or one write's bytes and metadata.
-#[derive(Clone, Debug, PartialEq)]
-enum State {
-    Absent,
-    Present { etag: String, md5: String, len: usize, v: u64 },
-}
-
-/// What the gateway answers for a key now.
-async fn observe(c: &aws_sdk_s3::Client, bucket: &str, key: &str) -> Result<State, String> {
-    match c.get_object().bucket(bucket).key(key).send().await {
-        Ok(o) => {
-            let etag = o.e_tag().unwrap_or_default().to_owned();
-            if o.content_type() != Some("application/x-qa") {
-                return Err(format!("{key}: content type {:?}", o.content_type()));
-            }
-            let v = o
-                .metadata()
-                .and_then(|m| m.get("v"))
-                .and_then(|v| v.parse().ok())
-                .ok_or(format!("{key}: metadata lost (ETag {etag})"))?;
-            let body = o.body.collect().await.unwrap().into_bytes();
-            Ok(State::Present { etag, md5: md5_hex(&body), len: body.len(), v })
-        }
-        Err(e) if e.code() == Some("NoSuchKey") => Ok(State::Absent),
-        Err(e) => Err(format!("{key}: GET failed: {e:?}")),
-    }
-}
-
-/// One worker's keys: what was acknowledged, and the write in flight when the gateway died.
-#[derive(Default)]
-struct Ledger {
-    acked: HashMap<String, State>,
-    in_flight: Option<(String, State)>,
-}
-
-/// Writes to its own keys (PUT, overwrite, multipart, delete) until the gateway goes away.
-async fn crash_worker(c: aws_sdk_s3::Client, w: u64, round: u64, mut ledger: Ledger) -> Ledger {
-    let mut seq = 0u64;
-    loop {
-        seq += 1;
-        let v = (round << 40) | (w << 32) | seq;
-        let key = format!("w{w}/k{}", seq % 4);
-        let op = seq % 7;
-        let (expect, result) = if op == 6 {
-            ledger.in_flight = Some((key.clone(), State::Absent));
-            let r = c.delete_object().bucket("crash").key(&key).send().await.map(|_| ());
-            (State::Absent, r.map_err(|e| format!("{e:?}")))
-        } else if op == 5 {
-            // A one-part multipart upload.
-            let body = pattern(v, 100_000 + (seq as usize % 5) * 1000);
-            let part_md5 = Md5::digest(&body);
-            let mut all = Md5::new();
-            all.update(part_md5);
-            let etag = format!("\"{}-1\"", hex::encode(all.finalize()));
-            let state = State::Present { etag, md5: md5_hex(&body), len: body.len(), v };
-            ledger.in_flight = Some((key.clone(), state.clone()));
-            let r = async {
-                let up = c
-                    .create_multipart_upload()
-                    .bucket("crash")
-                    .key(&key)
-                    .content_type("application/x-qa")
-                    .metadata("v", v.to_string())
-                    .send()
-                    .await
-                    .map_err(|e| format!("{e:?}"))?;
-                let id = up.upload_id().unwrap().to_owned();
-                let p = c
-                    .upload_part()
-                    .bucket("crash")
-                    .key(&key)
-                    .upload_id(&id)
-                    .part_number(1)
-                    .body(ByteStream::from(body))
-                    .send()
-                    .await
-                    .map_err(|e| format!("{e:?}"))?;
-                let parts = CompletedMultipartUpload::builder()
-                    .parts(CompletedPart::builder().part_number(1).e_tag(p.e_tag().unwrap()).build())
-                    .build();
-                c.complete_multipart_upload()
-                    .bucket("crash")
-                    .key(&key)
-                    .upload_id(&id)
-                    .multipart_upload(parts)
-                    .send()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| format!("{e:?}"))
-            }
-            .await;
-            (state, r)
-        } else {
-            let len = [0usize, 1, 4096, 70_000, 1 << 20][(seq % 5) as usize];
-            let body = pattern(v, len);
-            let state = State::Present { etag: format!("\"{}\"", md5_hex(&body)), md5: md5_hex(&body), len, v };
-            ledger.in_flight = Some((key.clone(), state.clone()));
-            let r = c
-                .put_object()
-                .bucket("crash")
-                .key(&key)
-                .content_type("application/x-qa")
-                .metadata("v", v.to_string())
-                .body(ByteStream::from(body))
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("{e:?}"));
-            (state, r)
-        };
-        match result {
-            Ok(()) => {
-                ledger.acked.insert(key, expect);
-                ledger.in_flight = None;
-            }
-            // The gateway was killed: this write may or may not have happened.
-            Err(_) => return ledger,
-        }
-    }
-}
-
 /// SIGKILL at random instants while workers overwrite, delete and complete multipart uploads:
 /// after each restart every acknowledged write is there with its bytes, ETag, content type and
 /// metadata (or, for the one write in flight per worker, either outcome), no acknowledged
@@ -286,13 +164,16 @@ async fn kill_nine_at_random_instants_keeps_every_acknowledged_write() {
     gw.client().create_bucket().bucket("crash").send().await.unwrap();
     let rounds = env_num("PENSTOCK_CRASH_ROUNDS", 4);
     let workers = 4u64;
-    let mut ledgers: Vec<Ledger> = (0..workers).map(|_| Ledger::default()).collect();
+    let mut ledgers: Vec<crash::Ledger> = (0..workers).map(|_| crash::Ledger::default()).collect();
+    fn key_of(w: u64, _round: u64, seq: u64) -> String {
+        format!("w{w}/k{}", seq % 4)
+    }
     for round in 0..rounds {
         let c = client_without_retries(&gw);
         let tasks: Vec<_> = ledgers
             .drain(..)
             .enumerate()
-            .map(|(w, l)| tokio::spawn(crash_worker(c.clone(), w as u64, round, l)))
+            .map(|(w, l)| tokio::spawn(crash::worker(c.clone(), "crash".into(), key_of, w as u64, round, l)))
             .collect();
         let wait = rand::thread_rng().gen_range(200..1200);
         tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -302,66 +183,7 @@ async fn kill_nine_at_random_instants_keeps_every_acknowledged_write() {
         }
         tokio::task::block_in_place(|| gw.restart());
 
-        let c = gw.client();
-        let mut problems = Vec::new();
-        for l in &mut ledgers {
-            let mut keys: Vec<String> = l.acked.keys().cloned().collect();
-            if let Some((k, _)) = &l.in_flight {
-                keys.push(k.clone());
-            }
-            keys.sort();
-            keys.dedup();
-            for key in keys {
-                let now = match observe(&c, "crash", &key).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        problems.push(e);
-                        continue;
-                    }
-                };
-                let acked = l.acked.get(&key).cloned().unwrap_or(State::Absent);
-                let pending = l.in_flight.as_ref().filter(|(k, _)| *k == key).map(|(_, s)| s.clone());
-                let fits = |s: &State| match (s, &now) {
-                    (State::Absent, State::Absent) => true,
-                    (State::Present { etag, md5, len, v }, State::Present { etag: e2, md5: m2, len: l2, v: v2 }) => {
-                        etag == e2 && md5 == m2 && len == l2 && v == v2
-                    }
-                    _ => false,
-                };
-                if fits(&acked) {
-                    continue;
-                }
-                match pending {
-                    Some(p) if fits(&p) => {
-                        // The write in flight landed: it is now the acknowledged state.
-                        l.acked.insert(key.clone(), p);
-                    }
-                    _ => problems.push(format!(
-                        "round {round}: {key} is {now:?}, acknowledged {acked:?}, in flight {:?}",
-                        l.in_flight
-                    )),
-                }
-            }
-            l.in_flight = None;
-        }
-        // Listings show exactly the keys that are present, with their records' ETags.
-        let listed = c.list_objects_v2().bucket("crash").send().await.unwrap();
-        let mut present: HashMap<String, String> = HashMap::new();
-        for l in &ledgers {
-            for (k, s) in &l.acked {
-                if let State::Present { etag, .. } = s {
-                    present.insert(k.clone(), etag.clone());
-                }
-            }
-        }
-        let seen: HashMap<String, String> = listed
-            .contents()
-            .iter()
-            .map(|o| (o.key().unwrap().to_owned(), o.e_tag().unwrap_or_default().to_owned()))
-            .collect();
-        if seen != present {
-            problems.push(format!("round {round}: listing {seen:?} != present {present:?}"));
-        }
+        let problems = crash::settle(&gw.client(), "crash", round, &mut ledgers).await;
         assert!(problems.is_empty(), "after kill -9 in round {round}: {problems:#?}");
     }
     // Staging files of the interrupted writes are swept after a restart.
@@ -375,9 +197,7 @@ async fn kill_nine_at_random_instants_keeps_every_acknowledged_write() {
 
 /// A client that fails at once when the gateway is gone, so a worker stops at the kill.
 fn client_without_retries(gw: &Gateway) -> aws_sdk_s3::Client {
-    let conf =
-        gw.client().config().to_builder().retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled()).build();
-    aws_sdk_s3::Client::from_conf(conf)
+    crash::without_retries(&gw.client())
 }
 
 /// CompleteMultipartUpload racing AbortMultipartUpload: exactly one wins; the other gets 404

@@ -388,7 +388,9 @@ impl Folder for NfsFolder {
         Ok((Box::new(staging), stats))
     }
 
-    async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
+    // NFSv3 namespace operations (MKDIR, REMOVE, RENAME, ...) are on the server's stable storage
+    // when answered (RFC 1813, 4.11), so `durable` needs nothing more here.
+    async fn make_dir(&self, path: &ObjectPath, _durable: bool) -> Result<()> {
         self.shared
             .timed("make_dir", async {
                 self.make_marker_dir(path.segments()).await?;
@@ -418,7 +420,7 @@ impl Folder for NfsFolder {
             .await
     }
 
-    async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {
+    async fn remove(&self, path: &ObjectPath, keep_depth: usize, _durable: bool) -> Result<bool> {
         self.shared
             .timed("remove", async {
                 let s = &self.shared;

@@ -17,8 +17,21 @@ use crate::{BackendError, Result};
 /// Group commit for directory fsyncs. Writers that publish into the same directory each need
 /// their rename durable, but one fsync that starts after several renames completed covers them
 /// all: a writer whose rename an fsync already covered returns without issuing its own.
+///
+/// It also keeps new directories' names durable: a directory made by `mkdirat` is reachable after
+/// a power cut only once its parent is fsynced, and a writer that finds a directory another one
+/// has just made (and not yet synced into its parent) must not acknowledge a write beneath it
+/// before that sync. See [`DirSyncs::make_dir`] and [`DirSyncs::settle_path`].
 #[derive(Default)]
-pub(super) struct DirSyncs(std::sync::Mutex<std::collections::HashMap<(u64, u64), Arc<DirSync>>>);
+pub(super) struct DirSyncs {
+    dirs: std::sync::Mutex<std::collections::HashMap<(u64, u64), Arc<DirSync>>>,
+    /// Directories being made: (the parent's (device, inode), the new name), registered before
+    /// the `mkdirat` and dropped once the parent's fsync covered it.
+    making: std::sync::Mutex<Vec<((u64, u64), String)>>,
+    /// `making.len()`, read without the lock: a path walk checks the list only when it is not
+    /// empty, which is almost never.
+    making_n: std::sync::atomic::AtomicUsize,
+}
 
 #[derive(Default)]
 pub(super) struct DirSync {
@@ -33,7 +46,7 @@ impl DirSyncs {
     pub(super) fn sync_after_change(&self, dir: &OwnedFd) -> Result<()> {
         let st = rustix::fs::fstat(dir)?;
         let ds = {
-            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
             if map.len() >= 1024 {
                 map.retain(|_, d| Arc::strong_count(d) > 1);
             }
@@ -50,6 +63,130 @@ impl DirSyncs {
         *synced = upto;
         Ok(())
     }
+
+    /// Makes directory `name` in `parent` and, unless it was there already, syncs `parent` so
+    /// that the new name survives a power cut. Answers whether it was made here. A directory
+    /// that exists already (another writer made it a moment ago) is left to [`Self::settle_path`].
+    pub(super) fn make_dir(&self, parent: &OwnedFd, name: &str) -> Result<bool> {
+        let st = rustix::fs::fstat(parent)?;
+        let entry = ((st.st_dev, st.st_ino), name.to_owned());
+        {
+            let mut making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+            making.push(entry.clone());
+            self.making_n.store(making.len(), Ordering::SeqCst);
+        }
+        let made = match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
+            Ok(()) => self.sync_after_change(parent).map(|()| true),
+            Err(Errno::EXIST) => Ok(false),
+            Err(e) => Err(e.into()),
+        };
+        let mut making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = making.iter().position(|e| *e == entry) {
+            making.swap_remove(i);
+        }
+        self.making_n.store(making.len(), Ordering::SeqCst);
+        made
+    }
+
+    /// Before a write beneath `segs` (under `root`) is acknowledged: every level of the path
+    /// that another writer is making right now gets its parent synced here, since that writer's
+    /// own sync may not have happened yet. Costs one atomic load when nobody is making a
+    /// directory.
+    pub(super) fn settle_path(&self, root: &OwnedFd, segs: &[&str]) -> Result<()> {
+        if self.making_n.load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        let mut cur = open_beneath(root, ".", OFlags::RDONLY | OFlags::DIRECTORY)?;
+        for seg in segs {
+            let st = rustix::fs::fstat(&cur)?;
+            let key = (st.st_dev, st.st_ino);
+            let pending = {
+                let making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+                making.iter().any(|(k, n)| *k == key && n == seg)
+            };
+            if pending {
+                // The directory exists (this writer found it), so a sync starting now covers it.
+                self.sync_after_change(&cur)?;
+            }
+            cur = open_beneath(&cur, seg, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a small file whole, so that after a power cut it is either absent (or, with `replace`,
+/// its previous content) or all of `content`, never empty or cut short: the bytes go to a
+/// temporary file beside it, which is fsynced, then put in place, and the directory is fsynced.
+/// Without `replace` an existing file is an `AlreadyExists` error, as `create_new` opens.
+/// The file gets permission bits `mode` (before the umask).
+pub fn write_file_durably(path: &Path, content: &[u8], mode: u32, replace: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp_name = path.file_name().unwrap_or_default().to_owned();
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(content)?;
+        f.sync_all()
+    })();
+    let placed = written.and_then(|()| {
+        if replace {
+            std::fs::rename(&tmp, path)
+        } else {
+            std::fs::hard_link(&tmp, path)
+        }
+    });
+    if !replace || placed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    placed?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Creates `path` and any missing parents, syncing the parent of each directory made so that
+/// the new names survive a power cut (`std::fs::create_dir_all` leaves them in the page cache).
+/// For the data directory, the metadata store's directory, volume roots and folders, which are
+/// made once and must not vanish after the write that needed them was acknowledged.
+pub fn create_dir_all_durably(path: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut cur = path;
+    while std::fs::symlink_metadata(cur).is_err() {
+        missing.push(cur);
+        match cur.parent() {
+            Some(p) if !p.as_os_str().is_empty() => cur = p,
+            _ => break,
+        }
+    }
+    for dir in missing.into_iter().rev() {
+        match std::fs::create_dir(dir) {
+            Ok(()) => {
+                let parent = dir
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                std::fs::File::open(parent)?.sync_all()?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !std::fs::metadata(path)?.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{} is not a directory", path.display()),
+        ));
+    }
+    Ok(())
 }
 pub(super) fn open_dir_path(dir: &Path) -> Result<OwnedFd> {
     match rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
@@ -118,8 +255,10 @@ pub(super) fn absent_is_none<T>(e: Errno) -> Result<Option<T>> {
     }
 }
 
-/// Opens the directory `segs` beneath `root`, creating missing levels.
-pub(super) fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
+/// Opens the directory `segs` beneath `root`, creating missing levels. With `syncs` (durable
+/// writes), each level made is synced into its parent and levels another writer is making are
+/// settled ([`DirSyncs`]), so a write beneath them can be acknowledged.
+pub(super) fn ensure_dir(root: &OwnedFd, segs: &[&str], syncs: Option<&DirSyncs>) -> Result<OwnedFd> {
     let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
     let rel = if segs.is_empty() {
         ".".to_owned()
@@ -127,7 +266,12 @@ pub(super) fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
         segs.join("/")
     };
     match open_beneath(root, &rel, dir_flags) {
-        Ok(fd) => return Ok(fd),
+        Ok(fd) => {
+            if let Some(syncs) = syncs {
+                syncs.settle_path(root, segs)?;
+            }
+            return Ok(fd);
+        }
         Err(Errno::NOENT) => {}
         Err(Errno::NOTDIR) => return Err(BackendError::ParentIsFile),
         Err(Errno::XDEV | Errno::LOOP) => return Err(BackendError::Escapes),
@@ -138,9 +282,14 @@ pub(super) fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
         let next = match open_beneath(&cur, seg, dir_flags) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => {
-                match rustix::fs::mkdirat(&cur, *seg, Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(e.into()),
+                match syncs {
+                    Some(syncs) => {
+                        syncs.make_dir(&cur, seg)?;
+                    }
+                    None => match rustix::fs::mkdirat(&cur, *seg, Mode::from_raw_mode(0o755)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(e.into()),
+                    },
                 }
                 match open_beneath(&cur, seg, dir_flags) {
                     Ok(fd) => fd,
@@ -154,21 +303,40 @@ pub(super) fn ensure_dir(root: &OwnedFd, segs: &[&str]) -> Result<OwnedFd> {
         };
         cur = next;
     }
+    if let Some(syncs) = syncs {
+        // Levels found on the way may be another writer's, made and not yet synced.
+        syncs.settle_path(root, segs)?;
+    }
     Ok(cur)
 }
 
-/// Makes the directory of a marker key and its parents; a file at the key is `IsFile`.
-pub(super) fn make_marker_dir(root: &OwnedFd, segs: &[String]) -> Result<()> {
+/// Makes the directory of a marker key and its parents; a file at the key is `IsFile`. With
+/// `syncs`, as [`ensure_dir`]: the new directory's name is durable before this returns.
+pub(super) fn make_marker_dir(root: &OwnedFd, segs: &[String], syncs: Option<&DirSyncs>) -> Result<()> {
     let (leaf, parent) = segs.split_last().expect("non-empty path");
     let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
-    let dir = ensure_dir(root, &parent)?;
-    match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
-        Ok(()) => Ok(()),
-        Err(Errno::EXIST) => match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
-            Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => Ok(()),
-            _ => Err(BackendError::IsFile),
+    let dir = ensure_dir(root, &parent, syncs)?;
+    let made = match syncs {
+        Some(syncs) => syncs.make_dir(&dir, leaf),
+        None => match rustix::fs::mkdirat(&dir, leaf.as_str(), Mode::from_raw_mode(0o755)) {
+            Ok(()) => Ok(true),
+            Err(Errno::EXIST) => Ok(false),
+            Err(e) => Err(e.into()),
         },
-        Err(e) => Err(e.into()),
+    }?;
+    if made {
+        return Ok(());
+    }
+    match rustix::fs::statat(&dir, leaf.as_str(), AtFlags::empty()) {
+        Ok(st) if kind_of(&st) == Some(EntryKind::Dir) => {
+            if let Some(syncs) = syncs {
+                let mut all = parent;
+                all.push(leaf);
+                syncs.settle_path(root, &all)?;
+            }
+            Ok(())
+        }
+        _ => Err(BackendError::IsFile),
     }
 }
 

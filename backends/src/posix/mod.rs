@@ -28,6 +28,7 @@ use fs::{
     absent_is_none, ensure_dir, is_local_fs, join_or_dot, kind_of, make_marker_dir, open_beneath, open_beneath_cached,
     open_dir_path, stat_fd, to_stat, DirSyncs, PosixDirs,
 };
+pub use fs::{create_dir_all_durably, write_file_durably};
 use read::PosixReader;
 use recycle::{dir_key, Recycled};
 use staging::PosixStaging;
@@ -142,7 +143,7 @@ impl Io {
 impl PosixVolume {
     /// Opens (creating if needed) the volume rooted at `root`.
     pub fn open(name: &str, root: &Path) -> Result<Self> {
-        std::fs::create_dir_all(root)?;
+        create_dir_all_durably(root)?;
         Ok(Self {
             name: name.to_owned(),
             root: root.canonicalize()?,
@@ -182,20 +183,21 @@ impl Volume for PosixVolume {
     async fn create_folder(&self, loc: &FolderLocation) -> Result<()> {
         let dir = self.root.join(loc.relative_path());
         self.handles.forget(&dir);
+        let io = self.io.clone();
         self.io
             .run("create_folder", move || {
+                // Every new level is synced into its parent: the bucket is acknowledged once
+                // this returns, and its folder must not vanish in a power cut.
                 let parent = dir.parent().expect("folder paths have parents");
-                std::fs::create_dir_all(parent)?;
-                match std::fs::create_dir(&dir) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        return Err(BackendError::FolderExists(dir.display().to_string()))
-                    }
-                    Err(e) => return Err(e.into()),
+                create_dir_all_durably(parent)?;
+                let parent = open_dir_path(parent)?;
+                let leaf = dir.file_name().expect("folder paths end in a name").to_string_lossy();
+                if !io.dir_syncs.make_dir(&parent, &leaf)? {
+                    return Err(BackendError::FolderExists(dir.display().to_string()));
                 }
                 let root = open_dir_path(&dir)?;
-                ensure_dir(&root, &TMP_DIR)?;
-                ensure_dir(&root, &UPLOADS_DIR)?;
+                ensure_dir(&root, &TMP_DIR, Some(&io.dir_syncs))?;
+                ensure_dir(&root, &UPLOADS_DIR, Some(&io.dir_syncs))?;
                 Ok(())
             })
             .await
@@ -394,13 +396,13 @@ impl Folder for PosixFolder {
         Ok((Box::new(staging.0), staging.1))
     }
 
-    async fn make_dir(&self, path: &ObjectPath) -> Result<()> {
-        let dirs = self.dirs();
+    async fn make_dir(&self, path: &ObjectPath, durable: bool) -> Result<()> {
+        let (dirs, io) = (self.dirs(), self.io.clone());
         let segs = path.segments().to_vec();
         let body = path.marker_name();
         self.io
             .run("make_dir", move || {
-                make_marker_dir(&dirs.top, &segs)?;
+                make_marker_dir(&dirs.top, &segs, durable.then_some(&io.dir_syncs))?;
                 if let Some(name) = body {
                     fs::walk(layout::remove_marker_body(&dirs, &name))?;
                 }
@@ -417,8 +419,8 @@ impl Folder for PosixFolder {
             .await
     }
 
-    async fn remove(&self, path: &ObjectPath, keep_depth: usize) -> Result<bool> {
-        let dirs = self.dirs();
+    async fn remove(&self, path: &ObjectPath, keep_depth: usize, durable: bool) -> Result<bool> {
+        let (dirs, io) = (self.dirs(), self.io.clone());
         let path = path.clone();
         self.io
             .run("remove", move || {
@@ -455,6 +457,10 @@ impl Folder for PosixFolder {
                     }
                 };
                 if removed {
+                    if durable {
+                        // An acknowledged delete must not come back after a power cut.
+                        io.dir_syncs.sync_after_change(&parent)?;
+                    }
                     fs::walk(layout::prune_empty(&dirs, path.parent(), keep_depth));
                 }
                 Ok(removed || body_removed)
@@ -506,7 +512,7 @@ impl Folder for PosixFolder {
                 let Some(parent) = key_file_parent(&root, &path)? else {
                     return Ok(None);
                 };
-                let versions = ensure_dir(&root, &VERSIONS_DIR)?;
+                let versions = ensure_dir(&root, &VERSIONS_DIR, durable.then_some(&io.dir_syncs))?;
                 // linkat does not follow a symlink at the key: only a regular file is kept.
                 match rustix::fs::linkat(&parent, path.leaf(), &versions, name.as_str(), AtFlags::empty()) {
                     Ok(()) => {}
@@ -536,7 +542,7 @@ impl Folder for PosixFolder {
                 let Some(parent) = key_file_parent(&dirs.top, &path)? else {
                     return Ok(None);
                 };
-                let versions = ensure_dir(&dirs.top, &VERSIONS_DIR)?;
+                let versions = ensure_dir(&dirs.top, &VERSIONS_DIR, durable.then_some(&io.dir_syncs))?;
                 match rustix::fs::renameat(&parent, path.leaf(), &versions, name.as_str()) {
                     Ok(()) => {}
                     Err(Errno::NOENT) => return Ok(None),
@@ -568,7 +574,7 @@ impl Folder for PosixFolder {
                 let segs: Vec<&str> = path.parent().iter().map(String::as_str).collect();
                 // A concurrent delete may prune a parent between the mkdir and the rename.
                 for _ in 0..5 {
-                    let parent = ensure_dir(&root, &segs)?;
+                    let parent = ensure_dir(&root, &segs, durable.then_some(&io.dir_syncs))?;
                     if let Ok(st) = rustix::fs::statat(&parent, path.leaf(), AtFlags::SYMLINK_NOFOLLOW) {
                         if kind_of(&st) == Some(EntryKind::Dir) {
                             return Err(BackendError::IsDirectory);

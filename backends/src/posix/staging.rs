@@ -105,7 +105,7 @@ impl Opened {
     /// `direct` and the file system takes it.
     /// `want` is the expected size, to pick a kept file by.
     fn make(root: &OwnedFd, io: &Io, name: &str, direct: bool, want: Option<u64>) -> Result<Self> {
-        let tmp_dir = ensure_dir(root, &TMP_DIR)?;
+        let tmp_dir = ensure_dir(root, &TMP_DIR, None)?;
         let open_flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
         let direct_flag = if direct { OFlags::DIRECT } else { OFlags::empty() };
         let (fd, stale) = match io.recycled.take(&tmp_dir, name, open_flags | direct_flag, want) {
@@ -324,7 +324,7 @@ impl Rename {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let parent = ensure_dir(&root, &dir)?;
+            let parent = ensure_dir(&root, &dir, durable.then_some(&io.dir_syncs))?;
             let existing = rustix::fs::statat(&parent, leaf.as_str(), AtFlags::SYMLINK_NOFOLLOW)
                 .ok()
                 .and_then(|st| kind_of(&st));
@@ -479,8 +479,12 @@ impl StagingFile for PosixStaging {
     async fn publish(mut self: Box<Self>, path: &ObjectPath, durable: bool) -> Result<()> {
         let (dir, leaf, marker) = Self::target(path);
         if let Some(segs) = marker {
-            let root = self.root.clone();
-            self.io.run("make_dir", move || make_marker_dir(&root, &segs)).await?;
+            let (root, io) = (self.root.clone(), self.io.clone());
+            self.io
+                .run("make_dir", move || {
+                    make_marker_dir(&root, &segs, durable.then_some(&io.dir_syncs))
+                })
+                .await?;
         }
         self.rename_into(dir, leaf, durable).await
     }
@@ -497,7 +501,7 @@ impl StagingFile for PosixStaging {
         self.ensure_opened().await?;
         let (dir, leaf, marker) = Self::target(path);
         let rename = self.rename(dir, leaf, durable);
-        let (root, file) = (self.root.clone(), self.file());
+        let (root, file, io) = (self.root.clone(), self.file(), self.io.clone());
         let (announced, replaced) = self
             .io
             .run("publish", move || {
@@ -508,7 +512,7 @@ impl StagingFile for PosixStaging {
                     return Ok((Announced::Withdrawn, None));
                 }
                 if let Some(segs) = marker {
-                    make_marker_dir(&root, &segs)?;
+                    make_marker_dir(&root, &segs, durable.then_some(&io.dir_syncs))?;
                 }
                 let replaced = rename.run()?;
                 (a.after)();

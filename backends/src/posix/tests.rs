@@ -95,7 +95,7 @@ async fn reused_files_are_fresh_for_the_staging_sweep() {
     // Removing the folder releases what its kept files held.
     put(&f, "k", b"newer").await;
     assert_eq!(v.io.recycled.bytes.load(Ordering::Relaxed), 3);
-    assert!(f.remove(&ObjectPath::parse("k").unwrap(), 0).await.unwrap());
+    assert!(f.remove(&ObjectPath::parse("k").unwrap(), 0, true).await.unwrap());
     drop(fd);
     let _ = rustix::fs::unlinkat(&tmp, "reused", AtFlags::empty());
     v.delete_folder(&loc).await.unwrap();

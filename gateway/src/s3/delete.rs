@@ -201,7 +201,11 @@ impl Gateway {
             Some(st) if st.kind == penstock_backends::EntryKind::File => st.size,
             _ => self.marker_payload_size(b, path).await?,
         };
-        if b.folder.remove(path, keep_depth).await.map_err(backend_err)? {
+        if b.folder
+            .remove(path, keep_depth, self.durable)
+            .await
+            .map_err(backend_err)?
+        {
             self.charge(&b.rec.quota_scope, -(size as i64)).await?;
         }
         self.meta

@@ -364,8 +364,8 @@ impl Succession {
             .ok()
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty() && s != instance);
-        let tmp = data_dir.join("instance.tmp");
-        let written = std::fs::write(&tmp, instance).and_then(|()| std::fs::rename(&tmp, &id_file));
+        // Durable: after a power cut the next run must still learn whose leftovers to clean.
+        let written = penstock_backends::posix::write_file_durably(&id_file, instance.as_bytes(), 0o644, true);
         if let Err(e) = written {
             tracing::warn!(error = %e, "cannot record this run's instance in the data directory");
         }

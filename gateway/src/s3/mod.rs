@@ -129,7 +129,9 @@ pub(crate) struct BucketCtx {
 impl Gateway {
     /// Opens the metadata store and the configured volumes.
     pub async fn open(cfg: &Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&cfg.data_dir)?;
+        // Made durably, as everything in it: a power cut right after the first start must not
+        // take the data directory (or the metadata store's) with it.
+        penstock_backends::posix::create_dir_all_durably(&cfg.data_dir)?;
         let meta = open_metadata(cfg).await?;
         // Staging files are named after the process; a second Gateway in one process (tests)
         // shares the first one's name.
@@ -253,6 +255,8 @@ impl Gateway {
 pub async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
     Ok(match cfg.metadata.engine {
         MetadataEngine::Rocksdb => {
+            // RocksDB syncs the files it makes into its directory, not that directory into ours.
+            penstock_backends::posix::create_dir_all_durably(&cfg.data_dir.join("metadata"))?;
             let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
             Arc::new(RocksMetadata::new(store))
         }

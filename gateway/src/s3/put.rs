@@ -193,7 +193,7 @@ impl Gateway {
             None => None,
         };
         let released = self.marker_payload_size(b, path).await?;
-        b.folder.make_dir(path).await.map_err(backend_err)?;
+        b.folder.make_dir(path, self.durable).await.map_err(backend_err)?;
         if released > 0 {
             self.charge(&b.rec.quota_scope, -(released as i64)).await?;
         }

@@ -555,7 +555,7 @@ impl KeyVersions {
                     .await
                     .map(drop)
             }
-            _ => self.folder.remove(path, keep_depth).await.map(drop),
+            _ => self.folder.remove(path, keep_depth, self.durable).await.map(drop),
         };
         let happened = self.settle(path).await?;
         stashed.map_err(backend_err)?;
@@ -608,7 +608,7 @@ impl KeyVersions {
                     let name = p.storage.as_deref().expect("checked above");
                     self.folder.restore_version(name, path, self.durable).await.map(drop)
                 }
-                None => self.folder.remove(path, keep_depth).await.map(drop),
+                None => self.folder.remove(path, keep_depth, self.durable).await.map(drop),
             };
             let happened = self.settle(path).await?;
             moved.map_err(backend_err)?;
