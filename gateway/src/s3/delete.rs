@@ -10,8 +10,14 @@ use super::error::{backend_err, meta_err, precondition_failed};
 use super::object::{last_modified, matches, parse_key, unix};
 use super::versioning::{check_version_id, Deleted};
 use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
+use crate::auth::Caller;
 use penstock_metadata::Perm;
 use uuid::Uuid;
+
+use futures::StreamExt;
+
+/// Keys of one DeleteObjects request deleted at once.
+const DELETES_IN_FLIGHT: usize = 16;
 
 impl Gateway {
     /// DeleteObject: removing a missing key succeeds, as in S3.
@@ -63,46 +69,18 @@ impl Gateway {
         let tenancy = who.may(&b.rec, Perm::Wd);
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
-        for obj in &i.delete.objects {
-            let result = async {
-                // Each key is a DeleteObject (or DeleteObjectVersion) of its own, which a bucket
-                // policy may deny or grant by key (see `authorize`).
-                let facts = RequestFacts {
-                    op: "DeleteObject",
-                    key: Some(&obj.key),
-                    version: obj.version_id.as_deref(),
-                    uri: &req.uri,
-                    headers: &req.headers,
-                    peer,
-                };
-                if !self.permits(&who, &b.rec, tenancy, &facts).await? {
-                    return Err(s3_error!(AccessDenied, "Access Denied"));
-                }
-                if let Some(v) = &obj.version_id {
-                    check_version_id(v)?;
-                }
-                let path = parse_key(&obj.key)?;
-                let bypass = self
-                    .may_bypass(
-                        &req,
-                        i.bypass_governance_retention,
-                        &b.rec,
-                        &obj.key,
-                        obj.version_id.as_deref(),
-                    )
-                    .await?;
-                let conds = DeleteConditions {
-                    if_match: obj.e_tag.clone().map(|t| match t {
-                        ETag::Strong(v) if v == "*" => ETagCondition::Any,
-                        t => ETagCondition::ETag(t),
-                    }),
-                    last_modified: obj.last_modified_time.clone(),
-                    size: obj.size,
-                };
-                self.delete_any(&b, &path, obj.version_id.as_deref(), who.user.id, &conds, bypass)
-                    .await
-            }
-            .await;
+        // Keys are deleted several at a time (answers stay in request order): each delete waits
+        // for its synced metadata write and directory sync, and deletes in flight together share
+        // those flushes (group commit), so a batch of 1000 keys takes a fraction of one flush per
+        // key. A key named twice is serialized by its key lock; a directory marker deleted with
+        // the keys beneath it goes with them (`prune_kept_markers`).
+        let objects = &i.delete.objects;
+        let each: Vec<_> = objects
+            .iter()
+            .map(|obj| self.delete_listed(&req, &who, &b, tenancy, peer, obj))
+            .collect();
+        let results: Vec<_> = futures::stream::iter(each).buffered(DELETES_IN_FLIGHT).collect().await;
+        for (obj, result) in objects.iter().zip(results) {
             match result {
                 Ok(d) if !quiet => deleted.push(DeletedObject {
                     key: Some(obj.key.clone()),
@@ -124,6 +102,53 @@ impl Gateway {
             errors: (!errors.is_empty()).then_some(errors),
             ..Default::default()
         }))
+    }
+
+    /// One key of a DeleteObjects request: a DeleteObject (or DeleteObjectVersion) of its own,
+    /// which a bucket policy may deny or grant by key (see `authorize`).
+    async fn delete_listed(
+        &self,
+        req: &S3Request<DeleteObjectsInput>,
+        who: &Caller,
+        b: &BucketCtx,
+        tenancy: bool,
+        peer: Option<std::net::IpAddr>,
+        obj: &ObjectIdentifier,
+    ) -> S3Result<Deleted> {
+        let facts = RequestFacts {
+            op: "DeleteObject",
+            key: Some(&obj.key),
+            version: obj.version_id.as_deref(),
+            uri: &req.uri,
+            headers: &req.headers,
+            peer,
+        };
+        if !self.permits(who, &b.rec, tenancy, &facts).await? {
+            return Err(s3_error!(AccessDenied, "Access Denied"));
+        }
+        if let Some(v) = &obj.version_id {
+            check_version_id(v)?;
+        }
+        let path = parse_key(&obj.key)?;
+        let bypass = self
+            .may_bypass(
+                req,
+                req.input.bypass_governance_retention,
+                &b.rec,
+                &obj.key,
+                obj.version_id.as_deref(),
+            )
+            .await?;
+        let conds = DeleteConditions {
+            if_match: obj.e_tag.clone().map(|t| match t {
+                ETag::Strong(v) if v == "*" => ETagCondition::Any,
+                t => ETagCondition::ETag(t),
+            }),
+            last_modified: obj.last_modified_time.clone(),
+            size: obj.size,
+        };
+        self.delete_any(b, &path, obj.version_id.as_deref(), who.user.id, &conds, bypass)
+            .await
     }
 
     /// Deletes a key, or one version of it (unless its object lock protects it; `bypass` lets a
@@ -214,6 +239,52 @@ impl Gateway {
             .map_err(meta_err)?;
         // The record's removal ended the claim too.
         guard.ended();
+        if path.is_dir() {
+            // Still under this marker's lock, so a marker written again meanwhile keeps its
+            // directory; see `prune_kept_markers`.
+            let keep_depth = self.keep_depth(b, path).await?;
+            b.folder
+                .remove(path, keep_depth, self.durable)
+                .await
+                .map_err(backend_err)?;
+        }
+        // Each task holds one key lock at a time (their stripes may be shared).
+        drop(guard);
+        self.prune_kept_markers(b, path, keep_depth).await
+    }
+
+    /// A directory marker deleted while a key beneath it is (concurrent requests, or one
+    /// DeleteObjects): the key's delete may have kept the marker's directory, judging by the
+    /// marker's record before it went, while the marker's delete found the key's file still in
+    /// it. Whichever of the two finishes last takes the directory, so no empty directory is left
+    /// to read as the marker again: the marker's delete tries its directory once more after its
+    /// record is gone (in `delete_key`), and the key's delete, here, prunes the directory it kept
+    /// (`kept` levels deep) when that marker's record is gone now, under the marker's key lock
+    /// so that a marker written again meanwhile keeps its directory.
+    async fn prune_kept_markers(&self, b: &BucketCtx, path: &ObjectPath, kept: usize) -> S3Result<()> {
+        if kept == 0 {
+            return Ok(());
+        }
+        let now = self.keep_depth(b, path).await?;
+        if now >= kept {
+            return Ok(());
+        }
+        let marker = format!("{}/", path.parent()[..kept].join("/"));
+        let marker_path = parse_key(&marker)?;
+        let _guard = self.hold_key(b.rec.folder_id, &marker).await?;
+        if self
+            .meta
+            .object(b.rec.folder_id, &marker)
+            .await
+            .map_err(meta_err)?
+            .is_none()
+        {
+            let now = self.keep_depth(b, &marker_path).await?;
+            b.folder
+                .remove(&marker_path, now, self.durable)
+                .await
+                .map_err(backend_err)?;
+        }
         Ok(())
     }
 

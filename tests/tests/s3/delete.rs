@@ -122,3 +122,45 @@ async fn conditional_deletes_and_copies() {
         .unwrap_err();
     assert_eq!(status(&e), 412);
 }
+
+/// DeleteObjects deletes its keys several at a time and answers them in request order; directory
+/// markers deleted together with the keys beneath them (`d/` before or after `d/x`, nested
+/// `d/e/`) go too, leaving no directory behind to read as a marker again. Before, a marker and
+/// its one file deleted at the same moment (also as two DeleteObject requests) left the
+/// marker's directory in about half the cases.
+#[tokio::test]
+async fn batch_deletes_answer_in_order_and_take_markers_with_their_contents() {
+    let (gw, c) = Gateway::with_bucket("batch").await;
+    // Markers with one file each, next to each other in the request (so deleted at once), a
+    // marker holding many, and nested markers.
+    let mut names: Vec<String> = Vec::new();
+    for i in 0..40 {
+        names.push(format!("m{i:02}/"));
+        names.push(format!("m{i:02}/f"));
+    }
+    names.extend(["d/".into(), "d/e/".into()]);
+    for i in 0..40 {
+        names.push(format!("d/x{i:02}"));
+        names.push(format!("d/e/y{i:02}"));
+    }
+    names.push("z/".into());
+    for n in &names {
+        put(&c, "batch", n, b"").await;
+    }
+    // Markers before, after and between their contents, as clients list them or not.
+    let mut order = names.clone();
+    order[80..].rotate_left(41);
+    order.push("ghost".into());
+    let delete = Delete::builder()
+        .set_objects(Some(order.iter().map(|k| ObjectIdentifier::builder().key(k).build().unwrap()).collect()))
+        .build()
+        .unwrap();
+    let r = c.delete_objects().bucket("batch").delete(delete).send().await.unwrap();
+    assert!(r.errors().is_empty(), "{:?}", r.errors());
+    let answered: Vec<&str> = r.deleted().iter().map(|d| d.key().unwrap()).collect();
+    assert_eq!(answered, order.iter().map(String::as_str).collect::<Vec<_>>(), "answers in request order");
+    assert!(keys(&c, "batch").await.is_empty(), "left: {:?}", keys(&c, "batch").await);
+    let dir = gw.folder_dir(".penstock");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [".penstock"], "directories left behind");
+}
