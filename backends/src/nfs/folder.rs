@@ -389,7 +389,7 @@ impl Folder for NfsFolder {
     }
 
     // NFSv3 namespace operations (MKDIR, REMOVE, RENAME, ...) are on the server's stable storage
-    // when answered (RFC 1813, 4.11), so `durable` needs nothing more here.
+    // when answered (RFC 1813: only WRITE may be UNSTABLE), so `durable` needs nothing more here.
     async fn make_dir(&self, path: &ObjectPath, _durable: bool) -> Result<()> {
         self.shared
             .timed("make_dir", async {
