@@ -96,6 +96,14 @@ impl DirSyncs {
         if self.making_n.load(Ordering::SeqCst) == 0 {
             return Ok(());
         }
+        // Only a directory of one of these names can be one of this path's levels.
+        let named = {
+            let making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+            making.iter().any(|(_, n)| segs.contains(&n.as_str()))
+        };
+        if !named {
+            return Ok(());
+        }
         let mut cur = open_beneath(root, ".", OFlags::RDONLY | OFlags::DIRECTORY)?;
         for seg in segs {
             let st = rustix::fs::fstat(&cur)?;

@@ -178,16 +178,19 @@ impl Gateway {
             self.check_version_removable(b, path, v, bypass).await?;
         }
         let keep_depth = self.keep_depth(b, path).await?;
-        let (kv, path, version_id) = (self.key_versions(b), path.clone(), version_id.map(str::to_owned));
-        tokio::spawn(async move {
+        let (kv, owned, version_id) = (self.key_versions(b), path.clone(), version_id.map(str::to_owned));
+        let deleted = tokio::spawn(async move {
             let _guard = guard;
             match version_id {
-                None => kv.delete_latest(&path, keep_depth, status, owner).await,
-                Some(v) => kv.delete_version(&path, keep_depth, &v).await,
+                None => kv.delete_latest(&owned, keep_depth, status, owner).await,
+                Some(v) => kv.delete_version(&owned, keep_depth, &v).await,
             }
         })
         .await
-        .map_err(super::internal)?
+        .map_err(super::internal)??;
+        // The key's lock went with the task.
+        self.prune_kept_markers(b, path, keep_depth).await?;
+        Ok(deleted)
     }
 
     /// How many parent directories of `path` stay when it is removed: up to the deepest that
