@@ -116,7 +116,13 @@ impl DirSyncs {
                 // The directory exists (this writer found it), so a sync starting now covers it.
                 self.sync_after_change(&cur)?;
             }
-            cur = open_beneath(&cur, seg, OFlags::RDONLY | OFlags::DIRECTORY)?;
+            cur = match open_beneath(&cur, seg, OFlags::RDONLY | OFlags::DIRECTORY) {
+                Ok(fd) => fd,
+                // Pruned since the caller opened it: the caller's rename fails and makes the
+                // path again, settling it then.
+                Err(Errno::NOENT | Errno::NOTDIR) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
         }
         Ok(())
     }
