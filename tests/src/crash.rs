@@ -216,3 +216,8 @@ pub fn without_retries(c: &aws_sdk_s3::Client) -> aws_sdk_s3::Client {
     let conf = c.config().to_builder().retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled()).build();
     aws_sdk_s3::Client::from_conf(conf)
 }
+
+/// A number from the environment (how many rounds, how many seconds), else `default`.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}

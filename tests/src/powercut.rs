@@ -33,6 +33,9 @@ use fuser::{
 /// mount, and a cut remounts, so caching cannot show stale state.
 const TTL: Duration = Duration::from_secs(1);
 const ROOT: u64 = 1;
+/// The open flags `create` is given, as the kernel passes them.
+const O_EXCL: i32 = rustix::fs::OFlags::EXCL.bits() as i32;
+const O_TRUNC: i32 = rustix::fs::OFlags::TRUNC.bits() as i32;
 
 /// What an inode holds, as the page cache sees it or as the disk holds it.
 #[derive(Clone)]
@@ -74,7 +77,7 @@ struct Model {
     dir_handles: HashMap<u64, Vec<(u64, FileType, OsString)>>,
     next_fh: u64,
     /// Operations counted for the test's report: fsyncs of files and of directories.
-    pub fsyncs: (u64, u64),
+    fsyncs: (u64, u64),
 }
 
 fn now() -> SystemTime {
@@ -618,9 +621,9 @@ impl fuser::Filesystem for Fs {
     ) {
         let mut m = self.model();
         let r = match m.child(parent.0, name) {
-            Ok(_) if flags & libc_o_excl() != 0 => Err(Errno::EEXIST),
+            Ok(_) if flags & O_EXCL != 0 => Err(Errno::EEXIST),
             Ok(ino) => {
-                if flags & libc_o_trunc() != 0 {
+                if flags & O_TRUNC != 0 {
                     if let Some(n) = m.live.get_mut(&ino) {
                         n.body.data.clear();
                     }
@@ -663,14 +666,6 @@ impl fuser::Filesystem for Fs {
             _ => reply.error(Errno::EOPNOTSUPP),
         }
     }
-}
-
-fn libc_o_excl() -> i32 {
-    rustix::fs::OFlags::EXCL.bits() as i32
-}
-
-fn libc_o_trunc() -> i32 {
-    rustix::fs::OFlags::TRUNC.bits() as i32
 }
 
 /// A mounted [`Model`]: a directory whose file system can lose power.

@@ -10,12 +10,9 @@
 
 use std::time::Duration;
 
+use penstock_tests::crash::{self, env_num};
 use penstock_tests::powercut::PowerCutFs;
-use penstock_tests::{crash, Gateway};
-
-fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
+use penstock_tests::Gateway;
 
 /// Keys in directories that each round makes anew (`w1/r3/d2/k0`), so that a cut also finds
 /// directories created since the last one, and keys of earlier rounds are checked again later.

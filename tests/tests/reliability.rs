@@ -14,14 +14,11 @@ use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use md5::{Digest, Md5};
-use penstock_tests::{crash, pattern, Gateway};
+use penstock_tests::crash::{self, env_num};
+use penstock_tests::{pattern, Gateway};
 
 fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))
-}
-
-fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// The body a writer PUTs for version `v`: its ETag and metadata can be recomputed from `v`.

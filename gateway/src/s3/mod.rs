@@ -256,8 +256,9 @@ pub async fn open_metadata(cfg: &Config) -> anyhow::Result<Arc<dyn Metadata>> {
     Ok(match cfg.metadata.engine {
         MetadataEngine::Rocksdb => {
             // RocksDB syncs the files it makes into its directory, not that directory into ours.
-            penstock_backends::posix::create_dir_all_durably(&cfg.data_dir.join("metadata"))?;
-            let store = Store::open(&cfg.data_dir.join("metadata"), StoreOptions { sync: cfg.fsync })?;
+            let dir = cfg.data_dir.join("metadata");
+            penstock_backends::posix::create_dir_all_durably(&dir)?;
+            let store = Store::open(&dir, StoreOptions { sync: cfg.fsync })?;
             Arc::new(RocksMetadata::new(store))
         }
         MetadataEngine::Postgres => {
