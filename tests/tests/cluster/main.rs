@@ -11,6 +11,7 @@ use penstock_tests::cluster::Cluster;
 use penstock_tests::{code, find_folder, get, keys, pattern, put, status, Upload};
 use serde_json::Value;
 
+mod power_loss;
 mod races;
 
 /// How long an admin change may take to reach every gateway (docs/scale-out.md). Gateways keep
