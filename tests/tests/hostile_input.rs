@@ -502,7 +502,7 @@ async fn oversized_header_sections_are_refused() {
 }
 
 /// A method S3 has no operation for (PATCH, PROPFIND, a POST of an object naming no
-/// sub-resource, a PUT or DELETE of the service root) is 405 `MethodNotAllowed` naming the method and the resource's kind, with a
+/// sub-resource, a PUT, DELETE or HEAD of the service root) is 405 `MethodNotAllowed` naming the method and the resource's kind, with a
 /// request id, whether or not the request is signed, and changes nothing; s3s answered 501.
 #[tokio::test]
 async fn methods_without_an_operation_are_not_allowed() {
@@ -527,6 +527,16 @@ async fn methods_without_an_operation_are_not_allowed() {
             let detail = format!("<Method>{method}</Method><ResourceType>{kind}</ResourceType>");
             assert!(text.contains(&detail) && text.contains("<RequestId>"), "{text}");
         }
+    }
+    // HEAD of the service root, as S3 answers it: 405 without a body, with a request id.
+    for signed in [true, false] {
+        let r = if signed {
+            header_signed(&gw, "HEAD", "/", &sha256_hex(b""), b"")
+        } else {
+            Conn::open(&gw).unsigned("HEAD", "/", &[], b"")
+        };
+        assert_eq!(r.status, 405, "HEAD / (signed: {signed})");
+        assert!(r.header("x-amz-request-id").is_some(), "{:?}", r.headers);
     }
     assert_eq!(penstock_tests::get(&c, "methods", "k").await, b"keep me");
     // A POST of a bucket that is neither DeleteObjects nor a form upload.

@@ -249,10 +249,11 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
     let method = req.method();
     let path = req.uri().path().trim_start_matches('/');
     let post = *method == Method::POST;
-    // The service root's one operation is ListBuckets (GET; HEAD and OPTIONS are left to it).
-    let writes_root = path.is_empty() && matches!(*method, Method::PUT | Method::POST | Method::DELETE);
+    // The service root's one operation is ListBuckets (GET; OPTIONS, a browser's preflight, is
+    // left to the CORS answer). HEAD has none there either: S3 answers it 405 (s3s: 501).
+    let not_listing = path.is_empty() && matches!(*method, Method::PUT | Method::POST | Method::DELETE | Method::HEAD);
     let known = [Method::GET, Method::HEAD, Method::PUT, Method::DELETE, Method::OPTIONS].contains(method);
-    if known && !writes_root {
+    if known && !not_listing {
         return None;
     }
     let resource = match (host_bucket(), path.split_once('/')) {
@@ -398,7 +399,7 @@ mod tests {
             assert_eq!(asked(method, "/b/k", false), None, "{method}");
         }
         // The service root answers ListBuckets only; with the bucket in the Host, `/` is the bucket.
-        for method in ["PUT", "POST", "DELETE"] {
+        for method in ["PUT", "POST", "DELETE", "HEAD"] {
             assert_eq!(asked(method, "/", false).as_deref(), Some("SERVICE"), "{method}");
             let bucket = asked(method, "/", true);
             let expected = (method == "POST").then(|| "PreconditionFailed".to_owned());
@@ -407,7 +408,7 @@ mod tests {
                 "{method} of a bucket named by the Host (POST: not a form)"
             );
         }
-        for method in ["GET", "HEAD", "OPTIONS"] {
+        for method in ["GET", "OPTIONS"] {
             assert_eq!(asked(method, "/", false), None, "{method}");
         }
     }
