@@ -547,6 +547,11 @@ async fn methods_without_an_operation_are_not_allowed() {
         text.contains("<Condition>Bucket POST must be of the enclosure-type multipart/form-data</Condition>"),
         "{text}"
     );
+    // A form whose boundary is empty cannot be split: S3's code, with S3's message.
+    let r = Conn::open(&gw).unsigned("POST", "/methods", &[("content-type", "multipart/form-data; boundary=")], b"x");
+    assert_eq!((r.status, error_code(&r.body).as_str()), (400, "MalformedPOSTRequest"));
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert!(text.contains("<Message>The body of your POST request is not well-formed"), "{text}");
     let r = header_signed(&gw, "POST", "/methods?uploads", &sha256_hex(b""), b"");
     assert_eq!((r.status, error_code(&r.body).as_str()), (405, "MethodNotAllowed"));
     // The object's own POST sub-resources still work.

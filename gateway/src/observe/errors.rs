@@ -77,6 +77,12 @@ fn standard_message(code: &str) -> Option<&'static str> {
         "MaxMessageLengthExceeded" => "Your request was too big.",
         "MalformedXML" => "The XML you provided was not well-formed or did not validate against our published schema.",
         "InternalError" => "We encountered an internal error. Please try again.",
+        "MalformedPOSTRequest" => "The body of your POST request is not well-formed multipart/form-data.",
+        "MissingContentLength" => "You must provide the Content-Length HTTP header.",
+        "MissingRequestBodyError" => "Request Body is empty.",
+        "InvalidPolicyDocument" => {
+            "The content of the form does not meet the conditions specified in the policy document."
+        }
         _ => return None,
     })
 }
@@ -330,6 +336,15 @@ mod tests {
             missing_message(given, Some("InvalidBucketName")),
             None,
             "a message is kept"
+        );
+        // s3s refuses a form it cannot split with the code alone.
+        assert_eq!(
+            missing_message(
+                b"<Error><Code>MalformedPOSTRequest</Code></Error>",
+                Some("MalformedPOSTRequest")
+            )
+            .as_deref(),
+            Some("<Message>The body of your POST request is not well-formed multipart/form-data.</Message>")
         );
         assert_eq!(missing_message(bare, Some("SomethingElse")), None);
         assert_eq!(missing_message(bare, None), None);
