@@ -206,6 +206,27 @@ async fn a_power_cut_never_loses_a_version() {
     drop(gw);
 }
 
+/// The same under the PostgreSQL engine: the volume is on [`PowerCutFs`] and the database, on a
+/// machine of its own in a real deployment, keeps running; a version's rows in the database must
+/// never outlive its file on the volume, nor the other way round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_power_cut_never_loses_a_version_under_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("volume");
+    std::fs::create_dir(&root).unwrap();
+    let mut disk = PowerCutFs::mount(&root);
+    let spec = format!("backend = \"posix\"\npath = \"{}\"\n", root.display());
+    let mut cluster = penstock_tests::cluster::Cluster::start_on(1, &spec, root, None);
+    let gw = versions_survive_crashes(cluster.gateways.remove(0), |gw| {
+        gw.kill();
+        disk.cut();
+    })
+    .await;
+    drop(gw);
+    drop(disk);
+    drop(cluster);
+}
+
 /// Four rounds of the versioned workload below, each ended by `crash` (which leaves the gateway
 /// stopped) and a restart, checking what each round acknowledged. Answers the gateway, stopped.
 async fn versions_survive_crashes(mut gw: Gateway, mut crash: impl FnMut(&mut Gateway)) -> Gateway {
