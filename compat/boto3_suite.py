@@ -659,6 +659,14 @@ n = s3.get_bucket_notification_configuration(Bucket=B)
 check("no notifications", not any(k.endswith("Configurations") for k in n), n)
 check("no acceleration", "Status" not in s3.get_bucket_accelerate_configuration(Bucket=B))
 check("owner pays", s3.get_bucket_request_payment(Bucket=B).get("Payer") == "BucketOwner")
+for name, fn, key in [
+    ("analytics", s3.list_bucket_analytics_configurations, "AnalyticsConfigurationList"),
+    ("inventory", s3.list_bucket_inventory_configurations, "InventoryConfigurationList"),
+    ("metrics", s3.list_bucket_metrics_configurations, "MetricsConfigurationList"),
+    ("intelligent tiering", s3.list_bucket_intelligent_tiering_configurations, "IntelligentTieringConfigurationList"),
+]:
+    got = fn(Bucket=B)
+    check(f"no {name} configurations", got.get("IsTruncated") is False and not got.get(key), got)
 # Deleting one leaves it unset: 204, as S3 answers for a bucket without it.
 for name, fn in [("encryption", s3.delete_bucket_encryption), ("website", s3.delete_bucket_website),
                  ("replication", s3.delete_bucket_replication)]:

@@ -103,6 +103,14 @@ operations! {
     GetBucketRequestPayment => get_bucket_request_payment(GetBucketRequestPaymentInput)
         -> GetBucketRequestPaymentOutput, ro;
     GetBucketReplication => get_bucket_replication(GetBucketReplicationInput) -> GetBucketReplicationOutput, ro;
+    ListBucketAnalyticsConfigurations => list_bucket_analytics_configurations(
+        ListBucketAnalyticsConfigurationsInput) -> ListBucketAnalyticsConfigurationsOutput, ro;
+    ListBucketInventoryConfigurations => list_bucket_inventory_configurations(
+        ListBucketInventoryConfigurationsInput) -> ListBucketInventoryConfigurationsOutput, ro;
+    ListBucketMetricsConfigurations => list_bucket_metrics_configurations(
+        ListBucketMetricsConfigurationsInput) -> ListBucketMetricsConfigurationsOutput, ro;
+    ListBucketIntelligentTieringConfigurations => list_bucket_intelligent_tiering_configurations(
+        ListBucketIntelligentTieringConfigurationsInput) -> ListBucketIntelligentTieringConfigurationsOutput, ro;
     DeleteBucketEncryption => delete_bucket_encryption(DeleteBucketEncryptionInput)
         -> DeleteBucketEncryptionOutput, wd;
     DeleteBucketWebsite => delete_bucket_website(DeleteBucketWebsiteInput) -> DeleteBucketWebsiteOutput, wd;

@@ -135,6 +135,34 @@ never_set! {
         ReplicationConfigurationNotFoundError,
         "The replication configuration was not found"
     ));
+    /// ListBucketAnalyticsConfigurations: none (S3's answer for a bucket where none was made).
+    list_bucket_analytics_configurations(ListBucketAnalyticsConfigurationsInput)
+        -> ListBucketAnalyticsConfigurationsOutput =>
+        Ok(S3Response::new(ListBucketAnalyticsConfigurationsOutput {
+            is_truncated: Some(false),
+            ..Default::default()
+        }));
+    /// ListBucketInventoryConfigurations: none.
+    list_bucket_inventory_configurations(ListBucketInventoryConfigurationsInput)
+        -> ListBucketInventoryConfigurationsOutput =>
+        Ok(S3Response::new(ListBucketInventoryConfigurationsOutput {
+            is_truncated: Some(false),
+            ..Default::default()
+        }));
+    /// ListBucketMetricsConfigurations: none.
+    list_bucket_metrics_configurations(ListBucketMetricsConfigurationsInput)
+        -> ListBucketMetricsConfigurationsOutput =>
+        Ok(S3Response::new(ListBucketMetricsConfigurationsOutput {
+            is_truncated: Some(false),
+            ..Default::default()
+        }));
+    /// ListBucketIntelligentTieringConfigurations: none.
+    list_bucket_intelligent_tiering_configurations(ListBucketIntelligentTieringConfigurationsInput)
+        -> ListBucketIntelligentTieringConfigurationsOutput =>
+        Ok(S3Response::new(ListBucketIntelligentTieringConfigurationsOutput {
+            is_truncated: Some(false),
+            ..Default::default()
+        }));
     /// DeleteBucketEncryption: 204, as S3 answers for a bucket without one (scripts and tools
     /// that reset a bucket's settings delete each of them); with volumes encrypted at rest the
     /// bucket stays SSE-S3, as an S3 bucket does once its configuration is deleted.

@@ -121,6 +121,13 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
 
     let e = c.get_bucket_website().bucket("acl").send().await.unwrap_err();
     assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchWebsiteConfiguration"), "read as never set");
+    // Lists of configurations never made are empty.
+    let m = c.list_bucket_metrics_configurations().bucket("acl").send().await.unwrap();
+    assert!(m.metrics_configuration_list().is_empty() && m.is_truncated() == Some(false));
+    let i = c.list_bucket_inventory_configurations().bucket("acl").send().await.unwrap();
+    assert!(i.inventory_configuration_list().is_empty() && i.is_truncated() == Some(false));
+    let e = c.list_bucket_analytics_configurations().bucket("nosuchbucket").send().await.unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
     let e = c
         .put_bucket_website()
         .bucket("acl")
