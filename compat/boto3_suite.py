@@ -216,6 +216,14 @@ check("unsigned boto3 GET", anon_s3.get_object(Bucket=B, Key="pub/readme.txt")["
 bad = json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
                                  "Resource": f"arn:aws:s3:::{B}"}]})
 check("malformed policy", error_code(lambda: s3.put_bucket_policy(Bucket=B, Policy=bad)) == ("MalformedPolicy", 400))
+# A policy written for S3 may name actions of features not offered here; S3 takes it, and so must we.
+deploy = json.dumps({"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+    "Action": ["s3:GetBucketWebsite", "s3:PutBucketWebsite", "s3:PutBucketLogging", "s3:GetInventoryConfiguration"],
+    "Resource": f"arn:aws:s3:::{B}"}]})
+check("policy naming actions not offered", s3.put_bucket_policy(Bucket=B, Policy=deploy)
+      ["ResponseMetadata"]["HTTPStatusCode"] in (200, 204))
+s3.put_bucket_policy(Bucket=B, Policy=policy)
 s3.put_public_access_block(Bucket=B, PublicAccessBlockConfiguration={
     "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True})
 check("public access block", s3.get_public_access_block(Bucket=B)["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"])

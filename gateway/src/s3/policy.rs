@@ -124,7 +124,9 @@ fn parse_op(name: &str) -> Option<(Op, bool)> {
     })
 }
 
-/// Actions S3 knows, lower-cased: a policy naming another (without wildcards) is malformed.
+/// Actions S3 knows for buckets and objects, lower-cased: a policy naming another (without
+/// wildcards) is malformed. Those of features not offered here are known too (policies written
+/// for S3 name them, and S3 takes them); they grant nothing here.
 /// The second field says whether the action applies to objects (else to buckets).
 const ACTIONS: &[(&str, bool)] = &[
     ("s3:abortmultipartupload", true),
@@ -138,6 +140,7 @@ const ACTIONS: &[(&str, bool)] = &[
     ("s3:deleteobjectversion", true),
     ("s3:deleteobjectversiontagging", true),
     ("s3:getaccelerateconfiguration", false),
+    ("s3:getanalyticsconfiguration", false),
     ("s3:getbucketacl", false),
     ("s3:getbucketcors", false),
     ("s3:getbucketlocation", false),
@@ -153,33 +156,50 @@ const ACTIONS: &[(&str, bool)] = &[
     ("s3:getbucketversioning", false),
     ("s3:getbucketwebsite", false),
     ("s3:getencryptionconfiguration", false),
+    ("s3:getintelligenttieringconfiguration", false),
+    ("s3:getinventoryconfiguration", false),
     ("s3:getlifecycleconfiguration", false),
+    ("s3:getmetricsconfiguration", false),
     ("s3:getobject", true),
     ("s3:getobjectacl", true),
     ("s3:getobjectattributes", true),
     ("s3:getobjectlegalhold", true),
     ("s3:getobjectretention", true),
     ("s3:getobjecttagging", true),
+    ("s3:getobjecttorrent", true),
     ("s3:getobjectversion", true),
     ("s3:getobjectversionacl", true),
     ("s3:getobjectversionattributes", true),
+    ("s3:getobjectversionforreplication", true),
     ("s3:getobjectversiontagging", true),
+    ("s3:getobjectversiontorrent", true),
     ("s3:getreplicationconfiguration", false),
+    ("s3:initiatereplication", true),
     ("s3:listallmybuckets", false),
     ("s3:listbucket", false),
     ("s3:listbucketmultipartuploads", false),
     ("s3:listbucketversions", false),
     ("s3:listmultipartuploadparts", true),
+    ("s3:objectowneroverridetobucketowner", true),
+    ("s3:putaccelerateconfiguration", false),
+    ("s3:putanalyticsconfiguration", false),
     ("s3:putbucketacl", false),
     ("s3:putbucketcors", false),
+    ("s3:putbucketlogging", false),
+    ("s3:putbucketnotification", false),
     ("s3:putbucketobjectlockconfiguration", false),
     ("s3:putbucketownershipcontrols", false),
     ("s3:putbucketpolicy", false),
     ("s3:putbucketpublicaccessblock", false),
+    ("s3:putbucketrequestpayment", false),
     ("s3:putbuckettagging", false),
     ("s3:putbucketversioning", false),
+    ("s3:putbucketwebsite", false),
     ("s3:putencryptionconfiguration", false),
+    ("s3:putintelligenttieringconfiguration", false),
+    ("s3:putinventoryconfiguration", false),
     ("s3:putlifecycleconfiguration", false),
+    ("s3:putmetricsconfiguration", false),
     ("s3:putobject", true),
     ("s3:putobjectacl", true),
     ("s3:putobjectlegalhold", true),
@@ -188,6 +208,9 @@ const ACTIONS: &[(&str, bool)] = &[
     ("s3:putobjectversionacl", true),
     ("s3:putobjectversiontagging", true),
     ("s3:putreplicationconfiguration", false),
+    ("s3:replicatedelete", true),
+    ("s3:replicateobject", true),
+    ("s3:replicatetags", true),
     ("s3:restoreobject", true),
 ];
 
@@ -761,6 +784,10 @@ pub(crate) fn action_of(op: &str, versioned: bool) -> String {
         ("PutObjectLockConfiguration", _) => "PutBucketObjectLockConfiguration",
         ("GetBucketAccelerateConfiguration", _) => "GetAccelerateConfiguration",
         ("GetBucketReplication", _) => "GetReplicationConfiguration",
+        ("ListBucketAnalyticsConfigurations", _) => "GetAnalyticsConfiguration",
+        ("ListBucketInventoryConfigurations", _) => "GetInventoryConfiguration",
+        ("ListBucketMetricsConfigurations", _) => "GetMetricsConfiguration",
+        ("ListBucketIntelligentTieringConfigurations", _) => "GetIntelligentTieringConfiguration",
         (op, _) => op,
     };
     format!("s3:{a}")

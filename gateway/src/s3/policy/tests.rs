@@ -301,6 +301,34 @@ fn malformed_policies_say_why() {
     assert!(Policy::parse(&stmt(r#", "Sid": "s1", "Condition": {}"#), "data").is_ok());
 }
 
+/// Policies written for S3 (a deployment role's, a replication destination's) name actions of
+/// features this gateway does not offer; S3 takes them, and so does the gateway.
+#[test]
+fn actions_of_features_not_offered_are_known() {
+    let deploy = r#"{"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+         "Action": ["s3:PutBucketWebsite", "s3:PutBucketLogging", "s3:PutBucketNotification",
+                    "s3:PutBucketRequestPayment", "s3:PutAccelerateConfiguration",
+                    "s3:GetInventoryConfiguration", "s3:PutInventoryConfiguration",
+                    "s3:GetMetricsConfiguration", "s3:PutMetricsConfiguration",
+                    "s3:GetAnalyticsConfiguration", "s3:PutAnalyticsConfiguration",
+                    "s3:GetIntelligentTieringConfiguration", "s3:PutIntelligentTieringConfiguration"],
+         "Resource": "arn:aws:s3:::data"},
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+         "Action": ["s3:ReplicateObject", "s3:ReplicateDelete", "s3:ReplicateTags",
+                    "s3:GetObjectVersionForReplication", "s3:ObjectOwnerOverrideToBucketOwner",
+                    "s3:GetObjectTorrent", "s3:InitiateReplication"],
+         "Resource": "arn:aws:s3:::data/*"}]}"#;
+    Policy::parse(deploy, "data").unwrap();
+    // An object's action on the bucket alone still applies to nothing.
+    let e = Policy::parse(
+        r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:ReplicateObject", "Resource": "arn:aws:s3:::data"}]}"#,
+        "data",
+    )
+    .unwrap_err();
+    assert!(e.contains("Action does not apply"), "{e}");
+}
+
 #[test]
 fn globs_and_actions() {
     assert!(glob("*", ""));
@@ -322,6 +350,10 @@ fn globs_and_actions() {
     );
     assert_eq!(action_of("PutBucketEncryption", false), "s3:PutEncryptionConfiguration");
     assert_eq!(action_of("DeleteBucketWebsite", false), "s3:DeleteBucketWebsite");
+    assert_eq!(
+        action_of("ListBucketInventoryConfigurations", false),
+        "s3:GetInventoryConfiguration"
+    );
     assert_eq!(
         action_of("DeleteBucketReplication", false),
         "s3:PutReplicationConfiguration"
