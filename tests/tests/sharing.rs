@@ -114,6 +114,61 @@ async fn encryption_condition_keys_are_accepted_and_evaluated() {
     put(&bob.s3, "enc", "k", b"x").await;
 }
 
+/// The condition keys of AWS's own policy examples beyond encryption: conditional writes
+/// demanded (`s3:if-none-match`), presigned URLs held to an age (`s3:signatureAge`), tag keys a
+/// write may set (`s3:RequestObjectTagKeys`), the bucket's account (`s3:ResourceAccount`), and
+/// access point keys no request here carries.
+#[tokio::test]
+async fn write_condition_keys_signature_age_and_account_are_evaluated() {
+    use aws_sdk_s3::presigning::PresigningConfig;
+    use std::time::{Duration, SystemTime};
+    let (gw, _c) = Gateway::with_bucket("other").await;
+    let bob = gw.tenant("default", "bob", "user");
+    mkbucket(&bob.s3, "cond").await;
+    put(&bob.s3, "cond", "old", b"kept").await;
+    let policy = r#"{"Version": "2012-10-17", "Statement": [
+        {"Sid": "OnlyNewKeys", "Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::cond/*", "Condition": {"Null": {"s3:if-none-match": "true"}}},
+        {"Sid": "FreshUrls", "Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::cond/*", "Condition": {"NumericGreaterThan": {"s3:signatureAge": "600000"}}},
+        {"Sid": "TagKeys", "Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::cond/*",
+         "Condition": {"ForAnyValue:StringNotEquals": {"s3:RequestObjectTagKeys": ["project"]}}},
+        {"Sid": "OwnAccount", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+         "Resource": "arn:aws:s3:::cond/*", "Condition": {"StringNotEquals": {"s3:ResourceAccount": "default"}}},
+        {"Sid": "ViaAccessPoint", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::cond/*", "Condition": {"StringEquals": {"s3:DataAccessPointAccount": "123456789012"}}}
+    ]}"#;
+    set_policy(&bob.s3, "cond", policy).await;
+    let body = || ByteStream::from_static(b"new");
+    let e = bob.s3.put_object().bucket("cond").key("k").body(body()).send().await.unwrap_err();
+    assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403), "a PUT without If-None-Match");
+    bob.s3.put_object().bucket("cond").key("k").if_none_match("*").body(body()).send().await.unwrap();
+    let tagged = |tags: &'static str| {
+        bob.s3.put_object().bucket("cond").key(format!("t-{tags}")).if_none_match("*").tagging(tags).body(body()).send()
+    };
+    tagged("project=x").await.unwrap();
+    let e = tagged("project=x&owner=y").await.unwrap_err();
+    assert_eq!(status(&e), 403, "a tag key the policy does not list");
+    // A URL signed 20 minutes ago (valid for an hour) is older than the policy allows.
+    let presign = |start: SystemTime| {
+        PresigningConfig::builder().start_time(start).expires_in(Duration::from_secs(3600)).build().unwrap()
+    };
+    let stale =
+        bob.s3.get_object().bucket("cond").key("old").presigned(presign(SystemTime::now() - Duration::from_secs(1200)));
+    let stale = stale.await.unwrap();
+    let a = Conn::open(&gw).unsigned("GET", stale.uri().trim_start_matches(&gw.endpoint), &[], b"");
+    assert_eq!((a.status, xml_code(&a).as_str()), (403, "AccessDenied"), "a stale URL");
+    let fresh = bob.s3.get_object().bucket("cond").key("old").presigned(presign(SystemTime::now())).await.unwrap();
+    let a = Conn::open(&gw).unsigned("GET", fresh.uri().trim_start_matches(&gw.endpoint), &[], b"");
+    assert_eq!((a.status, a.body.as_slice()), (200, &b"kept"[..]), "a fresh URL");
+    // The bucket is in the account the policy names, so deletes pass; no request comes through an
+    // access point, so that grant admits nobody.
+    bob.s3.delete_object().bucket("cond").key("k").send().await.unwrap();
+    let a = anon(&gw, "GET", "/cond/old");
+    assert_eq!(a.status, 403, "an access point's grant");
+}
+
 #[tokio::test]
 async fn malformed_policies_are_refused_and_change_nothing() {
     let (_gw, c) = Gateway::with_bucket("mal").await;

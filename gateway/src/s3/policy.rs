@@ -71,6 +71,9 @@ struct Condition {
     if_exists: bool,
     /// `ForAllValues:`: every value of the key must match (and an absent key matches).
     for_all: bool,
+    /// `ForAnyValue:`: one value of the key must match (and an absent key fails, negated
+    /// operator or `...IfExists` notwithstanding, as IAM evaluates it).
+    for_any: bool,
     key: String,
     values: Vec<String>,
 }
@@ -245,6 +248,19 @@ const S3_KEYS: &[&str] = &[
     "s3:object-lock-retain-until-date",
     "s3:object-lock-remaining-retention-days",
     "s3:object-lock-legal-hold",
+    "s3:signatureage",
+    "s3:requestobjecttagkeys",
+    "s3:resourceaccount",
+    "s3:if-match",
+    "s3:if-none-match",
+    // Keys no request here carries (access points, CreateBucket's own), which policies written
+    // for S3 name: accepted, and a condition on one holds only where S3's rules say an absent key
+    // makes it hold (`...IfExists`, `Null`, negated operators).
+    "s3:dataaccesspointaccount",
+    "s3:dataaccesspointarn",
+    "s3:accesspointnetworkorigin",
+    "s3:x-amz-object-ownership",
+    "s3:locationconstraint",
 ];
 
 /// Keys whose fixed value keeps a statement granting `*` from being public (S3's rule).
@@ -389,8 +405,9 @@ impl Condition {
     }
 
     /// IAM's rules: an absent key fails a condition, except that negated operators and
-    /// `...IfExists` pass, and `Null` tests exactly presence; several policy values are ORed
-    /// (NORed when negated); several request values must all match under `ForAllValues:`.
+    /// `...IfExists` pass, and `Null` tests exactly presence; under a set operator the operator
+    /// alone decides (`ForAllValues:` passes, `ForAnyValue:` fails). Several policy values are
+    /// ORed (NORed when negated); several request values must all match under `ForAllValues:`.
     fn holds(&self, keys: &HashMap<String, Vec<String>>) -> bool {
         let c = self;
         let have = keys.get(&c.key).filter(|v| !v.is_empty());
@@ -399,7 +416,7 @@ impl Condition {
             return have.is_none() == want_absent;
         }
         let Some(have) = have else {
-            return c.if_exists || self.negated || c.for_all;
+            return c.for_all || (!c.for_any && (c.if_exists || c.negated));
         };
         let one = |h: &String| {
             let any = c.values.iter().any(|w| c.test(h, w));
@@ -699,6 +716,7 @@ fn parse_conditions(c: &Map<String, Value>) -> Result<Vec<Condition>, Malformed>
                 negated,
                 if_exists,
                 for_all: set == Some(true),
+                for_any: set == Some(false),
                 key,
                 values,
             });

@@ -139,7 +139,23 @@ const HEADER_KEYS: &[&str] = &[
     "x-amz-server-side-encryption",
     "x-amz-server-side-encryption-aws-kms-key-id",
     "x-amz-server-side-encryption-customer-algorithm",
+    // Conditional writes (`s3:if-match`, `s3:if-none-match`): policies that demand them.
+    "if-match",
+    "if-none-match",
 ];
+
+/// `s3:signatureAge`: milliseconds since the request was signed, from its SigV4 date
+/// (`X-Amz-Date` in a presigned URL's query, else the `x-amz-date` header); `None` for requests
+/// without one (anonymous, SigV2).
+fn signature_age_ms(facts: &RequestFacts<'_>, now: time::OffsetDateTime) -> Option<i128> {
+    let signed = query_pairs(facts.uri)
+        .find(|(k, _)| k == "X-Amz-Date")
+        .map(|(_, v)| v)
+        .or_else(|| facts.headers.get("x-amz-date")?.to_str().ok().map(str::to_owned))?;
+    let format = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    let at = time::PrimitiveDateTime::parse(&signed, &format).ok()?.assume_utc();
+    Some(((now - at).whole_milliseconds()).max(0))
+}
 
 /// Object lock's condition keys, by the header that carries each (requests whose body carries
 /// them are authorized with their values in these headers: `auth.rs`).
@@ -253,7 +269,13 @@ impl Gateway {
             let uri: Uri = format!("/?{t}").parse().unwrap_or_default();
             for (tk, tv) in query_pairs(&uri) {
                 put(&format!("s3:requestobjecttag/{tk}"), tv);
+                put("s3:requestobjecttagkeys", tk);
             }
+        }
+        // The bucket's account: its domain, as principals name it (`arn:aws:iam::<domain>:root`).
+        put("s3:resourceaccount", rec.domain.clone());
+        if let Some(age) = signature_age_ms(facts, now) {
+            put("s3:signatureage", age.to_string());
         }
         if tags {
             if let Some(key) = facts.key {

@@ -138,6 +138,50 @@ fn allowed(p: &Policy, k: &[(&str, &str)]) -> bool {
     decide(p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &keys(k)) == Decision::Allow
 }
 
+/// A key the request does not carry: under a set operator the operator decides
+/// (`ForAllValues:` holds, `ForAnyValue:` fails, negated or `...IfExists` alike); otherwise a
+/// negated operator or `...IfExists` holds and a plain one fails.
+#[test]
+fn absent_keys_under_set_operators() {
+    let tagged = [("s3:requestobjecttagkeys", "project")];
+    for (cond, absent, present) in [
+        (
+            r#"{"ForAnyValue:StringNotEquals": {"s3:RequestObjectTagKeys": "x"}}"#,
+            false,
+            true,
+        ),
+        (
+            r#"{"ForAnyValue:StringEqualsIfExists": {"s3:RequestObjectTagKeys": "project"}}"#,
+            false,
+            true,
+        ),
+        (
+            r#"{"ForAllValues:StringEquals": {"s3:RequestObjectTagKeys": "x"}}"#,
+            true,
+            false,
+        ),
+        (
+            r#"{"ForAllValues:StringNotEquals": {"s3:RequestObjectTagKeys": "project"}}"#,
+            true,
+            false,
+        ),
+        (
+            r#"{"StringNotEquals": {"s3:RequestObjectTagKeys": "project"}}"#,
+            true,
+            false,
+        ),
+        (
+            r#"{"StringEquals": {"s3:RequestObjectTagKeys": "project"}}"#,
+            false,
+            true,
+        ),
+    ] {
+        let p = with_condition(cond);
+        assert_eq!(allowed(&p, &[]), absent, "{cond} without the key");
+        assert_eq!(allowed(&p, &tagged), present, "{cond} with it");
+    }
+}
+
 #[test]
 fn source_ip_conditions_and_their_public_status() {
     let p = with_condition(r#"{"IpAddress": {"aws:SourceIp": ["10.1.0.0/16", "2001:db8::/32"]}}"#);
