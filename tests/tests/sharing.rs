@@ -169,6 +169,34 @@ async fn write_condition_keys_signature_age_and_account_are_evaluated() {
     assert_eq!(a.status, 403, "an access point's grant");
 }
 
+/// One bucket, a home prefix per user: the policy names `${aws:username}` once, and each user of
+/// the domain reads, writes and lists only under their own name.
+#[tokio::test]
+async fn policy_variables_give_each_user_a_home_prefix() {
+    let (gw, c) = Gateway::with_bucket("homes").await;
+    let bob = gw.tenant("default", "bob", "user");
+    let carol = gw.tenant("default", "carol", "user");
+    let doc = r#"{"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::default:root"}, "Action": ["s3:GetObject", "s3:PutObject"],
+         "Resource": "arn:aws:s3:::homes/home/${aws:username}/*"},
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::default:root"}, "Action": "s3:ListBucket",
+         "Resource": "arn:aws:s3:::homes", "Condition": {"StringLike": {"s3:prefix": "home/${aws:username}/*"}}}]}"#;
+    set_policy(&c, "homes", doc).await;
+    put(&bob.s3, "homes", "home/bob/notes.txt", b"bob's").await;
+    put(&carol.s3, "homes", "home/carol/notes.txt", b"carol's").await;
+    assert_eq!(get(&bob.s3, "homes", "home/bob/notes.txt").await, b"bob's");
+    let e = bob.s3.get_object().bucket("homes").key("home/carol/notes.txt").send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "another user's home");
+    let e = carol.s3.put_object().bucket("homes").key("home/bob/x").body(ByteStream::from_static(b"x")).send().await;
+    assert_eq!(status(&e.unwrap_err()), 403);
+    let mine = bob.s3.list_objects_v2().bucket("homes").prefix("home/bob/").send().await.unwrap();
+    assert_eq!(mine.contents().iter().filter_map(|o| o.key()).collect::<Vec<_>>(), ["home/bob/notes.txt"]);
+    let e = bob.s3.list_objects_v2().bucket("homes").prefix("home/carol/").send().await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    let e = bob.s3.list_objects_v2().bucket("homes").send().await.unwrap_err();
+    assert_eq!(status(&e), 403, "no prefix, no listing");
+}
+
 #[tokio::test]
 async fn malformed_policies_are_refused_and_change_nothing() {
     let (_gw, c) = Gateway::with_bucket("mal").await;

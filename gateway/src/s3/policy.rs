@@ -55,6 +55,9 @@ pub(crate) struct Policy {
 #[derive(Debug, Clone)]
 struct Statement {
     allow: bool,
+    /// Whether policy variables in resources and condition values are replaced (version
+    /// 2012-10-17; in 2008-10-17 and without a version, `${...}` is text).
+    variables: bool,
     /// `(negated, names)`: `None` in the names means `*`.
     principal: (bool, Option<Vec<String>>),
     actions: (bool, Vec<String>),
@@ -74,6 +77,8 @@ struct Condition {
     /// `ForAnyValue:`: one value of the key must match (and an absent key fails, negated
     /// operator or `...IfExists` notwithstanding, as IAM evaluates it).
     for_any: bool,
+    /// Whether policy variables in the values are replaced (policies of version 2012-10-17).
+    variables: bool,
     key: String,
     values: Vec<String>,
 }
@@ -95,6 +100,11 @@ enum Op {
     DateGreaterThanEquals,
     Bool,
     IpAddress,
+    /// `ArnEquals`/`ArnLike` (IAM treats both alike): each of an ARN's six `:`-separated parts
+    /// matched on its own, wildcards within a part.
+    ArnLike,
+    /// `BinaryEquals`: the key's bytes against the base64 the policy holds.
+    BinaryEquals,
     Null,
 }
 
@@ -122,6 +132,9 @@ fn parse_op(name: &str) -> Option<(Op, bool)> {
         "Bool" => (Op::Bool, false),
         "IpAddress" => (Op::IpAddress, false),
         "NotIpAddress" => (Op::IpAddress, true),
+        "ArnEquals" | "ArnLike" => (Op::ArnLike, false),
+        "ArnNotEquals" | "ArnNotLike" => (Op::ArnLike, true),
+        "BinaryEquals" => (Op::BinaryEquals, false),
         "Null" => (Op::Null, false),
         _ => return None,
     })
@@ -309,14 +322,89 @@ fn strings(v: &Value, what: &str) -> Result<Vec<String>, Malformed> {
 
 /// Whether `text` matches `pattern`, where `*` is any run and `?` any one character.
 pub(crate) fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    matches_pattern(&plain_pattern(pattern), text)
+}
+
+/// One character of a pattern: itself, or a wildcard. A policy variable's value is all
+/// literals, so a `*` in a user name or header matches only a `*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pc {
+    Lit(char),
+    /// `*`: any run of characters.
+    Run,
+    /// `?`: any one character.
+    One,
+}
+
+impl Pc {
+    /// The character as written (a wildcard's own).
+    fn char(self) -> char {
+        match self {
+            Pc::Lit(c) => c,
+            Pc::Run => '*',
+            Pc::One => '?',
+        }
+    }
+}
+
+/// A pattern without policy variables.
+fn plain_pattern(p: &str) -> Vec<Pc> {
+    p.chars()
+        .map(|c| match c {
+            '*' => Pc::Run,
+            '?' => Pc::One,
+            c => Pc::Lit(c),
+        })
+        .collect()
+}
+
+/// A pattern with IAM's policy variables (`${aws:username}`, `${s3:prefix, 'default'}`, and
+/// `${*}`, `${?}`, `${$}` for those characters) replaced by literals from the request's keys;
+/// `None` when one names a key the request lacks (or holds several values for) and gives no
+/// default, so the element matches nothing, as IAM evaluates it. `${` without its `}` is text.
+fn pattern_with_variables(p: &str, keys: &HashMap<String, Vec<String>>) -> Option<Vec<Pc>> {
+    let mut out = Vec::with_capacity(p.len());
+    let mut rest = p;
+    while let Some(at) = rest.find("${") {
+        out.extend(plain_pattern(&rest[..at]));
+        let inner_start = at + 2;
+        let Some(len) = rest[inner_start..].find('}') else {
+            out.extend(plain_pattern(&rest[at..]));
+            return Some(out);
+        };
+        let inner = &rest[inner_start..inner_start + len];
+        rest = &rest[inner_start + len + 1..];
+        let (name, default) = match inner.split_once(',') {
+            Some((n, d)) => {
+                let d = d.trim();
+                let quoted = d.len() >= 2 && d.starts_with('\'') && d.ends_with('\'');
+                (n.trim(), quoted.then(|| &d[1..d.len() - 1]))
+            }
+            None => (inner.trim(), None),
+        };
+        let value = match name {
+            "*" | "?" | "$" => Some(name),
+            _ => match keys.get(&name.to_ascii_lowercase()).map(Vec::as_slice) {
+                Some([one]) => Some(one.as_str()),
+                _ => default,
+            },
+        };
+        out.extend(value?.chars().map(Pc::Lit));
+    }
+    out.extend(plain_pattern(rest));
+    Some(out)
+}
+
+/// Whether `text` matches the pattern.
+fn matches_pattern(p: &[Pc], text: &str) -> bool {
+    let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+        if pi < p.len() && (p[pi] == Pc::One || p[pi] == Pc::Lit(t[ti])) {
             pi += 1;
             ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pi < p.len() && p[pi] == Pc::Run {
             star = Some((pi, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
@@ -327,7 +415,7 @@ pub(crate) fn glob(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p[pi..].iter().all(|&c| c == Pc::Run)
 }
 
 /// Parses `2026-11-24T10:00:00Z` (fractional seconds and offsets allowed), `2026-11-24`, or
@@ -377,6 +465,26 @@ fn cidr_contains((net, len): (IpAddr, u8), ip: IpAddr) -> bool {
 }
 
 impl Condition {
+    /// [`Condition::test`], with the policy variables in a string or ARN operator's value
+    /// replaced first; a value naming a key the request lacks matches nothing.
+    fn value_matches(&self, have: &str, want: &str, keys: &HashMap<String, Vec<String>>) -> bool {
+        let textual = matches!(
+            self.op,
+            Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike | Op::ArnLike
+        );
+        if !(self.variables && textual && want.contains("${")) {
+            return self.test(have, want);
+        }
+        let Some(p) = pattern_with_variables(want, keys) else {
+            return false;
+        };
+        match self.op {
+            Op::StringLike => matches_pattern(&p, have),
+            Op::ArnLike => arn_matches(&p, have),
+            _ => self.test(have, &p.iter().map(|c| c.char()).collect::<String>()),
+        }
+    }
+
     /// Whether one value of the request matches one value of the policy (un-negated).
     fn test(&self, have: &str, want: &str) -> bool {
         let num = || Some((have.parse::<f64>().ok()?, want.parse::<f64>().ok()?));
@@ -400,6 +508,8 @@ impl Condition {
                 (Some(net), Ok(ip)) => cidr_contains(net, ip),
                 _ => false,
             },
+            Op::ArnLike => arn_like(want, have),
+            Op::BinaryEquals => base64_bytes(want).is_some_and(|w| w == have.as_bytes()),
             Op::Null => unreachable!("Null tests presence, not values"),
         }
     }
@@ -419,7 +529,7 @@ impl Condition {
             return c.for_all || (!c.for_any && (c.if_exists || c.negated));
         };
         let one = |h: &String| {
-            let any = c.values.iter().any(|w| c.test(h, w));
+            let any = c.values.iter().any(|w| c.value_matches(h, w, keys));
             any != self.negated
         };
         if c.for_all {
@@ -447,11 +557,11 @@ impl Policy {
                 return malformed(format!("Unknown field {k}"));
             }
         }
-        match doc.get("Version") {
-            None => {}
-            Some(Value::String(v)) if v == "2012-10-17" || v == "2008-10-17" => {}
+        let variables = match doc.get("Version") {
+            None => false,
+            Some(Value::String(v)) if v == "2012-10-17" || v == "2008-10-17" => v == "2012-10-17",
             Some(_) => return malformed("The policy must contain a valid version string"),
-        }
+        };
         let stmts = match doc.get("Statement") {
             Some(Value::Array(a)) if !a.is_empty() => a.iter().collect::<Vec<_>>(),
             Some(v @ Value::Object(_)) => vec![v],
@@ -460,7 +570,7 @@ impl Policy {
         let statements = stmts
             .into_iter()
             .map(|s| match s {
-                Value::Object(s) => Statement::parse(s, bucket),
+                Value::Object(s) => Statement::parse(s, bucket, variables),
                 _ => malformed("Statement must be an object"),
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -502,7 +612,7 @@ impl Policy {
                         && c.values
                             .iter()
                             .all(|v| !v.contains('*') && v != "0.0.0.0/0" && v != "::/0");
-                    narrowing && matches!(c.op, Op::StringEquals | Op::StringLike | Op::IpAddress)
+                    narrowing && matches!(c.op, Op::StringEquals | Op::StringLike | Op::IpAddress | Op::ArnLike)
                 })
         })
     }
@@ -517,7 +627,7 @@ impl Policy {
 }
 
 impl Statement {
-    fn parse(s: &Map<String, Value>, bucket: &str) -> Result<Self, Malformed> {
+    fn parse(s: &Map<String, Value>, bucket: &str, variables: bool) -> Result<Self, Malformed> {
         for k in s.keys() {
             if !matches!(
                 k.as_str(),
@@ -563,11 +673,12 @@ impl Statement {
         }
         let conditions = match s.get("Condition") {
             None => Vec::new(),
-            Some(Value::Object(c)) => parse_conditions(c)?,
+            Some(Value::Object(c)) => parse_conditions(c, variables)?,
             Some(_) => return malformed("Condition must be an object"),
         };
         Ok(Self {
             allow,
+            variables,
             principal,
             actions,
             resources,
@@ -581,7 +692,13 @@ impl Statement {
             Some(names) => names.iter().any(|n| cx.principal.iter().any(|p| p == n)),
         };
         let action = self.actions.1.iter().any(|a| glob(a, &cx.action.to_ascii_lowercase()));
-        let resource = self.resources.1.iter().any(|r| glob(r, cx.resource));
+        let resource = self.resources.1.iter().any(|r| {
+            if self.variables && r.contains("${") {
+                pattern_with_variables(r, cx.keys).is_some_and(|p| matches_pattern(&p, cx.resource))
+            } else {
+                glob(r, cx.resource)
+            }
+        });
         who != self.principal.0
             && action != self.actions.0
             && resource != self.resources.0
@@ -596,6 +713,14 @@ fn parse_principal(p: &Value) -> Result<Option<Vec<String>>, Malformed> {
         Value::Object(m) if !m.is_empty() => {
             let mut names = Vec::new();
             for (kind, v) in m {
+                // An AWS service (CloudFront, log delivery) is a principal S3 takes; none calls
+                // here, so it names nobody.
+                if kind == "Service" {
+                    if strings(v, "Principal")?.iter().any(String::is_empty) {
+                        return invalid();
+                    }
+                    continue;
+                }
                 if kind != "AWS" && kind != "CanonicalUser" {
                     return invalid();
                 }
@@ -681,7 +806,7 @@ fn check_actions_meet_resources(actions: &[String], resources: &[String]) -> Res
     Ok(())
 }
 
-fn parse_conditions(c: &Map<String, Value>) -> Result<Vec<Condition>, Malformed> {
+fn parse_conditions(c: &Map<String, Value>, variables: bool) -> Result<Vec<Condition>, Malformed> {
     let mut out = Vec::new();
     for (op_name, block) in c {
         let (set, rest) = match op_name.split_once(':') {
@@ -717,6 +842,7 @@ fn parse_conditions(c: &Map<String, Value>) -> Result<Vec<Condition>, Malformed>
                 if_exists,
                 for_all: set == Some(true),
                 for_any: set == Some(false),
+                variables,
                 key,
                 values,
             });
@@ -737,6 +863,34 @@ fn check_key(key: &str) -> Result<(), Malformed> {
     }
 }
 
+/// Whether ARN `have` matches pattern `want` part by part (`arn:partition:service:region:
+/// account:resource`, the resource keeping any further `:`); a value that is no ARN matches
+/// nothing.
+fn arn_like(want: &str, have: &str) -> bool {
+    arn_matches(&plain_pattern(want), have)
+}
+
+/// [`arn_like`] of a pattern.
+fn arn_matches(want: &[Pc], have: &str) -> bool {
+    let h: Vec<&str> = have.splitn(6, ':').collect();
+    let mut w: Vec<&[Pc]> = Vec::with_capacity(6);
+    let mut rest = want;
+    while w.len() < 5 {
+        let Some(at) = rest.iter().position(|&c| c == Pc::Lit(':')) else {
+            break;
+        };
+        w.push(&rest[..at]);
+        rest = &rest[at + 1..];
+    }
+    w.push(rest);
+    w.len() == 6 && h.len() == 6 && w.iter().zip(&h).all(|(w, h)| matches_pattern(w, h))
+}
+
+fn base64_bytes(v: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(v).ok()
+}
+
 fn check_values(op: Op, values: &[String]) -> Result<(), Malformed> {
     for v in values {
         let ok = match op {
@@ -752,7 +906,8 @@ fn check_values(op: Op, values: &[String]) -> Result<(), Malformed> {
             | Op::DateGreaterThanEquals => parse_date(v).is_some(),
             Op::Bool | Op::Null => v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"),
             Op::IpAddress => parse_cidr(v).is_some(),
-            Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike => true,
+            Op::BinaryEquals => base64_bytes(v).is_some(),
+            Op::StringEquals | Op::StringEqualsIgnoreCase | Op::StringLike | Op::ArnLike => true,
         };
         if !ok {
             return malformed(format!("Invalid Condition value: {v}"));

@@ -138,6 +138,115 @@ fn allowed(p: &Policy, k: &[(&str, &str)]) -> bool {
     decide(p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &keys(k)) == Decision::Allow
 }
 
+/// Policies written for AWS services (CloudFront's origin access, log delivery) parse; the
+/// service principal names nobody here, and the statement publishes nothing.
+#[test]
+fn service_principals_and_arn_and_binary_conditions() {
+    let cloudfront = r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Principal": {"Service": "cloudfront.amazonaws.com"}, "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::data/*",
+        "Condition": {"ArnLike": {"AWS:SourceArn": "arn:aws:cloudfront::111122223333:distribution/*"}}}]}"#;
+    let p = Policy::parse(cloudfront, "data").unwrap();
+    assert!(!p.is_public());
+    let none = HashMap::new();
+    assert_eq!(
+        decide(&p, &[], "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+    assert_eq!(
+        decide(&p, &alice(), "s3:GetObject", "arn:aws:s3:::data/k", &none),
+        Decision::Silent
+    );
+    let bad = r#"{"Statement": [{"Effect": "Allow", "Principal": {"Service": ""}, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*"}]}"#;
+    assert!(Policy::parse(bad, "data").unwrap_err().contains("Invalid principal"));
+
+    // ARN operators match part by part: `*` stays within a part.
+    let p = with_condition(r#"{"ArnLike": {"aws:SourceArn": "arn:aws:s3:::logs-*"}}"#);
+    assert!(allowed(&p, &[("aws:sourcearn", "arn:aws:s3:::logs-2026")]));
+    assert!(!allowed(&p, &[("aws:sourcearn", "arn:aws:s3:::other")]));
+    let p = with_condition(r#"{"ArnEquals": {"aws:SourceArn": "arn:aws:*:us-east-1:*:x"}}"#);
+    assert!(allowed(&p, &[("aws:sourcearn", "arn:aws:sqs:us-east-1:123:x")]));
+    assert!(
+        !allowed(&p, &[("aws:sourcearn", "arn:aws:sqs:eu:west:1:123:x")]),
+        "a region is one part"
+    );
+    assert!(!allowed(&p, &[("aws:sourcearn", "not-an-arn")]));
+    let p = with_condition(r#"{"ArnNotLike": {"aws:SourceArn": "arn:aws:s3:::logs-*"}}"#);
+    assert!(allowed(&p, &[("aws:sourcearn", "arn:aws:s3:::other")]));
+    assert!(allowed(&p, &[]), "a negated operator passes without the key");
+
+    // BinaryEquals compares the key's bytes with the policy's base64.
+    let p = with_condition(r#"{"BinaryEquals": {"aws:UserAgent": "Ym90bw=="}}"#);
+    assert!(allowed(&p, &[("aws:useragent", "boto")]));
+    assert!(!allowed(&p, &[("aws:useragent", "curl")]));
+    let bad = r#"{"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*",
+        "Condition": {"BinaryEquals": {"aws:UserAgent": "not base64!"}}}]}"#;
+    assert!(Policy::parse(bad, "data")
+        .unwrap_err()
+        .contains("Invalid Condition value"));
+}
+
+/// Policy variables (version 2012-10-17): each user's own prefix, in resources and in
+/// condition values, replaced by literals from the request; a missing key matches nothing
+/// unless the variable gives a default; in a 2008-10-17 policy `${...}` is text.
+#[test]
+fn policy_variables_in_resources_and_conditions() {
+    let home = |version: &str| {
+        format!(
+            r#"{{"Version": "{version}", "Statement": [
+            {{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::data/home/${{aws:username}}/*"}},
+            {{"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::data",
+             "Condition": {{"StringLike": {{"s3:prefix": ["home/${{aws:username}}/*", "${{aws:username, 'nobody'}}-shared"]}}}}}}]}}"#
+        )
+    };
+    let p = Policy::parse(&home("2012-10-17"), "data").unwrap();
+    let alice_keys = keys(&[("aws:username", "alice")]);
+    let get = |p: &Policy, key: &str, k: &HashMap<String, Vec<String>>| {
+        decide(p, &[], "s3:GetObject", &format!("arn:aws:s3:::data/{key}"), k)
+    };
+    assert_eq!(get(&p, "home/alice/notes", &alice_keys), Decision::Allow);
+    assert_eq!(get(&p, "home/bob/notes", &alice_keys), Decision::Silent);
+    assert_eq!(
+        get(&p, "home/alice/notes", &HashMap::new()),
+        Decision::Silent,
+        "no user name, no match"
+    );
+    let list = |p: &Policy, prefix: &str, user: Option<&str>| {
+        let mut k = keys(&[("s3:prefix", prefix)]);
+        if let Some(u) = user {
+            k.insert("aws:username".into(), vec![u.into()]);
+        }
+        decide(p, &[], "s3:ListBucket", "arn:aws:s3:::data", &k)
+    };
+    assert_eq!(list(&p, "home/alice/x", Some("alice")), Decision::Allow);
+    assert_eq!(list(&p, "home/bob/x", Some("alice")), Decision::Silent);
+    assert_eq!(
+        list(&p, "nobody-shared", None),
+        Decision::Allow,
+        "the default stands in"
+    );
+    assert_eq!(list(&p, "alice-shared", Some("alice")), Decision::Allow);
+    // A value is literal: a user named `*` gets only the folder named `*`.
+    let star = keys(&[("aws:username", "*")]);
+    assert_eq!(get(&p, "home/bob/notes", &star), Decision::Silent);
+    assert_eq!(get(&p, "home/*/notes", &star), Decision::Allow);
+    // The 2008 grammar has no variables.
+    let old = Policy::parse(&home("2008-10-17"), "data").unwrap();
+    assert_eq!(get(&old, "home/alice/notes", &alice_keys), Decision::Silent);
+    assert_eq!(get(&old, "home/${aws:username}/notes", &alice_keys), Decision::Allow);
+    // `${*}` is a literal asterisk; an unclosed `${` is text.
+    let p = Policy::parse(
+        r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+            "Resource": "arn:aws:s3:::data/*", "Condition": {"StringEquals": {"aws:useragent": ["a${*}b", "c${d"]}}}]}"#,
+        "data",
+    )
+    .unwrap();
+    assert!(allowed(&p, &[("aws:useragent", "a*b")]));
+    assert!(!allowed(&p, &[("aws:useragent", "axb")]));
+    assert!(allowed(&p, &[("aws:useragent", "c${d")]));
+}
+
 /// A key the request does not carry: under a set operator the operator decides
 /// (`ForAllValues:` holds, `ForAnyValue:` fails, negated or `...IfExists` alike); otherwise a
 /// negated operator or `...IfExists` holds and a plain one fails.
@@ -309,7 +418,7 @@ fn malformed_policies_say_why() {
         "Action does not apply",
     );
     bad(
-        r#"{"Statement": [{"Effect": "Allow", "Principal": {"Service": "x"}, "Action": "s3:GetObject", "Resource": "*"}]}"#,
+        r#"{"Statement": [{"Effect": "Allow", "Principal": {"Bogus": "x"}, "Action": "s3:GetObject", "Resource": "*"}]}"#,
         "Invalid principal",
     );
     bad(
