@@ -26,8 +26,8 @@ mod errors;
 
 use early::{
     carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings,
-    refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_v2_date, unusable_region,
-    wrong_region_answer,
+    refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_size, refused_v2_date,
+    unusable_region, wrong_region_answer,
 };
 use errors::{
     bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
@@ -314,6 +314,7 @@ fn refused_otherwise<B>(req: &Request<B>) -> Option<Response<Body>> {
     refused_v2_date(req)
         .or_else(|| refused_expiry(req))
         .or_else(|| refused_content_sha256(req))
+        .or_else(|| refused_size(req))
 }
 
 /// A request id in the style of S3's: 16 upper-case hex digits.

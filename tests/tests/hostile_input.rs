@@ -558,3 +558,42 @@ async fn methods_without_an_operation_are_not_allowed() {
     let up = c.create_multipart_upload().bucket("methods").key("k").send().await.unwrap();
     assert!(up.upload_id().is_some());
 }
+
+/// An upload that declares more than the 5 GiB one PUT or part may carry is refused with S3's
+/// 400 `EntityTooLarge` (naming the proposed and the allowed size) before its body is read: a
+/// client waiting for 100 Continue gets the refusal instead, and nothing is stored. The
+/// declared size of an aws-chunked body counts as its length.
+#[tokio::test]
+async fn uploads_over_five_gib_are_refused_before_their_body() {
+    use aws_sigv4::http_request::SignableBody;
+    let (gw, c) = Gateway::with_bucket("big").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    for (length_header, size) in [("content-length", 6u64 << 30), ("x-amz-decoded-content-length", (5u64 << 30) + 1)] {
+        let (added, _) = Signer::admin().sign(
+            "PUT",
+            &format!("{}/big/k", gw.endpoint),
+            &[("host", host.as_str())],
+            SignableBody::UnsignedPayload,
+        );
+        let mut head = format!("PUT /big/k HTTP/1.1\r\nHost: {host}\r\nExpect: 100-continue\r\n");
+        for (k, v) in &added {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if length_header == "content-length" {
+            head.push_str(&format!("Content-Length: {size}\r\n\r\n"));
+        } else {
+            head.push_str(&format!("x-amz-decoded-content-length: {size}\r\nContent-Length: 100\r\n\r\n"));
+        }
+        let mut conn = Conn::open(&gw);
+        conn.send(head.as_bytes());
+        let r = conn.answer(false);
+        let text = String::from_utf8_lossy(&r.body).into_owned();
+        assert_eq!((r.status, error_code(&r.body).as_str()), (400, "EntityTooLarge"), "{length_header}: {text}");
+        assert!(
+            text.contains(&format!("<ProposedSize>{size}</ProposedSize>"))
+                && text.contains("<MaxSizeAllowed>5368709120</MaxSizeAllowed>"),
+            "{text}"
+        );
+    }
+    assert!(c.head_object().bucket("big").key("k").send().await.is_err(), "nothing stored");
+}

@@ -207,6 +207,29 @@ pub(super) fn refused_content_sha256<B>(req: &Request<B>) -> Option<Response<Bod
     )))
 }
 
+/// S3's answer to a PUT whose declared body is over the 5 GiB one upload may carry
+/// (`Content-Length`, or an aws-chunked body's `x-amz-decoded-content-length`): 400
+/// `EntityTooLarge` with the proposed and the allowed size, before a byte of the body is read
+/// (a client that waits for 100 Continue sends none). Without this the gateway would read and
+/// stage up to the whole declared size. `None` for any other request.
+pub(super) fn refused_size<B>(req: &Request<B>) -> Option<Response<Body>> {
+    use crate::s3::MAX_UPLOAD_BYTES;
+    if req.method() != http::Method::PUT {
+        return None;
+    }
+    let declared = |name: &str| req.headers().get(name)?.to_str().ok()?.trim().parse::<u64>().ok();
+    let size = [declared("x-amz-decoded-content-length"), declared("content-length")]
+        .into_iter()
+        .flatten()
+        .max()
+        .filter(|&n| n > MAX_UPLOAD_BYTES)?;
+    Some(bad_request(crate::s3::error_document(
+        "EntityTooLarge",
+        "Your proposed upload exceeds the maximum allowed size",
+        &format!("<ProposedSize>{size}</ProposedSize><MaxSizeAllowed>{MAX_UPLOAD_BYTES}</MaxSizeAllowed>"),
+    )))
+}
+
 /// S3's answer to a V2 header-signed request whose date it will not take (see
 /// [`crate::sigv2::check_date`]), before its signature is checked; `None` for any other request.
 pub(super) fn refused_v2_date<B>(req: &Request<B>) -> Option<Response<Body>> {

@@ -132,6 +132,22 @@ pub(crate) fn part_too_small(part: u32, size: u64, min: u64) -> S3Error {
     )
 }
 
+/// The most one upload (a PutObject or an UploadPart) may carry, as S3 allows: 5 GiB.
+pub(crate) const MAX_UPLOAD_BYTES: u64 = 5 << 30;
+
+/// 400 `EntityTooLarge`: an upload of `size` bytes (declared, or counted so far), over
+/// [`MAX_UPLOAD_BYTES`]; S3's document names both.
+pub(crate) fn upload_too_large(size: u64) -> S3Error {
+    let e = S3Error::with_message(
+        S3ErrorCode::EntityTooLarge,
+        "Your proposed upload exceeds the maximum allowed size",
+    );
+    with_detail(
+        e,
+        &format!("<ProposedSize>{size}</ProposedSize><MaxSizeAllowed>{MAX_UPLOAD_BYTES}</MaxSizeAllowed>"),
+    )
+}
+
 /// 400 `AuthorizationQueryParametersError`: a presigned URL that claims to live too long.
 pub(crate) fn presigned_too_long(max_secs: u64) -> S3Error {
     custom(

@@ -23,7 +23,7 @@ use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
 
 /// Largest payload of one PutObject or UploadPart.
-const MAX_SINGLE_PAYLOAD: u64 = 5 << 30;
+const MAX_SINGLE_PAYLOAD: u64 = super::error::MAX_UPLOAD_BYTES;
 
 /// What must hold about the current object for a conditional write to proceed.
 pub(crate) struct WriteConditions {
@@ -556,6 +556,12 @@ async fn ingest(
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(body_err)?;
             total += chunk.len() as u64;
+            // A body that declared no length (chunked transfer coding) is held to S3's limit as
+            // it arrives; a declared one over it was refused before it was read
+            // (`observe::early::refused_size`).
+            if total > super::error::MAX_UPLOAD_BYTES {
+                return Err(super::error::upload_too_large(total));
+            }
             hasher.update(&chunk).await;
             staging.write(chunk).await.map_err(backend_err)?;
         }
