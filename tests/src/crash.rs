@@ -211,6 +211,13 @@ pub async fn settle(c: &aws_sdk_s3::Client, bucket: &str, round: u64, ledgers: &
     problems
 }
 
+/// Keys in directories that each round makes anew (`w1/r3/d2/k0`), for [`worker`]: a power cut
+/// then also finds directories created since the last one, and keys of earlier rounds are
+/// checked again later.
+pub fn key_in_new_dirs(w: u64, round: u64, seq: u64) -> String {
+    format!("w{w}/r{round}/d{}/k{}", seq % 3, seq % 4)
+}
+
 /// `c` without retries: it fails at once when the gateway is gone, so a worker stops at the kill.
 pub fn without_retries(c: &aws_sdk_s3::Client) -> aws_sdk_s3::Client {
     let conf = c.config().to_builder().retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled()).build();

@@ -14,12 +14,6 @@ use penstock_tests::crash::{self, env_num};
 use penstock_tests::powercut::PowerCutFs;
 use penstock_tests::Gateway;
 
-/// Keys in directories that each round makes anew (`w1/r3/d2/k0`), so that a cut also finds
-/// directories created since the last one, and keys of earlier rounds are checked again later.
-fn key_of(w: u64, round: u64, seq: u64) -> String {
-    format!("w{w}/r{round}/d{}/k{}", seq % 3, seq % 4)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_power_cut_keeps_every_acknowledged_write() {
     use rand::Rng;
@@ -41,7 +35,9 @@ async fn a_power_cut_keeps_every_acknowledged_write() {
         let tasks: Vec<_> = ledgers
             .drain(..)
             .enumerate()
-            .map(|(w, l)| tokio::spawn(crash::worker(c.clone(), "cut".into(), key_of, w as u64, round, l)))
+            .map(|(w, l)| {
+                tokio::spawn(crash::worker(c.clone(), "cut".into(), crash::key_in_new_dirs, w as u64, round, l))
+            })
             .collect();
         // A bucket created during the round, acknowledged before the cut.
         let made = format!("made-in-round-{round}");

@@ -11,11 +11,6 @@ use penstock_tests::cluster::Cluster;
 use penstock_tests::crash::{self, env_num};
 use penstock_tests::powercut::PowerCutFs;
 
-/// Keys in directories each round makes anew, as in the one-gateway power-cut test.
-fn key_of(w: u64, round: u64, seq: u64) -> String {
-    format!("w{w}/r{round}/d{}/k{}", seq % 3, seq % 4)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_power_cut_of_every_gateway_keeps_every_acknowledged_write() {
     use rand::Rng;
@@ -36,7 +31,7 @@ async fn a_power_cut_of_every_gateway_keeps_every_acknowledged_write() {
             .enumerate()
             .map(|(w, l)| {
                 let cl = crash::without_retries(&c.gw(w % 3).client());
-                tokio::spawn(crash::worker(cl, "cut".into(), key_of, w as u64, round, l))
+                tokio::spawn(crash::worker(cl, "cut".into(), crash::key_in_new_dirs, w as u64, round, l))
             })
             .collect();
         // A bucket created during the round (its folder made on the volume, its name claimed in
