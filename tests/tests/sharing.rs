@@ -136,6 +136,9 @@ async fn write_condition_keys_signature_age_and_account_are_evaluated() {
          "Condition": {"ForAnyValue:StringNotEquals": {"s3:RequestObjectTagKeys": ["project"]}}},
         {"Sid": "OwnAccount", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
          "Resource": "arn:aws:s3:::cond/*", "Condition": {"StringNotEquals": {"s3:ResourceAccount": "default"}}},
+        {"Sid": "OwnCallers", "Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+         "Resource": "arn:aws:s3:::cond/*", "Condition": {"StringNotEquals": {"aws:PrincipalAccount": "default"},
+         "ArnNotLike": {"aws:PrincipalArn": "arn:aws:iam::default:user/*"}}},
         {"Sid": "ViaAccessPoint", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
          "Resource": "arn:aws:s3:::cond/*", "Condition": {"StringEquals": {"s3:DataAccessPointAccount": "123456789012"}}}
     ]}"#;
@@ -162,8 +165,8 @@ async fn write_condition_keys_signature_age_and_account_are_evaluated() {
     let fresh = bob.s3.get_object().bucket("cond").key("old").presigned(presign(SystemTime::now())).await.unwrap();
     let a = Conn::open(&gw).unsigned("GET", fresh.uri().trim_start_matches(&gw.endpoint), &[], b"");
     assert_eq!((a.status, a.body.as_slice()), (200, &b"kept"[..]), "a fresh URL");
-    // The bucket is in the account the policy names, so deletes pass; no request comes through an
-    // access point, so that grant admits nobody.
+    // The bucket and the caller are in the account the policy names, so deletes pass; no request
+    // comes through an access point, so that grant admits nobody.
     bob.s3.delete_object().bucket("cond").key("k").send().await.unwrap();
     let a = anon(&gw, "GET", "/cond/old");
     assert_eq!(a.status, 403, "an access point's grant");

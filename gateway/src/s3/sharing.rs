@@ -210,6 +210,12 @@ impl Gateway {
             put("aws:principaltype", "User".to_owned());
             put("aws:username", who.user.name.clone());
             put("aws:userid", who.user.id.simple().to_string());
+            // The account is the user's domain, as principals name it (`principal_names`).
+            put("aws:principalaccount", who.user.domain.clone());
+            put(
+                "aws:principalarn",
+                format!("arn:aws:iam::{}:user/{}", who.user.domain, who.user.name),
+            );
         }
         for (name, v) in query_pairs(facts.uri) {
             match name.as_str() {
