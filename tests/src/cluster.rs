@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::postgres::Postgres;
+use crate::powercut::PowerCutFs;
 use crate::Gateway;
 
 /// The master key every gateway of a cluster shares (base64 of 32 bytes).
@@ -49,6 +50,18 @@ impl Cluster {
     /// `[[volumes]]` table after its name), whose folders a test finds under `root`.
     pub fn start_on(n: usize, spec: &str, root: PathBuf, volume: Option<tempfile::TempDir>) -> Self {
         Self::launch(n, "", spec, root, volume, 3.0)
+    }
+
+    /// [`Cluster::start_on`] a POSIX volume on a [`PowerCutFs`]: the cluster, and the file system
+    /// whose power the test cuts. Drop the file system (it unmounts) once every gateway is
+    /// killed, and before the cluster, which removes the directory holding its mount point.
+    pub fn start_on_power_cut(n: usize) -> (Self, PowerCutFs) {
+        let dir = tempfile::Builder::new().prefix("penstock-cut").tempdir().unwrap();
+        let root = dir.path().join("volume");
+        std::fs::create_dir(&root).unwrap();
+        let disk = PowerCutFs::mount(&root);
+        let spec = format!("backend = \"posix\"\npath = \"{}\"\n", root.display());
+        (Self::start_on(n, &spec, root, Some(dir)), disk)
     }
 
     fn launch(

@@ -211,12 +211,7 @@ async fn a_power_cut_never_loses_a_version() {
 /// never outlive its file on the volume, nor the other way round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_power_cut_never_loses_a_version_under_postgres() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("volume");
-    std::fs::create_dir(&root).unwrap();
-    let mut disk = PowerCutFs::mount(&root);
-    let spec = format!("backend = \"posix\"\npath = \"{}\"\n", root.display());
-    let mut cluster = penstock_tests::cluster::Cluster::start_on(1, &spec, root, None);
+    let (mut cluster, mut disk) = penstock_tests::cluster::Cluster::start_on_power_cut(1);
     let gw = versions_survive_crashes(cluster.gateways.remove(0), |gw| {
         gw.kill();
         disk.cut();

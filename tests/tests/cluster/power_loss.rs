@@ -1,7 +1,8 @@
 //! A power cut under the PostgreSQL engine: the machine that runs the gateways loses power
 //! while the database (on a machine of its own) does not. The shared volume lives on
-//! [`PowerCutFs`], which forgets every write, rename and mkdir that no fsync made durable; the
-//! gateways are killed with it. After each cut and restart, every write any gateway
+//! [`penstock_tests::powercut::PowerCutFs`], which forgets every write, rename and mkdir that
+//! no fsync made durable; the gateways are killed with it. After each cut and restart, every
+//! write any gateway
 //! acknowledged is there with its bytes and metadata, no acknowledged delete has come back, and
 //! nothing partial is listed: the records in the database describe only what the volume kept.
 
@@ -9,17 +10,11 @@ use std::time::Duration;
 
 use penstock_tests::cluster::Cluster;
 use penstock_tests::crash::{self, env_num};
-use penstock_tests::powercut::PowerCutFs;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_power_cut_of_every_gateway_keeps_every_acknowledged_write() {
     use rand::Rng;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("volume");
-    std::fs::create_dir(&root).unwrap();
-    let mut disk = PowerCutFs::mount(&root);
-    let spec = format!("backend = \"posix\"\npath = \"{}\"\n", root.display());
-    let mut c = Cluster::start_on(3, &spec, root.clone(), None);
+    let (mut c, mut disk) = Cluster::start_on_power_cut(3);
     c.gw(0).client().create_bucket().bucket("cut").send().await.unwrap();
     let mut buckets = vec!["cut".to_owned()];
     let workers = 4u64;
