@@ -22,9 +22,6 @@ use super::rdma::{reply_headers, transfer_failed, Admission};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
 
-/// Largest payload of one PutObject or UploadPart.
-const MAX_SINGLE_PAYLOAD: u64 = super::error::MAX_UPLOAD_BYTES;
-
 /// What must hold about the current object for a conditional write to proceed.
 pub(crate) struct WriteConditions {
     pub if_match: Option<ETagCondition>,
@@ -154,7 +151,7 @@ impl Gateway {
         // Declared-but-unsent bodies (LMCache's form) were replaced by an empty one upstream.
         drop(body);
         let len = a.token.window().len;
-        if len > MAX_SINGLE_PAYLOAD {
+        if len > super::error::MAX_UPLOAD_BYTES {
             return Err(s3_error!(
                 EntityTooLarge,
                 "The RDMA token's window of {len} bytes exceeds the 5 GiB limit of one PUT or part"
