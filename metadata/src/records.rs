@@ -397,6 +397,12 @@ pub struct ObjectAttrs {
     /// Object lock legal hold of this version: `None` never set, else on or off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_hold: Option<bool>,
+    /// Where a website endpoint would redirect a request for the object
+    /// (`x-amz-website-redirect-location`). Kept and returned as S3 does; this gateway serves
+    /// no website endpoint, and applications (link shorteners, static site deployers) read it
+    /// back with HEAD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub website_redirect_location: Option<String>,
 }
 
 /// Stored checksums, base64 as S3 returns them.

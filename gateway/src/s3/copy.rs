@@ -107,7 +107,10 @@ impl Gateway {
         // rotate an object's SSE-S3 key in place (minio-go's functional suite does).
         let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
         let encryption = i.server_side_encryption.is_some();
-        if same && !replace_meta && !replace_tags && i.storage_class.is_none() && !encryption {
+        // Nor is a website redirect location copied: each object has the one its own write
+        // named (S3's rule), so naming one is a change of an object copied onto itself.
+        let redirect = super::object::redirect_location(i.website_redirect_location.clone())?;
+        if same && !replace_meta && !replace_tags && i.storage_class.is_none() && !encryption && redirect.is_none() {
             return Err(s3_error!(
                 InvalidRequest,
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes."
@@ -132,6 +135,7 @@ impl Gateway {
         attrs.acl = acl;
         attrs.owner = owner;
         attrs.storage_class = class;
+        attrs.website_redirect_location = redirect;
         // A copy is a new object: restored only if it is restored itself, locked as its own
         // request (or the bucket's default retention) says.
         attrs.restored_until_ms = None;

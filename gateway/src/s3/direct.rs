@@ -374,6 +374,11 @@ macro_rules! object_headers {
             text($o.storage_class.map(|s| s.as_str().to_owned())).ok()?,
         )?;
         put(h, "x-amz-version-id", text($o.version_id).ok()?)?;
+        put(
+            h,
+            "x-amz-website-redirect-location",
+            text($o.website_redirect_location).ok()?,
+        )?;
         put(h, "x-amz-restore", text($o.restore).ok()?)?;
         put(
             h,
@@ -399,7 +404,6 @@ macro_rules! only_written {
             && $o.sse_customer_algorithm.is_none()
             && $o.sse_customer_key_md5.is_none()
             && $o.ssekms_key_id.is_none()
-            && $o.website_redirect_location.is_none()
             $(&& $o.$extra.is_none())*
     };
 }

@@ -175,6 +175,7 @@ macro_rules! object_headers {
         $out.metadata = metadata_out(&a.user_metadata);
         // S3 names the class of an object only where it is not STANDARD.
         $out.storage_class = a.storage_class.clone().map(StorageClass::from);
+        $out.website_redirect_location = a.website_redirect_location.clone();
         $out.restore = super::restore::restore_header(a);
         super::object_lock::lock_out!($out, a);
         $out.content_type = $i

@@ -136,6 +136,7 @@ pub(crate) struct AttrInput {
     pub expires: Option<Timestamp>,
     pub metadata: Option<s3s::dto::Metadata>,
     pub storage_class: Option<String>,
+    pub website_redirect_location: Option<String>,
 }
 
 /// Most bytes of user metadata an object may carry: S3's 2 KB, the UTF-8 bytes of every key
@@ -187,8 +188,32 @@ impl AttrInput {
             restored_until_ms: None,
             retention: None,
             legal_hold: None,
+            website_redirect_location: redirect_location(self.website_redirect_location)?,
         })
     }
+}
+
+/// Longest website redirect location S3 stores, in bytes.
+const MAX_REDIRECT_LOCATION: usize = 2048;
+
+/// The website redirect location to store, checked as S3 checks it: a path in the bucket's
+/// site (`/...`) or an absolute `http(s)` URL, at most 2 KB; else 400 `InvalidRedirectLocation`.
+pub(crate) fn redirect_location(given: Option<String>) -> S3Result<Option<String>> {
+    let Some(v) = given else { return Ok(None) };
+    let invalid = |msg: &str| {
+        Err(super::error::custom(
+            "InvalidRedirectLocation",
+            http::StatusCode::BAD_REQUEST,
+            msg.to_owned(),
+        ))
+    };
+    if v.len() > MAX_REDIRECT_LOCATION {
+        return invalid("The length of website redirect location cannot exceed 2,048 characters.");
+    }
+    if !(v.starts_with('/') || v.starts_with("http://") || v.starts_with("https://")) {
+        return invalid("The website redirect location must have a prefix of 'http://' or 'https://' or '/'.");
+    }
+    Ok(Some(v))
 }
 
 /// The storage class to record: none for `STANDARD`, what every object is without one.
@@ -225,6 +250,7 @@ macro_rules! attr_input {
             expires: $i.expires.take(),
             metadata: $i.metadata.take(),
             storage_class: $i.storage_class.take().map(|c| c.as_str().to_owned()),
+            website_redirect_location: $i.website_redirect_location.take(),
         }
     };
 }

@@ -513,3 +513,77 @@ async fn storage_classes_read_back_as_written() {
     let h = c.head_object().bucket("classes").key("mp").send().await.unwrap();
     assert_eq!(h.storage_class(), Some(&StorageClass::OnezoneIa));
 }
+
+/// A website redirect location is kept with the object and read back by HEAD and GET (also
+/// through a multipart upload), as S3 does; one that is neither a path nor an http(s) URL, or
+/// longer than 2 KB, is 400 `InvalidRedirectLocation` and writes nothing. A copy has the one
+/// its own request names, never its source's, and naming one lets an object copy onto itself.
+#[tokio::test]
+async fn website_redirect_locations_are_kept_and_checked() {
+    let (_gw, c) = Gateway::with_bucket("redir").await;
+    let write = |key: &'static str, to: String| {
+        c.put_object()
+            .bucket("redir")
+            .key(key)
+            .website_redirect_location(to)
+            .body(ByteStream::from_static(b"moved"))
+            .send()
+    };
+    write("short", "https://example.com/long/path?q=1".into()).await.unwrap();
+    write("local", "/elsewhere/index.html".into()).await.unwrap();
+    let h = c.head_object().bucket("redir").key("short").send().await.unwrap();
+    assert_eq!(h.website_redirect_location(), Some("https://example.com/long/path?q=1"));
+    let g = c.get_object().bucket("redir").key("local").send().await.unwrap();
+    assert_eq!(g.website_redirect_location(), Some("/elsewhere/index.html"));
+    assert_eq!(g.body.collect().await.unwrap().into_bytes().as_ref(), b"moved");
+
+    for bad in ["ftp://example.com/", "elsewhere", &format!("/{}", "a".repeat(2048))] {
+        let e = write("bad", bad.to_owned()).await.unwrap_err();
+        assert_eq!((code(&e), status(&e)), ("InvalidRedirectLocation".to_owned(), 400), "{bad:.20}");
+    }
+    let e = c.head_object().bucket("redir").key("bad").send().await.unwrap_err();
+    assert_eq!(status(&e), 404, "a refused write writes nothing");
+
+    // Copies: not carried over from the source, with or without REPLACE; taken from the request.
+    c.copy_object().bucket("redir").key("copied").copy_source("redir/short").send().await.unwrap();
+    let h = c.head_object().bucket("redir").key("copied").send().await.unwrap();
+    assert_eq!(h.website_redirect_location(), None);
+    c.copy_object()
+        .bucket("redir")
+        .key("short")
+        .copy_source("redir/short")
+        .website_redirect_location("/new")
+        .send()
+        .await
+        .unwrap();
+    let h = c.head_object().bucket("redir").key("short").send().await.unwrap();
+    assert_eq!(h.website_redirect_location(), Some("/new"));
+    assert_eq!(get(&c, "redir", "short").await, b"moved");
+
+    let up = c
+        .create_multipart_upload()
+        .bucket("redir")
+        .key("mp")
+        .website_redirect_location("http://example.org/")
+        .send()
+        .await
+        .unwrap();
+    let id = up.upload_id().unwrap();
+    let part = c
+        .upload_part()
+        .bucket("redir")
+        .key("mp")
+        .upload_id(id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"parts"))
+        .send()
+        .await
+        .unwrap();
+    let done = CompletedMultipartUpload::builder()
+        .parts(CompletedPart::builder().part_number(1).e_tag(part.e_tag().unwrap()).build())
+        .build();
+    let complete = c.complete_multipart_upload().bucket("redir").key("mp").upload_id(id);
+    complete.multipart_upload(done).send().await.unwrap();
+    let h = c.head_object().bucket("redir").key("mp").send().await.unwrap();
+    assert_eq!(h.website_redirect_location(), Some("http://example.org/"));
+}
