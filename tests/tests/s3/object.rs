@@ -2,7 +2,7 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
-use penstock_tests::{code, data, get, keys, md5_hex, put, status, Gateway};
+use penstock_tests::{code, data, get, keys, md5_hex, put, status, Gateway, Upload};
 
 #[tokio::test]
 async fn objects_metadata_ranges_and_conditions() {
@@ -568,22 +568,9 @@ async fn website_redirect_locations_are_kept_and_checked() {
         .send()
         .await
         .unwrap();
-    let id = up.upload_id().unwrap();
-    let part = c
-        .upload_part()
-        .bucket("redir")
-        .key("mp")
-        .upload_id(id)
-        .part_number(1)
-        .body(ByteStream::from_static(b"parts"))
-        .send()
-        .await
-        .unwrap();
-    let done = CompletedMultipartUpload::builder()
-        .parts(CompletedPart::builder().part_number(1).e_tag(part.e_tag().unwrap()).build())
-        .build();
-    let complete = c.complete_multipart_upload().bucket("redir").key("mp").upload_id(id);
-    complete.multipart_upload(done).send().await.unwrap();
+    let up = Upload::of(&c, "redir", "mp", up.upload_id().unwrap());
+    let part = up.part(1, b"parts".to_vec()).await;
+    up.complete(&[(1, part)]).await;
     let h = c.head_object().bucket("redir").key("mp").send().await.unwrap();
     assert_eq!(h.website_redirect_location(), Some("http://example.org/"));
 }
