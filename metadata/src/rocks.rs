@@ -296,6 +296,10 @@ impl Metadata for RocksMetadata {
     async fn claim_key(&self, _folder: Uuid, _key: &str, _instance: &str) -> MetaResult<bool> {
         Ok(true)
     }
+    async fn retake_key(&self, folder: Uuid, key: &str, _instance: &str) -> MetaResult<bool> {
+        let key = key.to_owned();
+        self.blocking(move |s| s.is_publishing(folder, &key)).await
+    }
     async fn release_key(&self, _folder: Uuid, _key: &str, _instance: &str) -> MetaResult<()> {
         Ok(())
     }

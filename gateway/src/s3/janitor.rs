@@ -244,9 +244,10 @@ impl Gateway {
     }
 
     /// Settles each noted key: it keeps only the record of the file at it now (or none, if
-    /// nothing is). With `mine`, a key is settled only if this gateway can claim it under the
-    /// key lock (the note is still its own, or gone), never one another gateway holds since.
-    /// Answers how many it settled.
+    /// nothing is). With `mine`, a key is settled only if its note is still there, in this
+    /// gateway's name, once the key lock is held: a note listed while a write of this gateway was
+    /// in flight was ended by that write (its answer leaves before its settling write), and a
+    /// key another gateway holds since is that gateway's. Answers how many it settled.
     async fn settle_notes(&self, notes: Vec<PendingPublish>, mine: bool) -> usize {
         if notes.is_empty() {
             return 0;
@@ -261,10 +262,15 @@ impl Gateway {
         let mut settled = 0;
         for p in notes {
             let folder = p.folder;
-            let outcome: S3Result<()> = async {
+            let outcome: S3Result<bool> = async {
                 let Some(rec) = buckets.iter().find(|b| b.folder_id == folder).cloned() else {
                     // The bucket is gone; so are its records except this note.
-                    return self.meta.end_publish(folder, &p.key, None).await.map_err(meta_err);
+                    return self
+                        .meta
+                        .end_publish(folder, &p.key, None)
+                        .await
+                        .map(|()| true)
+                        .map_err(meta_err);
                 };
                 let b = BucketCtx {
                     folder: self
@@ -279,25 +285,26 @@ impl Gateway {
                 if mine
                     && !self
                         .meta
-                        .claim_key(folder, &p.key, &self.instance)
+                        .retake_key(folder, &p.key, &self.instance)
                         .await
                         .map_err(meta_err)?
                 {
-                    return Ok(());
+                    return Ok(false);
                 }
                 // A versioned change settles by what is at the key (versioning.rs).
                 if self.key_versions(&b).settle(&path).await?.is_some() {
-                    return Ok(());
+                    return Ok(true);
                 }
                 let (_, current) = self.in_place(&b, &path).await?;
                 self.meta
                     .end_publish(folder, &p.key, current.as_ref())
                     .await
+                    .map(|()| true)
                     .map_err(meta_err)
             }
             .await;
             match outcome {
-                Ok(()) => settled += 1,
+                Ok(done) => settled += usize::from(done),
                 Err(e) => tracing::warn!(%folder, error = ?e, "publish sweep: could not settle a key"),
             }
         }

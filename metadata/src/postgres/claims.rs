@@ -155,6 +155,21 @@ impl PgMetadata {
             .is_some())
     }
 
+    /// [`crate::engine::Metadata::retake_key`]: refreshes the note only where it is still in
+    /// `instance`'s name; none is added.
+    pub(super) async fn retake_note(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "UPDATE publishing SET since_ms = {DB_NOW_MS}
+                 WHERE folder_id = $1 AND key = $2 AND instance = $3 RETURNING 1"
+            )
+        });
+        Ok(self
+            .query_opt(&SQL, &[&folder, &key.as_bytes(), &instance])
+            .await?
+            .is_some())
+    }
+
     /// [`crate::engine::Metadata::release_key`]. Unsynced ([`LAZY`]): a release lost in a
     /// database crash leaves this gateway's own note, which its janitor settles.
     pub(super) async fn release_note(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {

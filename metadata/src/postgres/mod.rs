@@ -377,6 +377,9 @@ impl Metadata for PgMetadata {
     async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
         self.claim_note(folder, key, instance).await
     }
+    async fn retake_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
+        self.retake_note(folder, key, instance).await
+    }
     async fn release_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
         self.release_note(folder, key, instance).await
     }

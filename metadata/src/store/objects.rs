@@ -116,6 +116,11 @@ impl Store {
         self.write_object_batch(&k, batch, &w)
     }
 
+    /// Whether the key has a publish that was begun and not ended.
+    pub fn is_publishing(&self, folder: Uuid, key: &str) -> Result<bool> {
+        Ok(self.get::<i64>(CF_PUBLISHING, &object_key(folder, key))?.is_some())
+    }
+
     /// Keys with a publish that was begun and not ended (a crash interrupted it), as
     /// (folder, key).
     pub fn publishing(&self) -> Result<Vec<(Uuid, String)>> {

@@ -518,6 +518,15 @@ async fn conditional(m: &dyn Metadata) {
     assert!(m.claim_key(f, "c", "gw1").await.unwrap(), "a claim it holds");
     m.release_key(f, "c", "gw1").await.unwrap();
     assert_eq!(m.object(f, "c").await.unwrap(), Some(object(24)));
+
+    // A note is taken again only while it is there: once its publish ended, nothing is noted.
+    m.begin_publish(f, "p", &object(25), "gw1", None).await.unwrap();
+    assert!(m.retake_key(f, "p", "gw1").await.unwrap(), "a pending publish is retaken");
+    m.end_publish(f, "p", Some(&object(25))).await.unwrap();
+    assert!(!m.retake_key(f, "p", "gw1").await.unwrap(), "an ended publish leaves nothing");
+    assert!(!m.retake_key(f, "p", "gw1").await.unwrap(), "and retaking noted nothing");
+    assert!(!m.retake_key(f, "never", "gw1").await.unwrap());
+    assert!(m.publishing().await.unwrap().iter().all(|p| p.folder != f), "nothing left noted");
 }
 
 /// What only a shared engine must add to [`conditional`]: conditional changes of one key racing
@@ -596,6 +605,14 @@ pub async fn conditional_races(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
     assert_eq!(a.object(f, "r").await.unwrap(), None);
     assert!(b.claim_key(f, "r", "gwy").await.unwrap(), "the holder's delete ended the claim");
     b.release_key(f, "r", "gwy").await.unwrap();
+    // Only the gateway a note names takes it again, and only while it is there.
+    assert!(a.claim_key(f, "q", "gwx").await.unwrap());
+    assert!(!b.retake_key(f, "q", "gwy").await.unwrap(), "another's claim is not retaken");
+    assert!(a.retake_key(f, "q", "gwx").await.unwrap(), "its own is");
+    a.release_key(f, "q", "gwx").await.unwrap();
+    assert!(!a.retake_key(f, "q", "gwx").await.unwrap(), "a released claim is gone");
+    assert!(b.claim_key(f, "q", "gwy").await.unwrap(), "retaking a gone claim noted nothing");
+    b.release_key(f, "q", "gwy").await.unwrap();
     let tasks: Vec<_> = (0..16u64)
         .map(|i| {
             let m = if i % 2 == 0 { a.clone() } else { b.clone() };
