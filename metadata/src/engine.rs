@@ -310,13 +310,16 @@ pub trait Metadata: Send + Sync {
     /// settled by a survivor like any pending publish. An engine one gateway opens (RocksDB)
     /// answers true at once: that gateway's key lock orders its writers.
     async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool>;
-    /// Takes `instance`'s note of a key again (a claim or a pending publish in its name) only if
-    /// it is still there, answering whether it was. A gateway sweeping the notes it left behind
-    /// asks this under its key lock: a note listed while a write of its own was in flight is gone
-    /// once that write ended, and must not be noted again and settled as a leftover.
+    /// Takes over the note of a key that gateway `noted` holds (a claim or a pending publish in
+    /// its name) for gateway `instance`, only if it is still `noted`'s, answering whether it
+    /// was; `noted` may be `instance` itself. A janitor settling notes it listed (a gone
+    /// gateway's, or leftovers of its own) takes each over first, under its key lock: a note
+    /// listed while a write was in flight is gone once that write ended, and one another
+    /// janitor settled may since be a new writer's, which a settle must neither end nor
+    /// overwrite the pending record of. Held by `instance`, the key waits for its settle.
     /// [`Metadata::claim_key`] would note the key afresh. An engine whose notes name no gateway
     /// (RocksDB) answers whether the key is noted at all.
-    async fn retake_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool>;
+    async fn take_note(&self, folder: Uuid, key: &str, noted: &str, instance: &str) -> MetaResult<bool>;
     /// Gives up `instance`'s claim of a key (nothing if another gateway holds it, or none does).
     async fn release_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()>;
     /// First half of publishing a file at a key: stores `rec` and notes the key as publishing

@@ -296,7 +296,7 @@ impl Metadata for RocksMetadata {
     async fn claim_key(&self, _folder: Uuid, _key: &str, _instance: &str) -> MetaResult<bool> {
         Ok(true)
     }
-    async fn retake_key(&self, folder: Uuid, key: &str, _instance: &str) -> MetaResult<bool> {
+    async fn take_note(&self, folder: Uuid, key: &str, _noted: &str, _instance: &str) -> MetaResult<bool> {
         let key = key.to_owned();
         self.blocking(move |s| s.is_publishing(folder, &key)).await
     }

@@ -221,7 +221,7 @@ impl Gateway {
             .into_iter()
             .filter(|p| p.instance.is_empty() || !rule.alive.contains(&p.instance))
             .collect();
-        let settled = self.settle_notes(abandoned, false).await;
+        let settled = self.settle_notes(abandoned).await;
         if settled > 0 {
             tracing::info!(settled, "settled records of publishes an interrupted gateway left");
         }
@@ -237,18 +237,20 @@ impl Gateway {
             Ok(p) => p.into_iter().filter(|p| p.instance == self.instance).collect(),
             Err(e) => return tracing::warn!(error = %e, "own-claim sweep: cannot read pending publishes"),
         };
-        let settled = self.settle_notes(own, true).await;
+        let settled = self.settle_notes(own).await;
         if settled > 0 {
             tracing::info!(settled, "settled keys this gateway had left claimed");
         }
     }
 
     /// Settles each noted key: it keeps only the record of the file at it now (or none, if
-    /// nothing is). With `mine`, a key is settled only if its note is still there, in this
-    /// gateway's name, once the key lock is held: a note listed while a write of this gateway was
-    /// in flight was ended by that write (its answer leaves before its settling write), and a
-    /// key another gateway holds since is that gateway's. Answers how many it settled.
-    async fn settle_notes(&self, notes: Vec<PendingPublish>, mine: bool) -> usize {
+    /// nothing is). A key is settled only if this gateway takes its note over, under the key
+    /// lock, from the gateway it was listed for (`Metadata::take_note`): a note listed while a
+    /// write was in flight was ended by that write (its answer leaves before its settling
+    /// write), and a note another janitor settled first may since be a new writer's, whose
+    /// pending record this settle would overwrite and whose claim it would end. Held by this
+    /// gateway until the settle ends it, the key waits for it. Answers how many it settled.
+    async fn settle_notes(&self, notes: Vec<PendingPublish>) -> usize {
         if notes.is_empty() {
             return 0;
         }
@@ -282,13 +284,8 @@ impl Gateway {
                 };
                 let path = parse_key(&p.key)?;
                 let _guard = self.locks.lock(folder, &p.key).await;
-                if mine
-                    && !self
-                        .meta
-                        .retake_key(folder, &p.key, &self.instance)
-                        .await
-                        .map_err(meta_err)?
-                {
+                let taken = self.meta.take_note(folder, &p.key, &p.instance, &self.instance);
+                if !taken.await.map_err(meta_err)? {
                     return Ok(false);
                 }
                 // A versioned change settles by what is at the key (versioning.rs).

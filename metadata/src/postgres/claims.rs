@@ -155,17 +155,24 @@ impl PgMetadata {
             .is_some())
     }
 
-    /// [`crate::engine::Metadata::retake_key`]: refreshes the note only where it is still in
-    /// `instance`'s name; none is added.
-    pub(super) async fn retake_note(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
+    /// [`crate::engine::Metadata::take_note`]: moves the note to `instance` only where it is
+    /// still in `noted`'s name (one statement, so two janitors never both take one note); none
+    /// is added.
+    pub(super) async fn take_over_note(
+        &self,
+        folder: Uuid,
+        key: &str,
+        noted: &str,
+        instance: &str,
+    ) -> MetaResult<bool> {
         static SQL: LazyLock<String> = LazyLock::new(|| {
             format!(
-                "UPDATE publishing SET since_ms = {DB_NOW_MS}
+                "UPDATE publishing SET since_ms = {DB_NOW_MS}, instance = $4
                  WHERE folder_id = $1 AND key = $2 AND instance = $3 RETURNING 1"
             )
         });
         Ok(self
-            .query_opt(&SQL, &[&folder, &key.as_bytes(), &instance])
+            .query_opt(&SQL, &[&folder, &key.as_bytes(), &noted, &instance])
             .await?
             .is_some())
     }

@@ -377,8 +377,8 @@ impl Metadata for PgMetadata {
     async fn claim_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
         self.claim_note(folder, key, instance).await
     }
-    async fn retake_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<bool> {
-        self.retake_note(folder, key, instance).await
+    async fn take_note(&self, folder: Uuid, key: &str, noted: &str, instance: &str) -> MetaResult<bool> {
+        self.take_over_note(folder, key, noted, instance).await
     }
     async fn release_key(&self, folder: Uuid, key: &str, instance: &str) -> MetaResult<()> {
         self.release_note(folder, key, instance).await

@@ -521,11 +521,11 @@ async fn conditional(m: &dyn Metadata) {
 
     // A note is taken again only while it is there: once its publish ended, nothing is noted.
     m.begin_publish(f, "p", &object(25), "gw1", None).await.unwrap();
-    assert!(m.retake_key(f, "p", "gw1").await.unwrap(), "a pending publish is retaken");
+    assert!(m.take_note(f, "p", "gw1", "gw1").await.unwrap(), "a pending publish is taken again");
     m.end_publish(f, "p", Some(&object(25))).await.unwrap();
-    assert!(!m.retake_key(f, "p", "gw1").await.unwrap(), "an ended publish leaves nothing");
-    assert!(!m.retake_key(f, "p", "gw1").await.unwrap(), "and retaking noted nothing");
-    assert!(!m.retake_key(f, "never", "gw1").await.unwrap());
+    assert!(!m.take_note(f, "p", "gw1", "gw1").await.unwrap(), "an ended publish leaves nothing");
+    assert!(!m.take_note(f, "p", "gw1", "gw1").await.unwrap(), "and taking it noted nothing");
+    assert!(!m.take_note(f, "never", "gw1", "gw1").await.unwrap());
     assert!(m.publishing().await.unwrap().iter().all(|p| p.folder != f), "nothing left noted");
 }
 
@@ -605,14 +605,18 @@ pub async fn conditional_races(a: Arc<dyn Metadata>, b: Arc<dyn Metadata>) {
     assert_eq!(a.object(f, "r").await.unwrap(), None);
     assert!(b.claim_key(f, "r", "gwy").await.unwrap(), "the holder's delete ended the claim");
     b.release_key(f, "r", "gwy").await.unwrap();
-    // Only the gateway a note names takes it again, and only while it is there.
+    // A note is taken over only from the gateway it names, while it is there, by one taker.
     assert!(a.claim_key(f, "q", "gwx").await.unwrap());
-    assert!(!b.retake_key(f, "q", "gwy").await.unwrap(), "another's claim is not retaken");
-    assert!(a.retake_key(f, "q", "gwx").await.unwrap(), "its own is");
+    assert!(!b.take_note(f, "q", "gwy", "gwy").await.unwrap(), "a note in another's name");
+    assert!(a.take_note(f, "q", "gwx", "gwx").await.unwrap(), "its own");
+    assert!(b.take_note(f, "q", "gwx", "gwy").await.unwrap(), "taken over from gwx");
+    assert!(!a.take_note(f, "q", "gwx", "gwz").await.unwrap(), "no longer gwx's: taken once");
+    assert!(!a.claim_key(f, "q", "gwx").await.unwrap(), "held by the taker");
+    assert!(matches!(a.expectation(f, "q", "gwx").await, Err(MetaError::Busy)));
+    b.end_publish(f, "q", None).await.unwrap();
+    assert!(!b.take_note(f, "q", "gwy", "gwy").await.unwrap(), "its settle ended the note");
+    assert!(a.claim_key(f, "q", "gwx").await.unwrap(), "taking a gone note noted nothing");
     a.release_key(f, "q", "gwx").await.unwrap();
-    assert!(!a.retake_key(f, "q", "gwx").await.unwrap(), "a released claim is gone");
-    assert!(b.claim_key(f, "q", "gwy").await.unwrap(), "retaking a gone claim noted nothing");
-    b.release_key(f, "q", "gwy").await.unwrap();
     let tasks: Vec<_> = (0..16u64)
         .map(|i| {
             let m = if i % 2 == 0 { a.clone() } else { b.clone() };
