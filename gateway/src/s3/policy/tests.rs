@@ -1,3 +1,4 @@
+use super::conditions::key_name;
 use super::*;
 
 fn keys(pairs: &[(&str, &str)]) -> HashMap<String, Vec<String>> {
