@@ -71,6 +71,17 @@ pub trait Volume: Send + Sync {
 pub trait Folder: Send + Sync {
     /// Attributes of the file or directory at `path`, `None` when nothing is there.
     async fn stat(&self, path: &ObjectPath) -> Result<Option<Stat>>;
+    /// [`stat`](Self::stat) of each of `paths`, in order: what a listing page checks again for
+    /// the entries no stored record describes. A backend that can answer many at once (one
+    /// directory handle for paths that share a parent) overrides this; the answers must be what
+    /// `stat` would give for each path at some moment during the call.
+    async fn stat_many(&self, paths: &[ObjectPath]) -> Result<Vec<Option<Stat>>> {
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            out.push(self.stat(p).await?);
+        }
+        Ok(out)
+    }
     /// Opens a file for reading; directories and missing paths are `None`.
     async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>>;
     /// Starts a new staging file inside the folder's hidden directory. `size_hint` is the

@@ -359,6 +359,58 @@ async fn foreign_files(v: Arc<dyn Volume>, root: &Path) {
     assert!(f.open_read(&p("top")).await.unwrap().is_none());
 }
 
+/// `stat_many` answers for each path what `stat` answers: files and directories in several
+/// directories (each visited more than once, out of order), missing names, missing and
+/// non-directory parents, symlinks followed while they stay inside; and a symlink that leads
+/// out fails the call as `stat` fails.
+async fn stat_many_is_stat_of_each(v: Arc<dyn Volume>, root: &Path) {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"top secret").unwrap();
+    let l = loc();
+    v.create_folder(&l).await.unwrap();
+    let f = v.open_folder(&l).await.unwrap();
+    let fdir = root.join(l.relative_path());
+    write(&f, "a/one", b"1").await.unwrap();
+    write(&f, "a/two", b"22").await.unwrap();
+    write(&f, "b/c/three", b"333").await.unwrap();
+    write(&f, "top", b"4444").await.unwrap();
+    std::fs::write(fdir.join("a/session"), b"written by a session").unwrap();
+    std::os::unix::fs::symlink("../top", fdir.join("a/link")).unwrap();
+    let keys = [
+        "a/one",
+        "a/two",
+        "a/missing",
+        "a/link",
+        "b/c/three",
+        "a/session",
+        "top",
+        "b/c",
+        "nowhere/x",
+        "top/x",
+        "b/c/three",
+        "a/one",
+    ];
+    let paths: Vec<ObjectPath> = keys.iter().map(|k| p(k)).collect();
+    let many = f.stat_many(&paths).await.unwrap();
+    assert_eq!(many.len(), keys.len());
+    for (k, got) in keys.iter().zip(&many) {
+        assert_eq!(*got, f.stat(&p(k)).await.unwrap(), "{k}");
+    }
+    let sizes: Vec<Option<u64>> = many.iter().map(|s| s.map(|s| s.size)).collect();
+    assert_eq!(
+        sizes[..8],
+        [Some(1), Some(2), None, Some(4), Some(3), Some(20), Some(4), sizes[7]],
+        "{keys:?}"
+    );
+    assert_eq!(many[7].map(|s| s.kind), Some(EntryKind::Dir));
+    assert_eq!(many[8], None);
+    assert_eq!(many[9], None);
+    assert!(f.stat_many(&[]).await.unwrap().is_empty());
+    std::os::unix::fs::symlink(outside.path().join("secret"), fdir.join("a/out")).unwrap();
+    assert!(f.stat(&p("a/out")).await.is_err());
+    assert!(f.stat_many(&[p("a/one"), p("a/out")]).await.is_err());
+}
+
 /// Symlinks: ones that stay inside the folder work, ones that lead out are never followed.
 async fn symlink_containment(v: Arc<dyn Volume>, root: &Path) {
     let outside = tempfile::tempdir().unwrap();
@@ -704,6 +756,8 @@ async fn run_all(fx: &impl Fixture) {
     foreign_files(v, &root).await;
     let (v, root) = fx.volume().await;
     symlink_containment(v, &root).await;
+    let (v, root) = fx.volume().await;
+    stat_many_is_stat_of_each(v, &root).await;
     let (v, root) = fx.volume().await;
     announced_publishes(v, &root).await;
     let (v, root) = fx.volume().await;

@@ -353,6 +353,62 @@ impl Folder for PosixFolder {
             .await
     }
 
+    /// One trip to the blocking pool for all of `paths`: each parent directory is opened once
+    /// (beneath the folder, as [`stat`](Folder::stat) resolves it) and each entry is `stat`ed
+    /// relative to it, where `stat` would open every path from the folder root and close it.
+    /// A symlink is followed as `stat` follows it, through the folder root.
+    async fn stat_many(&self, paths: &[ObjectPath]) -> Result<Vec<Option<Stat>>> {
+        if paths.len() < 2 {
+            let mut out = Vec::with_capacity(paths.len());
+            for p in paths {
+                out.push(self.stat(p).await?);
+            }
+            return Ok(out);
+        }
+        let root = self.root.clone();
+        let wanted: Vec<(String, String, String)> = paths
+            .iter()
+            .map(|p| (join_or_dot(p.parent()), p.leaf().to_owned(), p.rel()))
+            .collect();
+        self.io
+            .run("stat_many", move || {
+                let mut out = Vec::with_capacity(wanted.len());
+                // The parent directory opened last, `None` when it is not there.
+                let mut dir: Option<(String, Option<OwnedFd>)> = None;
+                for (parent, leaf, rel) in wanted {
+                    if dir.as_ref().is_none_or(|(p, _)| *p != parent) {
+                        let fd = match open_beneath(&root, &parent, OFlags::PATH | OFlags::DIRECTORY) {
+                            Ok(fd) => Some(fd),
+                            Err(e) => absent_is_none::<()>(e).map(|_| None)?,
+                        };
+                        dir = Some((parent, fd));
+                    }
+                    let Some((_, Some(fd))) = &dir else {
+                        out.push(None);
+                        continue;
+                    };
+                    let st = match rustix::fs::statat(fd, leaf.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) => st,
+                        Err(e) => {
+                            out.push(absent_is_none(e)?);
+                            continue;
+                        }
+                    };
+                    let found = if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
+                        match open_beneath(&root, &rel, OFlags::PATH) {
+                            Ok(fd) => Some(stat_fd(&fd)?),
+                            Err(e) => absent_is_none(e)?,
+                        }
+                    } else {
+                        Some(to_stat(&st).ok_or_else(|| std::io::Error::other("not a regular file or directory"))?)
+                    };
+                    out.push(found);
+                }
+                Ok(out)
+            })
+            .await
+    }
+
     async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>> {
         self.open_file("open_read", path.rel()).await
     }

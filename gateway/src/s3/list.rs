@@ -280,7 +280,10 @@ impl Gateway {
         let folder = b.rec.folder_id;
         let keys: Vec<&str> = objects.iter().map(|(k, _)| k.as_str()).collect();
         let records = self.meta.objects(folder, &keys).await.map_err(meta_err)?;
-        let mut listed = Vec::with_capacity(objects.len());
+        // Entries no stored record describes (files a session wrote, or keys a writer changed
+        // since the directory was read) are stat'ed again, all at once, before they are listed.
+        let mut rows = Vec::with_capacity(objects.len());
+        let mut recheck = Vec::new();
         for ((key, st), stored) in objects.into_iter().zip(records) {
             let marker = key.ends_with('/');
             // A marker written with a body (its record's ETag is not the empty one) lists with
@@ -292,19 +295,40 @@ impl Gateway {
                 }
                 _ => None,
             };
-            let (st, rec) = match payload {
-                Some(h) => (*h.stat(), effective_record(&key, h.stat(), stored)),
+            let row = match payload {
+                Some(h) => Some((*h.stat(), effective_record(&key, h.stat(), stored))),
                 None if marker => {
                     let mut rec = effective_record(&key, &st, None);
                     rec.etag = stored.map_or_else(|| EMPTY_MD5.to_owned(), |s| s.etag);
-                    (st, rec)
+                    Some((st, rec))
                 }
                 None => match stored.and_then(|r| r.describing(&fingerprint(&st))) {
-                    Some(rec) => (st, rec),
-                    // No record describes the file read from the directory: a writer replaced or
-                    // removed it since (list what is there now, or nothing), or it was written
-                    // outside the gateway (then it is still there, unchanged, and synthesized).
-                    None => match self.reread(b, &key, &st).await? {
+                    Some(rec) => Some((st, rec)),
+                    None => {
+                        recheck.push(penstock_backends::ObjectPath::parse(&key).map_err(super::error::key_err)?);
+                        None
+                    }
+                },
+            };
+            rows.push((key, st, row));
+        }
+        let mut now = b.folder.stat_many(&recheck).await.map_err(backend_err)?.into_iter();
+        let mut listed = Vec::with_capacity(rows.len());
+        for (key, st, row) in rows {
+            let (st, rec) = match row {
+                Some(done) => done,
+                // No record described the file read from the directory: it was written outside
+                // the gateway (then it is there still, unchanged, at a moment after the record
+                // was read, and is synthesized), or a writer replaced or removed it since (list
+                // what is there now, or nothing).
+                None => match now.next().flatten() {
+                    None => continue,
+                    Some(again) if again.kind != EntryKind::File => continue,
+                    Some(again) if fingerprint(&again) == fingerprint(&st) => {
+                        let rec = effective_record(&key, &again, None);
+                        (again, rec)
+                    }
+                    Some(_) => match self.reread(b, &key, &st).await? {
                         Some(now) => now,
                         None => continue,
                     },
@@ -321,9 +345,10 @@ impl Gateway {
     }
 
     /// The file at a listed key and its record, when no stored record described the file the
-    /// directory listing saw (`listed`): `None` when the key holds no file now; a synthesized
-    /// record when the file has not changed since (it was written outside the gateway); else
-    /// the file a writer put there since, with its record.
+    /// directory listing saw (`listed`) and the page's second look (`Folder::stat_many`) found
+    /// it changed: `None` when the key holds no file now; a synthesized record when the file
+    /// has not changed since (it was written outside the gateway); else the file a writer put
+    /// there since, with its record.
     async fn reread(&self, b: &BucketCtx, key: &str, listed: &Stat) -> S3Result<Option<(Stat, ObjectRecord)>> {
         let path = penstock_backends::ObjectPath::parse(key).map_err(super::error::key_err)?;
         let mut seen = *listed;
