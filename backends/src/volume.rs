@@ -76,11 +76,7 @@ pub trait Folder: Send + Sync {
     /// directory handle for paths that share a parent) overrides this; the answers must be what
     /// `stat` would give for each path at some moment during the call.
     async fn stat_many(&self, paths: &[ObjectPath]) -> Result<Vec<Option<Stat>>> {
-        let mut out = Vec::with_capacity(paths.len());
-        for p in paths {
-            out.push(self.stat(p).await?);
-        }
-        Ok(out)
+        stat_each(self, paths).await
     }
     /// Opens a file for reading; directories and missing paths are `None`.
     async fn open_read(&self, path: &ObjectPath) -> Result<Option<Box<dyn ReadHandle>>>;
@@ -235,4 +231,14 @@ pub trait StagingFile: Send {
             .map_err(|e| crate::BackendError::Io(std::io::Error::other(e)))?;
         Ok(Announced::Published)
     }
+}
+
+/// [`Folder::stat`] of each of `paths`, one after another: [`Folder::stat_many`] where a backend
+/// has nothing better.
+pub async fn stat_each<F: Folder + ?Sized>(folder: &F, paths: &[ObjectPath]) -> Result<Vec<Option<Stat>>> {
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        out.push(folder.stat(p).await?);
+    }
+    Ok(out)
 }

@@ -359,17 +359,23 @@ async fn foreign_files(v: Arc<dyn Volume>, root: &Path) {
     assert!(f.open_read(&p("top")).await.unwrap().is_none());
 }
 
-/// `stat_many` answers for each path what `stat` answers: files and directories in several
-/// directories (each visited more than once, out of order), missing names, missing and
-/// non-directory parents, symlinks followed while they stay inside; and a symlink that leads
-/// out fails the call as `stat` fails.
-async fn stat_many_is_stat_of_each(v: Arc<dyn Volume>, root: &Path) {
+/// A new folder of `v` (and its directory under `root`), and a directory outside the volume
+/// holding a file `secret`, for symlinks to lead out to.
+async fn folder_beside_a_secret(v: &Arc<dyn Volume>, root: &Path) -> (tempfile::TempDir, Arc<dyn Folder>, PathBuf) {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret"), b"top secret").unwrap();
     let l = loc();
     v.create_folder(&l).await.unwrap();
     let f = v.open_folder(&l).await.unwrap();
-    let fdir = root.join(l.relative_path());
+    (outside, f, root.join(l.relative_path()))
+}
+
+/// `stat_many` answers for each path what `stat` answers: files and directories in several
+/// directories (each visited more than once, out of order), missing names, missing and
+/// non-directory parents, symlinks followed while they stay inside; and a symlink that leads
+/// out fails the call as `stat` fails.
+async fn stat_many_is_stat_of_each(v: Arc<dyn Volume>, root: &Path) {
+    let (outside, f, fdir) = folder_beside_a_secret(&v, root).await;
     write(&f, "a/one", b"1").await.unwrap();
     write(&f, "a/two", b"22").await.unwrap();
     write(&f, "b/c/three", b"333").await.unwrap();
@@ -413,12 +419,7 @@ async fn stat_many_is_stat_of_each(v: Arc<dyn Volume>, root: &Path) {
 
 /// Symlinks: ones that stay inside the folder work, ones that lead out are never followed.
 async fn symlink_containment(v: Arc<dyn Volume>, root: &Path) {
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("secret"), b"top secret").unwrap();
-    let l = loc();
-    v.create_folder(&l).await.unwrap();
-    let f = v.open_folder(&l).await.unwrap();
-    let fdir = root.join(l.relative_path());
+    let (outside, f, fdir) = folder_beside_a_secret(&v, root).await;
     std::os::unix::fs::symlink(outside.path(), fdir.join("out")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret"), fdir.join("secret-link")).unwrap();
     std::os::unix::fs::symlink("../../../../..", fdir.join("up")).unwrap();

@@ -359,11 +359,7 @@ impl Folder for PosixFolder {
     /// A symlink is followed as `stat` follows it, through the folder root.
     async fn stat_many(&self, paths: &[ObjectPath]) -> Result<Vec<Option<Stat>>> {
         if paths.len() < 2 {
-            let mut out = Vec::with_capacity(paths.len());
-            for p in paths {
-                out.push(self.stat(p).await?);
-            }
-            return Ok(out);
+            return crate::volume::stat_each(self, paths).await;
         }
         let root = self.root.clone();
         let wanted: Vec<(String, String, String)> = paths
