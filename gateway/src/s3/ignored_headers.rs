@@ -62,6 +62,39 @@ pub(crate) fn range_ignored(headers: &HeaderMap) -> bool {
     first.to_str().map_or(true, |v| s3s::dto::Range::parse(v).is_err())
 }
 
+/// A single byte range whose numbers are too large to hold (s3s refuses it) in a form that asks
+/// for what RFC 9110 says it asks for: a last position past any object's end is the rest of the
+/// object (`bytes=5-`), a first position past it is unsatisfiable (416 `InvalidRange`), and a
+/// suffix longer than any object is the whole object. `None` for anything else, including a
+/// range whose first position is after its last (ignored, as S3 ignores it).
+pub(crate) fn saturated_range(value: &str) -> Option<String> {
+    // s3s takes positions up to i64::MAX (no object comes near) and suffixes up to u64::MAX.
+    const MAX: u64 = i64::MAX as u64;
+    let spec = value.trim().strip_prefix("bytes=")?.trim();
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    let fits = |d: &str| d.parse::<u64>().is_ok_and(|n| n <= MAX);
+    // Digit strings compared as numbers, however long.
+    let number = |d: &str| {
+        let d = d.trim_start_matches('0');
+        (d.len(), d.to_owned())
+    };
+    let (first, last) = spec.split_once('-')?;
+    let saturated = if first.is_empty() {
+        (digits(last) && last.parse::<u64>().is_err()).then(|| format!("bytes=-{}", u64::MAX))?
+    } else if !digits(first) || !(last.is_empty() || digits(last)) {
+        return None;
+    } else if !last.is_empty() && number(first) > number(last) {
+        return None;
+    } else if !fits(first) {
+        format!("bytes={MAX}-")
+    } else if !last.is_empty() && !fits(last) {
+        format!("bytes={first}-")
+    } else {
+        return None;
+    };
+    s3s::dto::Range::parse(&saturated).is_ok().then_some(saturated)
+}
+
 /// Conditions on a date that do not hold a date, which a read ignores.
 const DATE_CONDITIONS: [http::header::HeaderName; 2] =
     [http::header::IF_MODIFIED_SINCE, http::header::IF_UNMODIFIED_SINCE];
@@ -171,7 +204,18 @@ impl S3Route for IgnoredHeaders {
             }
         }
         if range_ignored(&headers) {
-            headers.remove(http::header::RANGE);
+            let saturated = headers
+                .get(http::header::RANGE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(saturated_range);
+            match saturated.and_then(|r| http::HeaderValue::from_str(&r).ok()) {
+                Some(r) if headers.get_all(http::header::RANGE).iter().count() == 1 => {
+                    headers.insert(http::header::RANGE, r);
+                }
+                _ => {
+                    headers.remove(http::header::RANGE);
+                }
+            }
         }
         for name in DATE_CONDITIONS {
             if unreadable_date(&headers, &name) {
@@ -223,6 +267,36 @@ mod tests {
             assert!(!range_ignored(&h(&[v])), "{v}");
         }
         assert!(!range_ignored(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn ranges_too_large_to_hold_ask_for_what_they_name() {
+        let huge = "99999999999999999999999";
+        assert_eq!(saturated_range(&format!("bytes=5-{huge}")).as_deref(), Some("bytes=5-"));
+        let past = format!("bytes={}-", i64::MAX);
+        assert_eq!(saturated_range(&format!("bytes={huge}-")), Some(past.clone()));
+        assert_eq!(saturated_range(&format!("bytes={huge}-{huge}9")), Some(past));
+        assert_eq!(
+            saturated_range(&format!("bytes=-{huge}")),
+            Some(format!("bytes=-{}", u64::MAX))
+        );
+        // Past what s3s takes, though a u64 holds it.
+        assert_eq!(
+            saturated_range(&format!("bytes=0-{}", u64::MAX)).as_deref(),
+            Some("bytes=0-")
+        );
+        // First after last, several ranges, numbers that fit, or no range at all: not this.
+        for v in [
+            format!("bytes={huge}-5"),
+            format!("bytes={huge}9-{huge}"),
+            format!("bytes=0-{huge},1-2"),
+            "bytes=0-5".to_owned(),
+            "bytes=-5".to_owned(),
+            "bytes=abc".to_owned(),
+            format!("items=0-{huge}"),
+        ] {
+            assert_eq!(saturated_range(&v), None, "{v}");
+        }
     }
 
     #[test]
