@@ -81,9 +81,8 @@ pub(crate) fn saturated_range(value: &str) -> Option<String> {
     let (first, last) = spec.split_once('-')?;
     let saturated = if first.is_empty() {
         (digits(last) && last.parse::<u64>().is_err()).then(|| format!("bytes=-{}", u64::MAX))?
-    } else if !digits(first) || !(last.is_empty() || digits(last)) {
-        return None;
-    } else if !last.is_empty() && number(first) > number(last) {
+    } else if !digits(first) || !(last.is_empty() || digits(last)) || (!last.is_empty() && number(first) > number(last))
+    {
         return None;
     } else if !fits(first) {
         format!("bytes={MAX}-")
