@@ -7,9 +7,13 @@
 //! path as it came, so such requests failed with `SignatureDoesNotMatch`. Other clients sign the
 //! path as sent (`/bucket`), which s3s already accepts.
 //!
-//! So before s3s sees a path-style, bucket-only request with a V2 `Authorization` header, we
-//! check whether its signature is the one for `/bucket/`; if it is, the path gets its trailing
-//! slash (which names the same bucket) and s3s verifies it as usual. Nothing is accepted here:
+//! Presigned V2 URLs are signed the same way (botocore's `generate_presigned_url` for
+//! ListObjects of a path-style bucket signs `/bucket/` and sends `/bucket?...`).
+//!
+//! So before s3s sees a path-style, bucket-only request with a V2 `Authorization` header or a
+//! V2 presigned query (`AWSAccessKeyId`, `Signature`, `Expires`), we check whether its
+//! signature is the one for `/bucket/`; if it is, the path gets its trailing slash (which names
+//! the same bucket) and s3s verifies it as usual. Nothing is accepted here:
 //! s3s still verifies every signature, so a wrong guess can only fail.
 //!
 //! s3s also takes a V2 header-signed request of any date, so one captured request could be
@@ -78,20 +82,40 @@ fn bucket_only_path(uri: &Uri) -> Option<&str> {
     (!name.is_empty() && !name.contains('/')).then_some(path)
 }
 
+/// `(access key, signature, expires)` of a V2 presigned URL's query, percent-decoded.
+fn v2_presigned_credentials(query: Option<&str>) -> Option<(String, String, String)> {
+    let query = query?;
+    let param = |name: &str| {
+        query.split('&').find_map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (k == name).then(|| percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned())
+        })
+    };
+    Some((param("AWSAccessKeyId")?, param("Signature")?, param("Expires")?))
+}
+
 /// The V2 string to sign of a request whose canonical resource path is `resource_path`.
-fn string_to_sign(method: &Method, headers: &HeaderMap, query: Option<&str>, resource_path: &str) -> String {
+/// `expires` is a presigned URL's `Expires`, which takes the Date line's place.
+fn string_to_sign(
+    method: &Method,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    resource_path: &str,
+    expires: Option<&str>,
+) -> String {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let date_line = match expires {
+        Some(expires) => expires,
+        // With x-amz-date present, the Date line is empty (the header is signed below).
+        None if headers.contains_key("x-amz-date") => "",
+        None => header("date"),
+    };
     let mut s = format!(
         "{}\n{}\n{}\n{}\n",
         method.as_str(),
         header("content-md5"),
         header("content-type"),
-        // With x-amz-date present, the Date line is empty (the header is signed below).
-        if headers.contains_key("x-amz-date") {
-            ""
-        } else {
-            header("date")
-        }
+        date_line
     );
     let mut amz: Vec<(&str, &str)> = headers
         .iter()
@@ -199,21 +223,32 @@ fn sign(secret: &str, data: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(ring::hmac::sign(&key, data.as_bytes()).as_ref())
 }
 
-/// Adds the trailing slash to a bucket-only path when the request's V2 signature was made for
-/// `/bucket/` (see the module docs). Virtual-hosted requests (`Host: bucket.domain`, path `/`)
-/// are left alone: s3s already signs them as `/bucket/`.
+/// Adds the trailing slash to a bucket-only path when the request's V2 signature (header or
+/// presigned) was made for `/bucket/` (see the module docs). Virtual-hosted requests
+/// (`Host: bucket.domain`, path `/`) are left alone: s3s already signs them as `/bucket/`.
 pub async fn normalize_bucket_path<B>(req: &mut Request<B>, auth: &GatewayAuth) {
-    let Some((access_key, signature)) = v2_credentials(req.headers()) else {
-        return;
-    };
     let Some(path) = bucket_only_path(req.uri()) else {
         return;
     };
+    // s3s reads a presigned query before any header, so this looks in the same order.
+    let (access_key, signature, expires) = match v2_presigned_credentials(req.uri().query()) {
+        Some((key, signature, expires)) => (key, signature, Some(expires)),
+        None => match v2_credentials(req.headers()) {
+            Some((key, signature)) => (key.to_owned(), signature.to_owned(), None),
+            None => return,
+        },
+    };
     let with_slash = format!("{path}/");
-    let Ok(secret) = auth.get_secret_key(access_key).await else {
+    let Ok(secret) = auth.get_secret_key(&access_key).await else {
         return;
     };
-    let sts = string_to_sign(req.method(), req.headers(), req.uri().query(), &with_slash);
+    let sts = string_to_sign(
+        req.method(),
+        req.headers(),
+        req.uri().query(),
+        &with_slash,
+        expires.as_deref(),
+    );
     if !bool::from(sign(secret.expose(), &sts).as_bytes().ct_eq(signature.as_bytes())) {
         return;
     }
@@ -254,14 +289,17 @@ mod tests {
         h.append("x-amz-meta-b", " 2 ".parse().unwrap());
         h.append("x-amz-meta-a", "1".parse().unwrap());
         h.append("x-amz-meta-b", "3".parse().unwrap());
-        let s = string_to_sign(&Method::PUT, &h, Some("prefix=x&acl&uploadId=a%2Bb"), "/b/k");
+        let s = string_to_sign(&Method::PUT, &h, Some("prefix=x&acl&uploadId=a%2Bb"), "/b/k", None);
         assert_eq!(
             s,
             "PUT\n\ntext/plain\nTue, 27 Mar 2007 19:36:42 +0000\nx-amz-meta-a:1\nx-amz-meta-b:2,3\n/b/k?acl&uploadId=a+b"
         );
         h.insert("x-amz-date", "Tue, 27 Mar 2007 19:36:42 +0000".parse().unwrap());
-        let s = string_to_sign(&Method::GET, &h, None, "/b/");
+        let s = string_to_sign(&Method::GET, &h, None, "/b/", None);
         assert!(s.starts_with("GET\n\ntext/plain\n\nx-amz-date:"), "{s}");
+        let s = string_to_sign(&Method::GET, &h, Some("Expires=99&list-type=2"), "/b/", Some("99"));
+        assert!(s.starts_with("GET\n\ntext/plain\n99\nx-amz-date:"), "{s}");
+        assert!(s.ends_with("/b/"), "{s}");
     }
 
     /// The example from S3's V2 documentation (GET of an object, date header).
@@ -269,7 +307,7 @@ mod tests {
     fn signature_matches_the_documented_example() {
         let mut h = HeaderMap::new();
         h.insert("date", "Tue, 27 Mar 2007 19:36:42 +0000".parse().unwrap());
-        let sts = string_to_sign(&Method::GET, &h, None, "/awsexamplebucket1/photos/puppy.jpg");
+        let sts = string_to_sign(&Method::GET, &h, None, "/awsexamplebucket1/photos/puppy.jpg", None);
         assert_eq!(
             sign("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &sts),
             "qgk2+6Sv9/oM7G3qLEjTH1a1l1g="
