@@ -548,6 +548,25 @@ for n in (1, 2, 3):
     ph = s3.head_object(Bucket=B, Key="mp/composite", PartNumber=n, ChecksumMode="ENABLED")
     check(f"composite part {n}", ph.get("ChecksumType") == "COMPOSITE"
           and ph.get("ChecksumSHA256") == cparts[n - 1]["ChecksumSHA256"], ph)
+# Of a FULL_OBJECT object, a part has no checksum of its own to report when there are several
+# (S3 gives none); the one part of a single-part upload gives the object's.
+for count in (2, 1):
+    key = f"mp/full-{count}"
+    mpf = s3.create_multipart_upload(Bucket=B, Key=key, ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    fparts = []
+    for n in range(1, count + 1):
+        pr = s3.upload_part(Bucket=B, Key=key, UploadId=mpf["UploadId"], PartNumber=n,
+                            Body=os.urandom(5 * 1024 * 1024 if n < count else 100), ChecksumAlgorithm="CRC32")
+        fparts.append({"PartNumber": n, "ETag": pr["ETag"], "ChecksumCRC32": pr["ChecksumCRC32"]})
+    done = s3.complete_multipart_upload(Bucket=B, Key=key, UploadId=mpf["UploadId"],
+                                        MultipartUpload={"Parts": fparts})
+    for n in range(1, count + 1):
+        for how in ("head", "get"):
+            fn = s3.head_object if how == "head" else s3.get_object
+            ph = fn(Bucket=B, Key=key, PartNumber=n, ChecksumMode="ENABLED")
+            want = done["ChecksumCRC32"] if count == 1 else None
+            check(f"full-object part {n} of {count} ({how})", ph.get("ChecksumCRC32") == want
+                  and ph.get("ChecksumType") == ("FULL_OBJECT" if want else None), ph)
 
 # A folder marker with a body (some tools write one byte or a JSON document).
 s3.put_object(Bucket=B, Key="folder/", Body=b'{"kind": "folder"}', ContentType="application/json")

@@ -603,18 +603,24 @@ struct ObjectHeaders {
 
 impl ObjectHeaders {
     fn new(plan: &ReadPlan) -> Self {
+        use super::checksum::ChecksumType::Composite;
+        let composite = plan.rec.checksums.checksum_type == Some(Composite);
         let src = match plan.checksum_part {
-            Some(i) => plan.rec.parts.get(i).map(|p| &p.checksums),
+            // S3 gives a part's own checksum where the object's checksum is made of them (every
+            // part of a COMPOSITE object) or equals it (the one part of a single-part upload).
+            // A part of a FULL_OBJECT object of several parts has no checksum of its own to
+            // give; the part's bytes are no range the object's checksum covers.
+            Some(i) if composite || plan.rec.parts.len() == 1 => plan.rec.parts.get(i).map(|p| &p.checksums),
+            Some(_) => None,
             None if plan.content_range.is_none() => Some(&plan.rec.checksums),
             None => None,
         };
-        use super::checksum::ChecksumType::Composite;
         let get = |a: Algo| src.and_then(|c| c.get(a).cloned());
         let [crc32, crc32c, crc64nvme, sha1, sha256] = Algo::ALL.map(get);
         // A part's checksum covers that part's bytes in full, but it belongs to the object's
         // scheme: parts of a COMPOSITE object are reported as COMPOSITE, as S3 does.
         let checksum_type = match plan.checksum_part {
-            Some(_) if plan.rec.checksums.checksum_type == Some(Composite) => src.map(|_| Composite),
+            Some(_) if composite => src.map(|_| Composite),
             _ => src.and_then(|c| c.checksum_type),
         }
         .map(s3_type);
