@@ -23,11 +23,12 @@ use crate::metrics::Metrics;
 
 mod early;
 mod errors;
+mod subresource;
 
 use early::{
     carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings,
-    refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_size, refused_v2_date,
-    unusable_region, wrong_region_answer,
+    refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_size, refused_subresource,
+    refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
     bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
@@ -341,11 +342,10 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         // which takes the secret's lookup: below.
         // An oversized header section, or a method S3 has no operation for, is refused before
         // anything else looks at the request.
-        let oversized = refused_header_section(&req, self.max_header_bytes).or_else(|| {
-            refused_method(&req, || {
-                self.cors.as_ref().is_some_and(|c| c.host_bucket(&req).is_some())
-            })
-        });
+        let host_bucket = || self.cors.as_ref().is_some_and(|c| c.host_bucket(&req).is_some());
+        let oversized = refused_header_section(&req, self.max_header_bytes)
+            .or_else(|| refused_method(&req, host_bucket))
+            .or_else(|| refused_subresource(&req, host_bucket));
         let token = oversized.is_none() && carries_session_token(&req);
         let odd_region = if token || oversized.is_some() {
             None

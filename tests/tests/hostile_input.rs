@@ -566,6 +566,42 @@ async fn methods_without_an_operation_are_not_allowed() {
     assert!(up.upload_id().is_some());
 }
 
+/// A sub-resource s3s does not route used to fall through to the resource's plain operation:
+/// DeleteBucketMetadataConfiguration deleted the (empty) bucket, RenameObject replaced the
+/// object with an empty one. Operations S3 has and the gateway does not are now 501
+/// `NotImplemented` naming them, and a PUT or DELETE of a sub-resource S3 has no such operation
+/// for is 405 `MethodNotAllowed`; nothing changes either way.
+#[tokio::test]
+async fn sub_resources_without_a_route_change_nothing() {
+    let (gw, c) = Gateway::with_bucket("subres").await;
+    c.create_bucket().bucket("subres-empty").send().await.unwrap();
+    penstock_tests::put(&c, "subres", "k", b"keep me").await;
+    for (method, path, status, code, detail) in [
+        ("DELETE", "/subres-empty?metadataConfiguration", 501, "NotImplemented", "DeleteBucketMetadataConfiguration"),
+        ("PUT", "/subres/k?renameObject", 501, "NotImplemented", "RenameObject"),
+        ("PUT", "/subres/k?encryption", 501, "NotImplemented", "UpdateObjectEncryption"),
+        ("GET", "/subres?abac", 501, "NotImplemented", "GetBucketAbac"),
+        ("DELETE", "/subres-empty?acl", 405, "MethodNotAllowed", "<ResourceType>BUCKET"),
+        ("DELETE", "/subres-empty?versioning", 405, "MethodNotAllowed", "<ResourceType>BUCKET"),
+        ("DELETE", "/subres/k?retention", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
+        ("DELETE", "/subres/k?legal-hold", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
+        ("PUT", "/subres/k?uploads", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
+    ] {
+        let r = header_signed(&gw, method, path, &sha256_hex(b""), b"");
+        let text = String::from_utf8_lossy(&r.body).into_owned();
+        assert_eq!((r.status, error_code(&r.body).as_str()), (status, code), "{method} {path}: {text}");
+        assert!(text.contains(detail), "{method} {path}: {text}");
+    }
+    let buckets = c.list_buckets().send().await.unwrap();
+    let names: Vec<_> = buckets.buckets().iter().filter_map(|b| b.name()).collect();
+    assert!(names.contains(&"subres-empty"), "{names:?}");
+    assert_eq!(penstock_tests::get(&c, "subres", "k").await, b"keep me");
+    // The sub-resources s3s does route still work.
+    c.delete_bucket_policy().bucket("subres-empty").send().await.unwrap();
+    c.delete_object_tagging().bucket("subres").key("k").send().await.unwrap();
+    c.delete_bucket().bucket("subres-empty").send().await.unwrap();
+}
+
 /// An upload that declares more than the 5 GiB one PUT or part may carry is refused with S3's
 /// 400 `EntityTooLarge` (naming the proposed and the allowed size) before its body is read: a
 /// client waiting for 100 Continue gets the refusal instead, and nothing is stored. The

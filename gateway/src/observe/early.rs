@@ -279,13 +279,7 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
     if known && !not_listing {
         return None;
     }
-    let resource = match (host_bucket(), path.split_once('/')) {
-        (true, _) if path.is_empty() => "BUCKET",
-        (true, _) => "OBJECT",
-        (false, _) if path.is_empty() => "SERVICE",
-        (false, Some((_, key))) if !key.is_empty() => "OBJECT",
-        (false, _) => "BUCKET",
-    };
+    let resource = resource_kind(path, host_bucket());
     let names = || crate::s3::body_digest::query_names(req.uri().query().unwrap_or(""));
     let refused = match resource {
         "BUCKET" if post => return refused_bucket_post(req, &names()),
@@ -294,6 +288,49 @@ pub(super) fn refused_method<B>(req: &Request<B>, host_bucket: impl FnOnce() -> 
         _ => !post || !names().iter().any(|n| OBJECT_POSTS.contains(n)),
     };
     refused.then(|| method_not_allowed(method.as_str(), resource))
+}
+
+/// The kind of resource a request's path (without its leading `/`) addresses, as S3 names it in
+/// `MethodNotAllowed`: `SERVICE`, `BUCKET` or `OBJECT`. `host_bucket`: the Host named the
+/// bucket, so the path is all key.
+fn resource_kind(path: &str, host_bucket: bool) -> &'static str {
+    match (host_bucket, path.split_once('/')) {
+        (true, _) if path.is_empty() => "BUCKET",
+        (true, _) => "OBJECT",
+        (false, _) if path.is_empty() => "SERVICE",
+        (false, Some((_, key))) if !key.is_empty() => "OBJECT",
+        (false, _) => "BUCKET",
+    }
+}
+
+/// A sub-resource that names an S3 operation s3s does not route (501 `NotImplemented`), or a
+/// PUT or DELETE of one S3 has no such operation for (405 `MethodNotAllowed`); s3s would run
+/// the resource's plain operation instead (see [`super::subresource`]). `host_bucket` as for
+/// [`refused_method`].
+pub(super) fn refused_subresource<B>(req: &Request<B>, host_bucket: impl FnOnce() -> bool) -> Option<Response<Body>> {
+    use super::subresource::{judge, Refusal};
+    let query = req.uri().query().filter(|q| !q.is_empty())?;
+    let path = req.uri().path().trim_start_matches('/');
+    let method = req.method().as_str();
+    if !matches!(method, "GET" | "PUT" | "DELETE" | "POST") {
+        return None;
+    }
+    let resource = resource_kind(path, host_bucket());
+    if resource == "SERVICE" {
+        return None;
+    }
+    let names = crate::s3::body_digest::query_names(query);
+    match judge(method, resource == "BUCKET", &names)? {
+        Refusal::MethodNotAllowed => Some(method_not_allowed(method, resource)),
+        Refusal::NotImplemented(op) => Some(with_status(
+            crate::s3::error_document(
+                "NotImplemented",
+                &format!("{op} is not implemented by this gateway"),
+                "",
+            ),
+            http::StatusCode::NOT_IMPLEMENTED,
+        )),
+    }
 }
 
 /// S3's 405 `MethodNotAllowed`, naming the method and the kind of resource.
