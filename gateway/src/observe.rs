@@ -26,7 +26,7 @@ mod errors;
 mod subresource;
 
 use early::{
-    carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings,
+    carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings, refused_append,
     refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_size, refused_subresource,
     refused_v2_date, unusable_region, wrong_region_answer,
 };
@@ -316,6 +316,7 @@ fn refused_otherwise<B>(req: &Request<B>) -> Option<Response<Body>> {
         .or_else(|| refused_expiry(req))
         .or_else(|| refused_content_sha256(req))
         .or_else(|| refused_size(req))
+        .or_else(|| refused_append(req))
 }
 
 /// A request id in the style of S3's: 16 upper-case hex digits.

@@ -3,7 +3,8 @@
 //! encodings, ignored Range headers, request ids in errors, directory markers with a body; and
 //! two limits S3 enforces (#16): key length, presigned URL lifetime (the latter in the boto3 suite);
 //! a `+` left unencoded in the path, read as the client signed it; a carriage return in a key,
-//! written in XML documents so that parsers read it back.
+//! written in XML documents so that parsers read it back; S3 functionality the gateway does
+//! not have (appends, newer checksum algorithms), refused rather than misread.
 //! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
 //! with presigned URLs.
 
@@ -703,4 +704,73 @@ async fn carriage_returns_in_keys_survive_xml() {
     gone.sort();
     assert_eq!(gone, want.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(c.list_objects_v2().bucket("crs").send().await.unwrap().key_count(), Some(0));
+}
+
+/// Requests for S3 functionality the gateway does not have are refused and change nothing,
+/// rather than served as something else: an appending PutObject (`x-amz-write-offset-bytes`)
+/// replaced the object with the bytes meant for its end; a checksum of an algorithm the gateway
+/// does not compute (`x-amz-checksum-sha512`) was taken unchecked. A completion whose parts do
+/// not add up to `x-amz-mp-object-size` is refused as S3 refuses it.
+#[tokio::test]
+async fn functionality_not_kept_is_refused_not_misread() {
+    let (_gw, c) = Gateway::with_bucket("notkept").await;
+    put(&c, "notkept", "log", b"hello ").await;
+    let e = c
+        .put_object()
+        .bucket("notkept")
+        .key("log")
+        .write_offset_bytes(6)
+        .body(ByteStream::from_static(b"world"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((e.raw_response().unwrap().status().as_u16(), e.code()), (501, Some("NotImplemented")));
+    assert_eq!(get(&c, "notkept", "log").await, b"hello ");
+
+    for name in ["x-amz-checksum-sha512", "x-amz-checksum-xxhash64", "x-amz-checksum-md5"] {
+        let e = c
+            .put_object()
+            .bucket("notkept")
+            .key("log")
+            .body(ByteStream::from_static(b"unchecked"))
+            .customize()
+            .mutate_request(move |r| {
+                r.headers_mut().insert(name, "AAAAAAAAAAA=");
+            })
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!((e.raw_response().unwrap().status().as_u16(), e.code()), (400, Some("InvalidRequest")), "{name}");
+    }
+    assert_eq!(get(&c, "notkept", "log").await, b"hello ");
+
+    let up = c.create_multipart_upload().bucket("notkept").key("mp").send().await.unwrap();
+    let id = up.upload_id().unwrap();
+    let p = c
+        .upload_part()
+        .bucket("notkept")
+        .key("mp")
+        .upload_id(id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"ten bytes!"))
+        .send()
+        .await
+        .unwrap();
+    let parts = CompletedMultipartUpload::builder()
+        .parts(CompletedPart::builder().part_number(1).e_tag(p.e_tag().unwrap()).build())
+        .build();
+    let complete = |size: i64| {
+        c.complete_multipart_upload()
+            .bucket("notkept")
+            .key("mp")
+            .upload_id(id)
+            .mpu_object_size(size)
+            .multipart_upload(parts.clone())
+            .send()
+    };
+    let e = complete(11).await.unwrap_err();
+    assert_eq!((e.raw_response().unwrap().status().as_u16(), e.code()), (400, Some("InvalidRequest")));
+    assert!(c.head_object().bucket("notkept").key("mp").send().await.is_err(), "nothing completed");
+    complete(10).await.unwrap();
+    assert_eq!(get(&c, "notkept", "mp").await, b"ten bytes!");
 }

@@ -333,6 +333,23 @@ pub(super) fn refused_subresource<B>(req: &Request<B>, host_bucket: impl FnOnce(
     }
 }
 
+/// A PutObject that appends (`x-amz-write-offset-bytes`, which S3 takes for objects in
+/// directory buckets): 501 `NotImplemented` naming the header. Taken as a plain PutObject, as
+/// s3s would, it replaced the object with just the bytes meant for its end.
+pub(super) fn refused_append<B>(req: &Request<B>) -> Option<Response<Body>> {
+    const HEADER: &str = "x-amz-write-offset-bytes";
+    req.headers().contains_key(HEADER).then(|| {
+        with_status(
+            crate::s3::error_document(
+                "NotImplemented",
+                "A header you provided implies functionality that is not implemented",
+                &format!("<Header>{HEADER}</Header>"),
+            ),
+            http::StatusCode::NOT_IMPLEMENTED,
+        )
+    })
+}
+
 /// S3's 405 `MethodNotAllowed`, naming the method and the kind of resource.
 fn method_not_allowed(method: &str, resource: &str) -> Response<Body> {
     let esc = crate::s3::post_form::xml_escape;

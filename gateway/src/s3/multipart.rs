@@ -317,6 +317,23 @@ impl Gateway {
                 return Err(super::error::part_too_small(p.part_number, p.size, MIN_PART_SIZE));
             }
         }
+        // `x-amz-mp-object-size`: the size the client means the object to have. S3 refuses a
+        // completion whose parts add up to another (400 `InvalidRequest`), before joining them.
+        if let Some(expected) = input.mpu_object_size {
+            let total: u64 = chosen.iter().map(|p| p.size).sum();
+            if expected < 0 {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "Value for x-amz-mp-object-size header is less than zero: '{expected}'"
+                ));
+            }
+            if expected as u64 != total {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "The provided 'x-amz-mp-object-size' header value {expected} does not match what was computed: {total}"
+                ));
+            }
+        }
 
         let md5s: Vec<&str> = chosen.iter().map(|p| p.md5_hex.as_str()).collect();
         let etag_value = multipart_etag(&md5s).ok_or_else(|| s3_error!(InternalError, "corrupt part record"))?;
