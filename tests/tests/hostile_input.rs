@@ -570,7 +570,8 @@ async fn methods_without_an_operation_are_not_allowed() {
 /// DeleteBucketMetadataConfiguration deleted the (empty) bucket, RenameObject replaced the
 /// object with an empty one. Operations S3 has and the gateway does not are now 501
 /// `NotImplemented` naming them, and a PUT or DELETE of a sub-resource S3 has no such operation
-/// for is 405 `MethodNotAllowed`; nothing changes either way.
+/// for is 405 `MethodNotAllowed`; so is a PUT naming an upload but no part number, and one naming
+/// a part number but no upload is 400 `InvalidArgument` (both were PutObjects). Nothing changes.
 #[tokio::test]
 async fn sub_resources_without_a_route_change_nothing() {
     let (gw, c) = Gateway::with_bucket("subres").await;
@@ -586,6 +587,9 @@ async fn sub_resources_without_a_route_change_nothing() {
         ("DELETE", "/subres/k?retention", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
         ("DELETE", "/subres/k?legal-hold", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
         ("PUT", "/subres/k?uploads", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
+        // One of a part upload's two parameters without the other (PutObject to s3s).
+        ("PUT", "/subres/k?uploadId=abc", 405, "MethodNotAllowed", "<ResourceType>UPLOAD"),
+        ("PUT", "/subres/k?partNumber=1", 400, "InvalidArgument", "without uploadId"),
     ] {
         let r = header_signed(&gw, method, path, &sha256_hex(b""), b"");
         let text = String::from_utf8_lossy(&r.body).into_owned();

@@ -322,6 +322,17 @@ pub(super) fn refused_subresource<B>(req: &Request<B>, host_bucket: impl FnOnce(
     let names = crate::s3::body_digest::query_names(query);
     match judge(method, resource == "BUCKET", &names)? {
         Refusal::MethodNotAllowed => Some(method_not_allowed(method, resource)),
+        Refusal::UploadMethodNotAllowed => {
+            let mut resp = method_not_allowed(method, "UPLOAD");
+            resp.headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("DELETE, POST, GET"));
+            Some(resp)
+        }
+        Refusal::PartNumberWithoutUpload => Some(bad_request(crate::s3::error_document(
+            "InvalidArgument",
+            "This operation does not accept partNumber without uploadId",
+            "<ArgumentName>partNumber</ArgumentName><ArgumentValue>partNumber</ArgumentValue>",
+        ))),
         Refusal::NotImplemented(op) => Some(with_status(
             crate::s3::error_document(
                 "NotImplemented",

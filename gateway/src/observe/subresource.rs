@@ -126,11 +126,29 @@ pub(super) enum Refusal {
     NotImplemented(&'static str),
     /// 405 `MethodNotAllowed`: S3 has no operation for the method on this sub-resource.
     MethodNotAllowed,
+    /// 405 `MethodNotAllowed` with `<ResourceType>UPLOAD</ResourceType>` and `Allow: DELETE,
+    /// POST, GET`: a PUT of an object naming an `uploadId` but no `partNumber`, which S3 reads as
+    /// addressing the upload itself (abort, complete, list parts), not a part of it.
+    UploadMethodNotAllowed,
+    /// 400 `InvalidArgument` ("This operation does not accept partNumber without uploadId"): a
+    /// PUT of an object naming a `partNumber` but no `uploadId`.
+    PartNumberWithoutUpload,
 }
 
 /// Judges a request by its method, whether it addresses a bucket (`false`: an object) and its
 /// query's parameter names. Requests to the service root have no sub-resources to judge.
+/// s3s takes a PUT of an object that names only one of `uploadId` and `partNumber` for a
+/// PutObject (or a CopyObject), which would replace the object with what was meant for a part;
+/// S3 refuses both, as the last two refusals (answers as S3 gives them, recorded in versitygw's
+/// issues 1236 and 1237).
 pub(super) fn judge(method: &str, bucket: bool, names: &[&str]) -> Option<Refusal> {
+    if method == "PUT" && !bucket {
+        match (names.contains(&"uploadId"), names.contains(&"partNumber")) {
+            (true, false) => return Some(Refusal::UploadMethodNotAllowed),
+            (false, true) => return Some(Refusal::PartNumberWithoutUpload),
+            _ => {}
+        }
+    }
     for name in names {
         let Some(s) = SUB_RESOURCES.iter().find(|s| s.name == *name) else {
             continue;
@@ -187,6 +205,23 @@ mod tests {
         ] {
             assert_eq!(judge(m, b, &[n]), Some(Refusal::MethodNotAllowed), "{m} {b} {n}");
         }
+    }
+
+    #[test]
+    fn part_uploads_name_both_the_upload_and_the_part() {
+        assert_eq!(
+            judge("PUT", false, &["uploadId"]),
+            Some(Refusal::UploadMethodNotAllowed)
+        );
+        assert_eq!(
+            judge("PUT", false, &["partNumber"]),
+            Some(Refusal::PartNumberWithoutUpload)
+        );
+        assert_eq!(judge("PUT", false, &["partNumber", "uploadId"]), None);
+        for m in ["GET", "DELETE", "POST"] {
+            assert_eq!(judge(m, false, &["uploadId"]), None, "{m}");
+        }
+        assert_eq!(judge("GET", false, &["partNumber"]), None, "GetObject reads parts");
     }
 
     #[test]
