@@ -30,6 +30,8 @@ struct SubResource {
     unrouted: &'static [(bool, &'static str, &'static str)],
 }
 
+/// A sub-resource S3 has operations for with `bucket`'s methods on a bucket and `object`'s on an
+/// object, all of which s3s routes.
 const fn sub(name: &'static str, bucket: &'static [&'static str], object: &'static [&'static str]) -> SubResource {
     SubResource {
         name,
@@ -39,58 +41,54 @@ const fn sub(name: &'static str, bucket: &'static [&'static str], object: &'stat
     }
 }
 
+/// `s` with the operations among its own that s3s does not route.
+const fn routed_not(s: SubResource, unrouted: &'static [(bool, &'static str, &'static str)]) -> SubResource {
+    SubResource { unrouted, ..s }
+}
+
 const GPD: &[&str] = &["GET", "PUT", "DELETE"];
 const GP: &[&str] = &["GET", "PUT"];
 const G: &[&str] = &["GET"];
 const NONE: &[&str] = &[];
 
+/// Every query parameter that selects an S3 operation on a bucket or an object.
 const SUB_RESOURCES: &[SubResource] = &[
-    SubResource {
-        name: "abac",
-        bucket: GP,
-        object: NONE,
-        unrouted: &[(true, "GET", "GetBucketAbac"), (true, "PUT", "PutBucketAbac")],
-    },
+    routed_not(
+        sub("abac", GP, NONE),
+        &[(true, "GET", "GetBucketAbac"), (true, "PUT", "PutBucketAbac")],
+    ),
     sub("accelerate", GP, NONE),
     sub("acl", GP, GP),
     sub("analytics", GPD, NONE),
     sub("attributes", NONE, G),
     sub("cors", GPD, NONE),
     sub("delete", &["POST"], NONE),
-    SubResource {
-        name: "encryption",
-        bucket: GPD,
-        object: &["PUT"],
-        unrouted: &[(false, "PUT", "UpdateObjectEncryption")],
-    },
+    routed_not(
+        sub("encryption", GPD, &["PUT"]),
+        &[(false, "PUT", "UpdateObjectEncryption")],
+    ),
     sub("intelligent-tiering", GPD, NONE),
     sub("inventory", GPD, NONE),
     sub("legal-hold", NONE, GP),
     sub("lifecycle", GPD, NONE),
     sub("location", G, NONE),
     sub("logging", GP, NONE),
-    SubResource {
-        name: "metadataConfiguration",
-        bucket: &["GET", "DELETE", "POST"],
-        object: NONE,
-        unrouted: &[
+    routed_not(
+        sub("metadataConfiguration", &["GET", "DELETE", "POST"], NONE),
+        &[
             (true, "GET", "GetBucketMetadataConfiguration"),
             (true, "DELETE", "DeleteBucketMetadataConfiguration"),
             (true, "POST", "CreateBucketMetadataConfiguration"),
         ],
-    },
-    SubResource {
-        name: "metadataInventoryTable",
-        bucket: &["PUT"],
-        object: NONE,
-        unrouted: &[(true, "PUT", "UpdateBucketMetadataInventoryTableConfiguration")],
-    },
-    SubResource {
-        name: "metadataJournalTable",
-        bucket: &["PUT"],
-        object: NONE,
-        unrouted: &[(true, "PUT", "UpdateBucketMetadataJournalTableConfiguration")],
-    },
+    ),
+    routed_not(
+        sub("metadataInventoryTable", &["PUT"], NONE),
+        &[(true, "PUT", "UpdateBucketMetadataInventoryTableConfiguration")],
+    ),
+    routed_not(
+        sub("metadataJournalTable", &["PUT"], NONE),
+        &[(true, "PUT", "UpdateBucketMetadataJournalTableConfiguration")],
+    ),
     sub("metadataTable", &["GET", "DELETE", "POST"], NONE),
     sub("metrics", GPD, NONE),
     sub("notification", GP, NONE),
@@ -99,12 +97,7 @@ const SUB_RESOURCES: &[SubResource] = &[
     sub("policy", GPD, NONE),
     sub("policyStatus", G, NONE),
     sub("publicAccessBlock", GPD, NONE),
-    SubResource {
-        name: "renameObject",
-        bucket: NONE,
-        object: &["PUT"],
-        unrouted: &[(false, "PUT", "RenameObject")],
-    },
+    routed_not(sub("renameObject", NONE, &["PUT"]), &[(false, "PUT", "RenameObject")]),
     sub("replication", GPD, NONE),
     sub("requestPayment", GP, NONE),
     sub("restore", NONE, &["POST"]),
