@@ -596,6 +596,11 @@ async fn sub_resources_without_a_route_change_nothing() {
         assert_eq!((r.status, error_code(&r.body).as_str()), (status, code), "{method} {path}: {text}");
         assert!(text.contains(detail), "{method} {path}: {text}");
     }
+    // S3 lists the methods the sub-resource has operations for.
+    let r = header_signed(&gw, "DELETE", "/subres-empty?acl", &sha256_hex(b""), b"");
+    assert_eq!(r.header("allow"), Some("GET, PUT"));
+    let r = header_signed(&gw, "PUT", "/subres/k?uploadId=abc", &sha256_hex(b""), b"");
+    assert_eq!(r.header("allow"), Some("DELETE, POST, GET"));
     let buckets = c.list_buckets().send().await.unwrap();
     let names: Vec<_> = buckets.buckets().iter().filter_map(|b| b.name()).collect();
     assert!(names.contains(&"subres-empty"), "{names:?}");

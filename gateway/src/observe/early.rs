@@ -321,7 +321,13 @@ pub(super) fn refused_subresource<B>(req: &Request<B>, host_bucket: impl FnOnce(
     }
     let names = crate::s3::body_digest::query_names(query);
     match judge(method, resource == "BUCKET", &names)? {
-        Refusal::MethodNotAllowed => Some(method_not_allowed(method, resource)),
+        Refusal::MethodNotAllowed(allowed) => {
+            let mut resp = method_not_allowed(method, resource);
+            if let Ok(v) = HeaderValue::from_str(&allowed.join(", ")) {
+                resp.headers_mut().insert(http::header::ALLOW, v);
+            }
+            Some(resp)
+        }
         Refusal::UploadMethodNotAllowed => {
             let mut resp = method_not_allowed(method, "UPLOAD");
             resp.headers_mut()

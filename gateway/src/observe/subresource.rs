@@ -117,8 +117,9 @@ const SUB_RESOURCES: &[SubResource] = &[
 pub(super) enum Refusal {
     /// 501 `NotImplemented`: S3's operation of this name, which this gateway does not have.
     NotImplemented(&'static str),
-    /// 405 `MethodNotAllowed`: S3 has no operation for the method on this sub-resource.
-    MethodNotAllowed,
+    /// 405 `MethodNotAllowed`: S3 has no operation for the method on this sub-resource; the
+    /// methods it has one for (S3 lists them in `Allow`).
+    MethodNotAllowed(&'static [&'static str]),
     /// 405 `MethodNotAllowed` with `<ResourceType>UPLOAD</ResourceType>` and `Allow: DELETE,
     /// POST, GET`: a PUT of an object naming an `uploadId` but no `partNumber`, which S3 reads as
     /// addressing the upload itself (abort, complete, list parts), not a part of it.
@@ -151,7 +152,7 @@ pub(super) fn judge(method: &str, bucket: bool, names: &[&str]) -> Option<Refusa
         }
         let allowed = if bucket { s.bucket } else { s.object };
         if matches!(method, "PUT" | "DELETE") && !allowed.contains(&method) {
-            return Some(Refusal::MethodNotAllowed);
+            return Some(Refusal::MethodNotAllowed(allowed));
         }
     }
     None
@@ -196,8 +197,15 @@ mod tests {
             ("PUT", true, "location"),
             ("PUT", true, "versions"),
         ] {
-            assert_eq!(judge(m, b, &[n]), Some(Refusal::MethodNotAllowed), "{m} {b} {n}");
+            assert!(
+                matches!(judge(m, b, &[n]), Some(Refusal::MethodNotAllowed(_))),
+                "{m} {b} {n}"
+            );
         }
+        assert_eq!(
+            judge("DELETE", true, &["acl"]),
+            Some(Refusal::MethodNotAllowed(&["GET", "PUT"]))
+        );
     }
 
     #[test]
