@@ -344,9 +344,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
         // An oversized header section, or a method S3 has no operation for, is refused before
         // anything else looks at the request.
         let host_bucket = || self.cors.as_ref().is_some_and(|c| c.host_bucket(&req).is_some());
+        // Sub-resources first: a POST naming an S3 operation the gateway lacks is 501 naming it,
+        // not the 405 `refused_method` gives POSTs that name no operation it knows.
         let oversized = refused_header_section(&req, self.max_header_bytes)
-            .or_else(|| refused_method(&req, host_bucket))
-            .or_else(|| refused_subresource(&req, host_bucket));
+            .or_else(|| refused_subresource(&req, host_bucket))
+            .or_else(|| refused_method(&req, host_bucket));
         let token = oversized.is_none() && carries_session_token(&req);
         let odd_region = if token || oversized.is_some() {
             None

@@ -582,6 +582,7 @@ async fn sub_resources_without_a_route_change_nothing() {
         ("PUT", "/subres/k?renameObject", 501, "NotImplemented", "RenameObject"),
         ("PUT", "/subres/k?encryption", 501, "NotImplemented", "UpdateObjectEncryption"),
         ("GET", "/subres?abac", 501, "NotImplemented", "GetBucketAbac"),
+        ("POST", "/subres?metadataConfiguration", 501, "NotImplemented", "CreateBucketMetadataConfiguration"),
         ("DELETE", "/subres-empty?acl", 405, "MethodNotAllowed", "<ResourceType>BUCKET"),
         ("DELETE", "/subres-empty?versioning", 405, "MethodNotAllowed", "<ResourceType>BUCKET"),
         ("DELETE", "/subres/k?retention", 405, "MethodNotAllowed", "<ResourceType>OBJECT"),
