@@ -242,7 +242,7 @@ fn payload_readings<B>(req: &Request<B>, s: &Signed) -> Vec<String> {
 }
 
 /// The percent-decoded value of parameter `name` in `query`.
-fn query_param(query: &str, name: &str) -> Option<String> {
+pub(crate) fn query_param(query: &str, name: &str) -> Option<String> {
     let (_, v) = query
         .split('&')
         .filter_map(|p| p.split_once('='))

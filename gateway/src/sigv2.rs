@@ -84,13 +84,7 @@ fn bucket_only_path(uri: &Uri) -> Option<&str> {
 
 /// `(access key, signature, expires)` of a V2 presigned URL's query, percent-decoded.
 fn v2_presigned_credentials(query: Option<&str>) -> Option<(String, String, String)> {
-    let query = query?;
-    let param = |name: &str| {
-        query.split('&').find_map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (k == name).then(|| percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned())
-        })
-    };
+    let param = |name| crate::signed_path::query_param(query?, name);
     Some((param("AWSAccessKeyId")?, param("Signature")?, param("Expires")?))
 }
 

@@ -339,14 +339,7 @@ pub(super) fn refused_subresource<B>(req: &Request<B>, host_bucket: impl FnOnce(
             "This operation does not accept partNumber without uploadId",
             "<ArgumentName>partNumber</ArgumentName><ArgumentValue>partNumber</ArgumentValue>",
         ))),
-        Refusal::NotImplemented(op) => Some(with_status(
-            crate::s3::error_document(
-                "NotImplemented",
-                &format!("{op} is not implemented by this gateway"),
-                "",
-            ),
-            http::StatusCode::NOT_IMPLEMENTED,
-        )),
+        Refusal::NotImplemented(op) => Some(not_implemented(&format!("{op} is not implemented by this gateway"), "")),
     }
 }
 
@@ -356,15 +349,19 @@ pub(super) fn refused_subresource<B>(req: &Request<B>, host_bucket: impl FnOnce(
 pub(super) fn refused_append<B>(req: &Request<B>) -> Option<Response<Body>> {
     const HEADER: &str = "x-amz-write-offset-bytes";
     req.headers().contains_key(HEADER).then(|| {
-        with_status(
-            crate::s3::error_document(
-                "NotImplemented",
-                "A header you provided implies functionality that is not implemented",
-                &format!("<Header>{HEADER}</Header>"),
-            ),
-            http::StatusCode::NOT_IMPLEMENTED,
+        not_implemented(
+            "A header you provided implies functionality that is not implemented",
+            &format!("<Header>{HEADER}</Header>"),
         )
     })
+}
+
+/// S3's 501 `NotImplemented` with `message` and the extra elements `detail`.
+fn not_implemented(message: &str, detail: &str) -> Response<Body> {
+    with_status(
+        crate::s3::error_document("NotImplemented", message, detail),
+        http::StatusCode::NOT_IMPLEMENTED,
+    )
 }
 
 /// S3's 405 `MethodNotAllowed`, naming the method and the kind of resource.

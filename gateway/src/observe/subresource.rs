@@ -13,13 +13,15 @@
 //!   operation, whatever the method (S3 has the operation; this gateway does not);
 //! - a PUT or DELETE naming a sub-resource S3 has no operation for with that method, on that
 //!   kind of resource, is 405 `MethodNotAllowed`, as S3 answers (`DELETE /bucket?acl`: there is
-//!   no DeleteBucketAcl).
+//!   no DeleteBucketAcl);
+//! - a PUT of an object naming only one of `uploadId` and `partNumber` is refused as S3 refuses
+//!   it (s3s would take it for a PutObject; see [`judge`]).
 //!
 //! Reads naming a sub-resource that has no GET keep s3s's answer, as do HEAD and OPTIONS, and
-//! POSTs are held to S3's operations by `early::refused_method`. Parameters that are not
-//! sub-resources (`versionId`, `uploadId`, `partNumber`, `x-id`, listing parameters) play no
-//! part. The table follows S3's API model (botocore's `service-2.json` for S3, each operation's
-//! `requestUri`); s3s's routing is `s3s::ops::generated::resolve_route`.
+//! other POSTs are held to S3's operations by `early::refused_method`. Other parameters that are
+//! not sub-resources (`versionId`, `x-id`, listing parameters) play no part. The table follows
+//! S3's API model (botocore's `service-2.json` for S3, each operation's `requestUri`); s3s's
+//! routing is `s3s::ops::generated::resolve_route`.
 
 /// A sub-resource: the methods S3 has an operation for on a bucket and on an object, and the
 /// operations among those that s3s does not route, as `(bucket?, method, operation)`.
