@@ -457,6 +457,15 @@ doc["expiration"] = doc["expiration"].replace(" ", "T")
 post["fields"]["policy"], post["fields"]["x-amz-signature"] = sign_policy(doc, post["fields"])
 st, _, body_ = post_form(post, "l.txt", b"l")
 check("post re-signed policy taken", st == 204, (st, body_[:300]))
+# S3 counts the bucket among every form's fields: a policy with no condition on it leaves a
+# field uncovered, 403 "Extra input fields: bucket", and nothing is written.
+post = s3.generate_presigned_post(B, "post/no-bucket-condition")
+doc = json.loads(base64.b64decode(post["fields"]["policy"]))
+doc["conditions"] = [c for c in doc["conditions"] if not (isinstance(c, dict) and "bucket" in c)]
+post["fields"]["policy"], post["fields"]["x-amz-signature"] = sign_policy(doc, post["fields"])
+st, _, body_ = post_form(post, "nb.txt", b"nb")
+check("post policy without a bucket condition 403", st == 403 and b"Extra input fields: bucket" in body_
+      and error_code(lambda: s3.head_object(Bucket=B, Key="post/no-bucket-condition"))[1] == 404, (st, body_[:300]))
 
 # Virtual-hosted-style addressing (`<bucket>.localhost`), signed like any client would, sent to
 # the loopback address because *.localhost need not resolve here.

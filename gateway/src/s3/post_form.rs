@@ -88,11 +88,14 @@ impl FormFields {
         }
     }
 
-    /// S3's refusal of a form whose signing is incomplete or whose policy's expiration is not
-    /// in S3's form, where s3s would go on: a form that names a signer or carries a policy but
-    /// has no signature (s3s takes it for an anonymous upload, and checks the policy's
-    /// conditions first), and an expiration that is RFC 3339 but not the ISO 8601 S3 reads
-    /// (`2026-11-26 12:00:00Z`, with a space, parses for s3s).
+    /// S3's refusal of a form whose signing or policy it refuses where s3s would go on: a form
+    /// that names a signer or carries a policy but has no signature (s3s takes it for an
+    /// anonymous upload, and checks the policy's conditions first); an expiration that is RFC
+    /// 3339 but not the ISO 8601 S3 reads (`2026-11-26 12:00:00Z`, with a space, parses for
+    /// s3s); and a policy with no condition on `bucket`. S3 counts the bucket as one of every
+    /// form's fields, so a policy that does not name it leaves a field uncovered: 403 "Extra
+    /// input fields: bucket" (ceph's s3-tests and MinIO expect the refusal too). s3s checks a
+    /// `bucket` condition where there is one, but lets a policy without one through.
     fn signing_refusal(&self) -> Option<(&'static str, String)> {
         if self.signature.is_none() && (self.policy.is_some() || self.credential.is_some()) {
             let field = match self.credential {
@@ -104,22 +107,45 @@ impl FormFields {
                 format!("Bucket POST must contain a field named '{field}'.  If it is specified, please check the order of the fields."),
             ));
         }
-        let expiration = self.policy.as_deref().and_then(policy_expiration)?;
-        (expiration.as_bytes().get(10) != Some(&b'T')).then(|| {
-            (
+        let doc = self.policy.as_deref().and_then(policy_document)?;
+        let expiration = doc.get("expiration")?.as_str()?;
+        if expiration.as_bytes().get(10) != Some(&b'T') {
+            return Some((
                 "InvalidPolicyDocument",
                 format!("Invalid Policy: Invalid 'expiration' value: '{expiration}'"),
+            ));
+        }
+        (!covers_bucket(&doc)).then(|| {
+            (
+                "AccessDenied",
+                "Invalid according to Policy: Extra input fields: bucket".to_owned(),
             )
         })
     }
 }
 
-/// The `expiration` of a base64 policy document, if it decodes and has one as a string.
-fn policy_expiration(policy: &str) -> Option<String> {
+/// A base64 policy document as JSON, if it decodes.
+fn policy_document(policy: &str) -> Option<serde_json::Value> {
     use base64::Engine;
     let doc = base64::engine::general_purpose::STANDARD.decode(policy.trim()).ok()?;
-    let doc: serde_json::Value = serde_json::from_slice(&doc).ok()?;
-    doc.get("expiration")?.as_str().map(str::to_owned)
+    serde_json::from_slice(&doc).ok()
+}
+
+/// Whether a policy document has a condition on the `bucket` field, in either of its forms:
+/// `{"bucket": "name"}` or `["eq", "$bucket", "name"]` (`starts-with` too, which S3 then judges).
+fn covers_bucket(doc: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let Some(conditions) = doc.get("conditions").and_then(Value::as_array) else {
+        return false;
+    };
+    conditions.iter().any(|c| match c {
+        Value::Object(m) => m.keys().any(|k| k.eq_ignore_ascii_case("bucket")),
+        Value::Array(a) => a
+            .get(1)
+            .and_then(Value::as_str)
+            .is_some_and(|f| f.eq_ignore_ascii_case("$bucket")),
+        _ => false,
+    })
 }
 
 /// The file name in a file part's `filename`, without the path some browsers send with it
@@ -168,6 +194,7 @@ impl FormUpload {
     pub(crate) fn check_signing(&self) -> S3Result<()> {
         match self.fields.get().and_then(FormFields::signing_refusal) {
             Some(("InvalidArgument", message)) => Err(s3_error!(InvalidArgument, "{message}")),
+            Some(("AccessDenied", message)) => Err(s3_error!(AccessDenied, "{message}")),
             Some((_, message)) => Err(s3_error!(InvalidPolicyDocument, "{message}")),
             None => Ok(()),
         }
@@ -257,7 +284,8 @@ bytes--XyZ--\r\n";
     fn incomplete_signing_and_loose_expirations_are_refused() {
         use base64::Engine;
         let policy = |exp: &str| {
-            base64::engine::general_purpose::STANDARD.encode(format!(r#"{{"expiration":"{exp}","conditions":[]}}"#))
+            base64::engine::general_purpose::STANDARD
+                .encode(format!(r#"{{"expiration":"{exp}","conditions":[{{"bucket":"b"}}]}}"#))
         };
         let fields = |policy: Option<String>, signature, credential| FormFields {
             policy,
@@ -290,6 +318,38 @@ bytes--XyZ--\r\n";
             Some(Signing::V2),
         );
         assert_eq!(loose.signing_refusal().unwrap().0, "InvalidPolicyDocument");
+    }
+
+    #[test]
+    fn a_policy_must_name_the_bucket() {
+        use base64::Engine;
+        let refusal = |conditions: &str| {
+            let doc = format!(r#"{{"expiration":"2030-01-01T00:00:00Z","conditions":{conditions}}}"#);
+            FormFields {
+                policy: Some(base64::engine::general_purpose::STANDARD.encode(doc)),
+                signature: Some(Signing::V4),
+                credential: Some(Signing::V4),
+                ..FormFields::default()
+            }
+            .signing_refusal()
+        };
+        for named in [
+            r#"[{"bucket":"b"},["starts-with","$key",""]]"#,
+            r#"[["eq","$bucket","b"]]"#,
+            r#"[["starts-with","$key","a"],["starts-with","$Bucket","b"]]"#,
+            r#"[{"Bucket":"b"}]"#,
+        ] {
+            assert_eq!(refusal(named), None, "{named}");
+        }
+        for unnamed in [
+            r#"[["starts-with","$key",""],{"acl":"private"}]"#,
+            r#"[]"#,
+            r#"[["eq","bucket","b"]]"#,
+        ] {
+            let (code, message) = refusal(unnamed).expect(unnamed);
+            assert_eq!(code, "AccessDenied", "{unnamed}");
+            assert!(message.ends_with("Extra input fields: bucket"), "{message}");
+        }
     }
 
     #[test]

@@ -18,8 +18,11 @@ const MAX_ERROR_DOC: usize = 16 * 1024;
 /// into the 201 document), which browser upload scripts read to link what they uploaded.
 pub(crate) async fn form_answer(resp: Response<s3s::Body>, upload: &FormUpload) -> Response<s3s::Body> {
     // s3s checks a policy's conditions before anything reaches the access hook, which refuses
-    // incomplete signing; S3 names the missing signature whatever the conditions say.
+    // incomplete signing; S3 names the missing signature whatever the conditions say. (A policy
+    // that leaves the bucket uncovered is refused by the hook alone, as one uncovered field
+    // among any others s3s found first.)
     let refusal = upload.fields.get().and_then(FormFields::signing_refusal);
+    let refusal = refusal.filter(|(code, _)| *code != "AccessDenied");
     if let Some((code, message)) = refusal.filter(|_| resp.status().is_client_error()) {
         let doc = error_document(code, &xml_escape(&message), "");
         let (mut parts, _) = resp.into_parts();
