@@ -4,7 +4,8 @@
 //! two limits S3 enforces (#16): key length, presigned URL lifetime (the latter in the boto3 suite);
 //! a `+` left unencoded in the path, read as the client signed it; a carriage return in a key,
 //! written in XML documents so that parsers read it back; S3 functionality the gateway does
-//! not have (appends, newer checksum algorithms), refused rather than misread.
+//! not have (appends, newer checksum algorithms), refused rather than misread; an `Expires` that
+//! is no date, kept as sent.
 //! Some need bytes on the wire that the SDK would not send, so they speak HTTP/1.1 over a socket
 //! with presigned URLs.
 
@@ -773,4 +774,71 @@ async fn functionality_not_kept_is_refused_not_misread() {
     assert!(c.head_object().bucket("notkept").key("mp").send().await.is_err(), "nothing completed");
     complete(10).await.unwrap();
     assert_eq!(get(&c, "notkept", "mp").await, b"ten bytes!");
+}
+
+/// An `Expires` that is no HTTP date is stored as it came and answered so, as S3 does (the AWS
+/// SDKs read it into `ExpiresString`): libs3 sends its dates as `... UTC`, web frameworks send
+/// `0`. It was refused with 400 "invalid header". A date is still read as one, and a read's
+/// `response-expires` still names its own.
+#[tokio::test]
+async fn expires_that_is_no_date_is_kept_as_sent() {
+    use aws_sigv4::http_request::SignableBody;
+    use penstock_tests::sigv4::Signer;
+
+    let (gw, c) = Gateway::with_bucket("exp").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let put_with = |method: &str, key: &str, query: &str, expires: &str| {
+        let path = format!("/exp/{key}{query}");
+        let url = format!("{}{path}", gw.endpoint);
+        let signed = [("host", host.as_str()), ("expires", expires)];
+        let (added, _) = Signer::admin().sign(method, &url, &signed, SignableBody::Bytes(b"x"));
+        let mut headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        headers.push(("expires", expires));
+        Conn::open(&gw).unsigned(method, &path, &headers, b"x")
+    };
+    for sent in ["Tue, 01 Jan 2030 00:00:00 UTC", "0", "-1", "2030-01-01T00:00:00Z"] {
+        let a = put_with("PUT", "k", "", sent);
+        assert_eq!(a.status, 200, "{sent}: {}", String::from_utf8_lossy(&a.body));
+        let head = c.head_object().bucket("exp").key("k").send().await.unwrap();
+        assert_eq!(head.expires_string(), Some(sent), "HEAD");
+        let got = c.get_object().bucket("exp").key("k").send().await.unwrap();
+        assert_eq!(got.expires_string(), Some(sent), "GET");
+        let ranged = c.get_object().bucket("exp").key("k").range("bytes=0-0").send().await.unwrap();
+        assert_eq!(ranged.expires_string(), Some(sent), "ranged GET (s3s's path)");
+        let overridden = aws_sdk_s3::primitives::DateTime::from_secs(1_924_992_000);
+        let asked = c.get_object().bucket("exp").key("k").response_expires(overridden).send().await.unwrap();
+        assert_eq!(asked.expires_string(), Some("Wed, 01 Jan 2031 00:00:00 GMT"), "response-expires");
+    }
+    // Copies keep it; an upload's object has it from CreateMultipartUpload.
+    c.copy_object().bucket("exp").key("copy").copy_source("exp/k").send().await.unwrap();
+    let head = c.head_object().bucket("exp").key("copy").send().await.unwrap();
+    assert_eq!(head.expires_string(), Some("2030-01-01T00:00:00Z"));
+    let created = put_with("POST", "up", "?uploads", "never");
+    assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+    let doc = String::from_utf8_lossy(&created.body);
+    let id = doc.split("<UploadId>").nth(1).and_then(|s| s.split('<').next()).unwrap().to_owned();
+    let part = c
+        .upload_part()
+        .bucket("exp")
+        .key("up")
+        .upload_id(&id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"y"))
+        .send()
+        .await
+        .unwrap();
+    let parts = CompletedMultipartUpload::builder()
+        .parts(CompletedPart::builder().part_number(1).e_tag(part.e_tag().unwrap()).build())
+        .build();
+    c.complete_multipart_upload().bucket("exp").key("up").upload_id(&id).multipart_upload(parts).send().await.unwrap();
+    let head = c.head_object().bucket("exp").key("up").send().await.unwrap();
+    assert_eq!(head.expires_string(), Some("never"));
+    // A date stays a date.
+    let a = put_with("PUT", "dated", "", "Tue, 01 Jan 2030 00:00:00 GMT");
+    assert_eq!(a.status, 200);
+    let head = c.head_object().bucket("exp").key("dated").send().await.unwrap();
+    assert_eq!(head.expires_string(), Some("Tue, 01 Jan 2030 00:00:00 GMT"));
+    #[allow(deprecated)]
+    let date = head.expires().map(|d| d.secs());
+    assert_eq!(date, Some(1_893_456_000));
 }

@@ -10,7 +10,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use sync_wrapper::SyncStream;
 
 use penstock_backends::{EntryKind, ReadHandle, Stat};
-use penstock_metadata::ObjectRecord;
+use penstock_metadata::{ObjectAttrs, ObjectRecord};
 use penstock_rdma::transport::PushError;
 
 use super::checksum::{s3_type, with_checksums, Algo};
@@ -218,6 +218,17 @@ macro_rules! object_headers {
     }};
 }
 
+/// The `Expires` header of an object whose stored `Expires` is no HTTP date (`raw_headers.rs`):
+/// S3 answers the text as it was sent, which s3s's output, a date, cannot hold. `None` where
+/// the object has none, the read asked for its own (`response-expires`), or it is a date.
+fn unparsed_expires(a: &ObjectAttrs, response_expires: bool) -> Option<http::HeaderValue> {
+    let text = a.expires.as_deref().filter(|_| !response_expires)?;
+    if parse_http_date(text).is_some() {
+        return None;
+    }
+    http::HeaderValue::from_str(text).ok()
+}
+
 /// What a read resolved to.
 struct ReadPlan {
     /// `x-amz-version-id`, in a versioned bucket.
@@ -258,12 +269,19 @@ impl Gateway {
         object_headers!(out, i, plan);
         out.server_side_encryption = self.at_rest();
         out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
+        let expires = unparsed_expires(&plan.rec.attrs, i.response_expires.is_some());
+        let with_expires = |mut resp: S3Response<GetObjectOutput>| {
+            if let Some(v) = expires {
+                resp.headers.insert(http::header::EXPIRES, v);
+            }
+            resp
+        };
         let status = if plan.content_range.is_some() { 206 } else { 200 };
         match admission {
             Admission::Serve(a) => {
                 let moved = self.push_to_window(&a, &plan).await?;
                 out.content_length = Some(0);
-                let mut resp = S3Response::new(out);
+                let mut resp = with_expires(S3Response::new(out));
                 reply_headers(&mut resp.headers, status, Some(moved));
                 Ok(resp)
             }
@@ -291,7 +309,7 @@ impl Gateway {
                         StreamingBlob::wrap(SyncStream::new(s))
                     }),
                 };
-                let mut resp = S3Response::new(out);
+                let mut resp = with_expires(S3Response::new(out));
                 if matches!(other, Admission::Fallback) {
                     reply_headers(&mut resp.headers, 501, None);
                 }
@@ -345,6 +363,9 @@ impl Gateway {
         object_headers!(out, i, plan);
         out.server_side_encryption = self.at_rest();
         let mut resp = S3Response::new(out);
+        if let Some(v) = unparsed_expires(&plan.rec.attrs, i.response_expires.is_some()) {
+            resp.headers.insert(http::header::EXPIRES, v);
+        }
         // S3 answers HEAD with the tag count as GET does; s3s's HeadObjectOutput has no field for it.
         if !plan.rec.tags.is_empty() {
             resp.headers

@@ -133,7 +133,9 @@ pub(crate) struct AttrInput {
     pub content_disposition: Option<String>,
     pub content_language: Option<String>,
     pub cache_control: Option<String>,
-    pub expires: Option<Timestamp>,
+    /// `Expires` as stored: an HTTP date as s3s read it, or the header's own text where it is
+    /// no date (`raw_headers.rs`).
+    pub expires: Option<String>,
     pub metadata: Option<s3s::dto::Metadata>,
     pub storage_class: Option<String>,
     pub website_redirect_location: Option<String>,
@@ -158,6 +160,7 @@ impl AttrInput {
             pick(&r.content_disposition, &mut self.content_disposition);
             pick(&r.content_language, &mut self.content_language);
             pick(&r.cache_control, &mut self.cache_control);
+            pick(&r.expires, &mut self.expires);
         }
         self
     }
@@ -177,7 +180,7 @@ impl AttrInput {
             content_disposition: self.content_disposition,
             content_language: self.content_language,
             cache_control: self.cache_control,
-            expires: self.expires.as_ref().and_then(format_http_date),
+            expires: self.expires,
             user_metadata: self
                 .metadata
                 .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
@@ -247,7 +250,11 @@ macro_rules! attr_input {
             content_disposition: $i.content_disposition.take(),
             content_language: $i.content_language.take(),
             cache_control: $i.cache_control.take(),
-            expires: $i.expires.take(),
+            expires: $i
+                .expires
+                .take()
+                .as_ref()
+                .and_then($crate::s3::object::format_http_date),
             metadata: $i.metadata.take(),
             storage_class: $i.storage_class.take().map(|c| c.as_str().to_owned()),
             website_redirect_location: $i.website_redirect_location.take(),
