@@ -29,6 +29,8 @@ if [ "$what" = test ]; then
   apt_pkgs+=(chromium chromium-driver)
   # compat/ruby-sdk.sh: the AWS SDK for Ruby, Debian's package.
   apt_pkgs+=(ruby-aws-sdk-s3)
+  # compat/libs3.sh, compat/perl-s3.sh: libs3's C client and its s3 tool; Perl's Net::Amazon::S3.
+  apt_pkgs+=(libs3-2 libnet-amazon-s3-perl)
   # compat/restic.sh, compat/s3backer.sh: a backup client and a block device over S3, Debian's.
   apt_pkgs+=(restic s3backer)
   # compat/git-annex.sh: git-annex's S3 special remotes (DataLad's storage), its Haskell client.
