@@ -21,6 +21,8 @@ if [ "$what" = test ]; then
   apt_pkgs+=(golang-go golang-github-minio-minio-go-v7-dev)
   # compat/aws-sdk-go-v2.sh: the AWS SDK for Go v2's S3 integration tests, likewise from Debian.
   apt_pkgs+=(golang-github-aws-aws-sdk-go-v2-dev)
+  # compat/aws-sdk-go-v1.sh: the AWS SDK for Go v1, which Go tools built before v2 still use.
+  apt_pkgs+=(golang-github-aws-aws-sdk-go-dev)
   # NFS backend tests: a real NFS server, its portmapper, and libnfs's nfs-cp as a second client.
   apt_pkgs+=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)
   # The shared metadata engine: test fixtures start their own server in a scratch directory.
