@@ -193,6 +193,7 @@ impl Observed {
         Option<String>,
         Result<Response<Body>, s3s::HttpError>,
     ) {
+        crate::sigv2::hoist_presigned_headers(&mut req);
         crate::sigv2::normalize_bucket_path(&mut req, &self.auth).await;
         crate::signed_path::respell_signed_spaces(&mut req, &self.auth).await;
         crate::signed_path::accept_root_signed_as_double_slash(&mut req, &self.auth).await;

@@ -1,4 +1,5 @@
-//! SigV2 header authentication of bucket-level requests sent without a trailing slash.
+//! SigV2 header authentication of bucket-level requests sent without a trailing slash, and the
+//! headers a V2 presigned URL carries in its query ([`hoist_presigned_headers`]).
 //!
 //! In Signature Version 2 the string to sign ends with the canonical resource. For a request
 //! that names only a bucket, S3 takes that resource to be `/bucket/`, and clients sign it that
@@ -249,6 +250,44 @@ pub async fn normalize_bucket_path<B>(req: &mut Request<B>, auth: &GatewayAuth) 
     replace_path(req, with_slash);
 }
 
+/// Makes a V2 presigned URL's header parameters headers again. A V2 presigner moves the headers
+/// it signs into the URL's query, since whoever uses the URL will not send them: every `x-amz-*`
+/// header (user metadata, an ACL), `Content-Type` and `Content-MD5` (botocore's
+/// `HmacV1QueryAuth`, boto 2's `generate_url`). S3 reads them back as the request's headers, for
+/// the signature and for the request itself (the metadata is stored); s3s looks for them in the
+/// headers only, so such URLs failed with `SignatureDoesNotMatch`. A parameter is moved only
+/// where the request has no such header; the signature still covers every value moved, so
+/// nothing unsigned gets in this way.
+pub fn hoist_presigned_headers<B>(req: &mut Request<B>) {
+    let Some(query) = req.uri().query() else { return };
+    if v2_presigned_credentials(Some(query)).is_none() {
+        return;
+    }
+    let dec = |x: &str| {
+        percent_encoding::percent_decode_str(&x.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let mut moved: Vec<(http::HeaderName, http::HeaderValue)> = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = dec(k).to_ascii_lowercase();
+        if !(name.starts_with("x-amz-") || name == "content-type" || name == "content-md5") {
+            continue;
+        }
+        let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(&dec(v)),
+        ) else {
+            continue;
+        };
+        if !req.headers().contains_key(&name) && !moved.iter().any(|(n, _)| *n == name) {
+            moved.push((name, value));
+        }
+    }
+    req.headers_mut().extend(moved);
+}
+
 /// Gives `req` the path `path` (already in its escaped form), keeping its query; leaves the
 /// request as it is if that would not make a URI.
 pub(crate) fn replace_path<B>(req: &mut Request<B>, path: String) {
@@ -294,6 +333,50 @@ mod tests {
         let s = string_to_sign(&Method::GET, &h, Some("Expires=99&list-type=2"), "/b/", Some("99"));
         assert!(s.starts_with("GET\n\ntext/plain\n99\nx-amz-date:"), "{s}");
         assert!(s.ends_with("/b/"), "{s}");
+    }
+
+    #[test]
+    fn presigned_header_parameters_become_headers() {
+        let hoisted = |uri: &str, headers: &[(&str, &str)]| {
+            let mut b = Request::builder().method("PUT").uri(uri);
+            for (n, v) in headers {
+                b = b.header(*n, *v);
+            }
+            let mut req = b.body(()).unwrap();
+            hoist_presigned_headers(&mut req);
+            let mut h: Vec<(String, String)> = req
+                .headers()
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+                .collect();
+            h.sort();
+            h
+        };
+        let signed = "AWSAccessKeyId=AK&Signature=c2ln&Expires=99";
+        assert_eq!(
+            hoisted(
+                &format!("/b/k?x-amz-meta-team=a%20b&X-Amz-Acl=private&content-type=text%2Fplain&prefix=p&{signed}"),
+                &[]
+            ),
+            [
+                ("content-type".to_owned(), "text/plain".to_owned()),
+                ("x-amz-acl".to_owned(), "private".to_owned()),
+                ("x-amz-meta-team".to_owned(), "a b".to_owned()),
+            ]
+        );
+        assert_eq!(
+            hoisted(
+                &format!("/b/k?content-type=text%2Fplain&{signed}"),
+                &[("content-type", "x/y")]
+            ),
+            [("content-type".to_owned(), "x/y".to_owned())],
+            "a header sent wins"
+        );
+        assert!(
+            hoisted("/b/k?x-amz-meta-team=a&X-Amz-Signature=s", &[]).is_empty(),
+            "V4 URLs are left alone"
+        );
+        assert!(hoisted("/b/k?x-amz-meta-team=a", &[]).is_empty(), "not presigned");
     }
 
     /// The example from S3's V2 documentation (GET of an object, date header).
