@@ -218,15 +218,18 @@ macro_rules! object_headers {
     }};
 }
 
-/// The `Expires` header of an object whose stored `Expires` is no HTTP date (`raw_headers.rs`):
-/// S3 answers the text as it was sent, which s3s's output, a date, cannot hold. `None` where
+/// Answers an object's stored `Expires` that is no HTTP date (`raw_headers.rs`) in `headers`:
+/// S3 answers the text as it was sent, which s3s's output, a date, cannot hold. Nothing where
 /// the object has none, the read asked for its own (`response-expires`), or it is a date.
-fn unparsed_expires(a: &ObjectAttrs, response_expires: bool) -> Option<http::HeaderValue> {
-    let text = a.expires.as_deref().filter(|_| !response_expires)?;
-    if parse_http_date(text).is_some() {
-        return None;
+fn answer_unparsed_expires(headers: &mut http::HeaderMap, a: &ObjectAttrs, response_expires: bool) {
+    let Some(text) = a.expires.as_deref().filter(|_| !response_expires) else {
+        return;
+    };
+    if parse_http_date(text).is_none() {
+        if let Ok(v) = http::HeaderValue::from_str(text) {
+            headers.insert(http::header::EXPIRES, v);
+        }
     }
-    http::HeaderValue::from_str(text).ok()
 }
 
 /// What a read resolved to.
@@ -269,19 +272,14 @@ impl Gateway {
         object_headers!(out, i, plan);
         out.server_side_encryption = self.at_rest();
         out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
-        let expires = unparsed_expires(&plan.rec.attrs, i.response_expires.is_some());
-        let with_expires = |mut resp: S3Response<GetObjectOutput>| {
-            if let Some(v) = expires {
-                resp.headers.insert(http::header::EXPIRES, v);
-            }
-            resp
-        };
+        let own_expires = i.response_expires.is_some();
         let status = if plan.content_range.is_some() { 206 } else { 200 };
         match admission {
             Admission::Serve(a) => {
                 let moved = self.push_to_window(&a, &plan).await?;
                 out.content_length = Some(0);
-                let mut resp = with_expires(S3Response::new(out));
+                let mut resp = S3Response::new(out);
+                answer_unparsed_expires(&mut resp.headers, &plan.rec.attrs, own_expires);
                 reply_headers(&mut resp.headers, status, Some(moved));
                 Ok(resp)
             }
@@ -309,7 +307,8 @@ impl Gateway {
                         StreamingBlob::wrap(SyncStream::new(s))
                     }),
                 };
-                let mut resp = with_expires(S3Response::new(out));
+                let mut resp = S3Response::new(out);
+                answer_unparsed_expires(&mut resp.headers, &plan.rec.attrs, own_expires);
                 if matches!(other, Admission::Fallback) {
                     reply_headers(&mut resp.headers, 501, None);
                 }
@@ -363,9 +362,7 @@ impl Gateway {
         object_headers!(out, i, plan);
         out.server_side_encryption = self.at_rest();
         let mut resp = S3Response::new(out);
-        if let Some(v) = unparsed_expires(&plan.rec.attrs, i.response_expires.is_some()) {
-            resp.headers.insert(http::header::EXPIRES, v);
-        }
+        answer_unparsed_expires(&mut resp.headers, &plan.rec.attrs, i.response_expires.is_some());
         // S3 answers HEAD with the tag count as GET does; s3s's HeadObjectOutput has no field for it.
         if !plan.rec.tags.is_empty() {
             resp.headers
