@@ -467,7 +467,14 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         Some(format!("<{tag}>{value}</{tag}>"))
                     });
                     let message = missing_message(&bytes, found.as_deref()).unwrap_or_default();
-                    let detail = message + detail.as_deref().unwrap_or_default();
+                    let mut detail = message + detail.as_deref().unwrap_or_default();
+                    // S3's 405 documents name the method refused, whatever refused it.
+                    if found.as_deref() == Some("MethodNotAllowed")
+                        && !detail.contains("<Method>")
+                        && !bytes.windows(8).any(|w| w == b"<Method>")
+                    {
+                        detail = format!("<Method>{method}</Method>{detail}");
+                    }
                     // s3s gives an error that carries headers of its own (the detail above, an
                     // RDMA reply) those headers instead of its own, `Content-Type` included; an
                     // error document says what it is, as S3's do: clients built on the AWS CRT

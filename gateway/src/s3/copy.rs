@@ -74,7 +74,17 @@ impl Gateway {
         if !self.permits(&who, &sb.rec, who.may(&sb.rec, Perm::Ro), &facts).await? {
             return Err(s3_error!(AccessDenied, "Access Denied"));
         }
-        let (rec, st, handle) = self.open_version(&sb, key, version_id.as_deref()).await?;
+        let (rec, st, handle) = match self.open_version(&sb, key, version_id.as_deref()).await {
+            // A delete marker named by its id: S3 refuses the copy itself, and the marker's
+            // headers describe the source, not this answer.
+            Err(e) if *e.code() == s3s::S3ErrorCode::MethodNotAllowed => {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "The source of a copy request may not specifically refer to a delete marker by version id."
+                ))
+            }
+            r => r?,
+        };
         conds.check(&rec.etag, &st, true)?;
         Ok(Source {
             bucket: sb,

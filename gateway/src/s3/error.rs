@@ -70,7 +70,7 @@ pub(crate) fn no_encryption_configuration() -> S3Error {
 pub(crate) const DETAIL_HEADER: &str = "x-penstock-error-detail";
 
 /// `e` with the document elements `xml` (escaped by the caller; see [`DETAIL_HEADER`]).
-fn with_detail(mut e: S3Error, xml: &str) -> S3Error {
+pub(crate) fn with_detail(mut e: S3Error, xml: &str) -> S3Error {
     if let Ok(v) = HeaderValue::from_str(xml) {
         let mut h = e.headers().cloned().unwrap_or_else(HeaderMap::new);
         h.insert(DETAIL_HEADER, v);

@@ -187,7 +187,8 @@ impl Gateway {
             prefix: Some(enc(url, &prefix)),
             delimiter: delimiter.as_deref().map(|d| enc(url, d)),
             key_marker: Some(enc(url, &key_marker)),
-            version_id_marker: version_marker,
+            // S3 answers the element even when empty, as it does KeyMarker.
+            version_id_marker: Some(version_marker.unwrap_or_default()),
             max_keys: Some(max as i32),
             is_truncated: Some(truncated),
             next_key_marker: next_key.map(|k| enc(url, &k)),

@@ -42,9 +42,11 @@ pub(crate) fn new_version_id() -> String {
     format!("{ms:012x}{:020x}", rand::random::<u128>() >> 48)
 }
 
-/// Refuses a version id this gateway cannot have made, as S3 does (400 `InvalidArgument`).
+/// Refuses a version id this gateway cannot have made, as S3 does (400 `InvalidArgument`):
+/// ids are made in lower case (`new_version_id`), so one with capitals was altered.
 pub(crate) fn check_version_id(v: &str) -> S3Result<()> {
-    if v == NULL_VERSION || (v.len() == 32 && v.bytes().all(|b| b.is_ascii_hexdigit())) {
+    let ours = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if v == NULL_VERSION || (v.len() == 32 && v.bytes().all(ours)) {
         Ok(())
     } else {
         Err(s3_error!(InvalidArgument, "Invalid version id specified"))
@@ -263,14 +265,19 @@ impl Gateway {
         }
     }
 
-    /// The answer to GET or HEAD of a delete marker by its version id: 405, as on S3.
+    /// The answer to a read of a delete marker by its version id (GET, HEAD, its tags or
+    /// ACL): 405 naming the resource a `DeleteMarker`, with `Allow: DELETE`, as on S3 (the
+    /// HTTP layer adds the `<Method>`, as to every `MethodNotAllowed`).
     pub(crate) fn marker_read(row: &VersionRecord) -> S3Error {
-        let mut e = s3_error!(
+        let e = s3_error!(
             MethodNotAllowed,
             "The specified method is not allowed against this resource."
         );
-        e = with_marker_headers(e, &row.version_id);
-        e
+        let mut e = with_marker_headers(e, &row.version_id);
+        let mut h = e.headers().cloned().unwrap_or_default();
+        h.insert(http::header::ALLOW, http::HeaderValue::from_static("DELETE"));
+        e.set_headers(h);
+        super::error::with_detail(e, "<ResourceType>DeleteMarker</ResourceType>")
     }
 }
 
@@ -707,7 +714,15 @@ mod tests {
         let b = new_version_id();
         assert!(check_version_id(&a).is_ok() && check_version_id("null").is_ok());
         assert!(a[..12] < b[..12], "{a} {b}");
-        for bad in ["", "NULL", "../x", &"a".repeat(33), "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"] {
+        let altered = format!("{}ABCD", &a[..28]);
+        for bad in [
+            "",
+            "NULL",
+            "../x",
+            &"a".repeat(33),
+            "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+            &altered,
+        ] {
             assert!(check_version_id(bad).is_err(), "{bad}");
         }
     }

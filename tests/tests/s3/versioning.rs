@@ -160,6 +160,26 @@ async fn delete_markers_hide_and_deleting_them_restores() {
     assert_eq!(raw.headers().get("x-amz-version-id"), Some(marker.as_str()));
     let e = c.head_object().bucket("vdel").key("a/b").version_id(&marker).send().await.unwrap_err();
     assert_eq!(status(&e), 405, "a delete marker read by id");
+    let e = c.get_object().bucket("vdel").key("a/b").version_id(&marker).send().await.unwrap_err();
+    assert_eq!((code(&e), status(&e)), ("MethodNotAllowed".to_owned(), 405));
+    let raw = e.raw_response().unwrap();
+    assert_eq!(raw.headers().get("allow"), Some("DELETE"));
+    assert_eq!(raw.headers().get("x-amz-delete-marker"), Some("true"));
+    let doc = std::str::from_utf8(raw.body().bytes().unwrap()).unwrap();
+    assert!(doc.contains("<Method>GET</Method><ResourceType>DeleteMarker</ResourceType>"), "{doc}");
+    // A copy may not name a marker as its source; a version id no gateway made is refused.
+    let e = c
+        .copy_object()
+        .bucket("vdel")
+        .key("copy")
+        .copy_source(format!("vdel/a/b?versionId={marker}"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((code(&e), status(&e)), ("InvalidRequest".to_owned(), 400));
+    let altered = format!("{}ABCD", &v1[..28]);
+    let e = c.delete_object().bucket("vdel").key("a/b").version_id(&altered).send().await.unwrap_err();
+    assert_eq!((code(&e), status(&e)), ("InvalidArgument".to_owned(), 400));
     assert_eq!(get_v(&c, "vdel", "a/b", &v2).await, b"two");
     let listed = versions(&c, "vdel", None, 1000).await;
     assert_eq!(ids(&listed), [v2.as_str(), v1.as_str(), marker.as_str()], "versions, then markers");
@@ -298,6 +318,8 @@ async fn listing_versions_pages_in_s3_order() {
     assert!(latest.contains(&("b/y", true)));
     // Prefix and delimiter roll up both current and noncurrent versions.
     let r = c.list_object_versions().bucket("vlist").delimiter("/").send().await.unwrap();
+    // Both markers are answered, empty when not asked for, as S3 answers them.
+    assert_eq!((r.key_marker(), r.version_id_marker()), (Some(""), Some("")));
     let prefixes: Vec<_> = r.common_prefixes().iter().map(|p| p.prefix().unwrap()).collect();
     assert_eq!(prefixes, ["b/"]);
     assert_eq!(r.versions().len(), 6);
