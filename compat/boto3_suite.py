@@ -387,12 +387,12 @@ redirected_etag = s3.head_object(Bucket=B, Key="post/c d.txt")["ETag"].strip('"'
 check("post 303 quotes the etag", (location or "").endswith(f"&etag=%22{redirected_etag}%22"), location)
 
 # A form's `tagging` (an XML tag set) and `acl` fields are applied as a PUT's headers would be.
-tag_doc = "<Tagging><TagSet><Tag><Key>team</Key><Value>a&amp;b</Value></Tag></TagSet></Tagging>"
+tag_doc = "<Tagging><TagSet><Tag><Key>team</Key><Value>caf&#233; a+b</Value></Tag></TagSet></Tagging>"
 post = s3.generate_presigned_post(B, "post/tagged", Fields={"tagging": tag_doc, "acl": "private"},
                                   Conditions=[{"tagging": tag_doc}, {"acl": "private"}])
 st, _, doc = post_form(post, "t.txt", b"tagged")
 check("post tagging field", st == 204 and s3.get_object_tagging(Bucket=B, Key="post/tagged")["TagSet"]
-      == [{"Key": "team", "Value": "a&b"}], (st, doc[:300]))
+      == [{"Key": "team", "Value": "café a+b"}], (st, doc[:300]))
 post = s3.generate_presigned_post(B, "post/public", Fields={"acl": "public-read"}, Conditions=[{"acl": "public-read"}])
 st, _, doc = post_form(post, "p.txt", b"public")
 check("post public acl refused (ACLs off)", st == 400 and b"AccessControlListNotSupported" in doc, (st, doc[:300]))
@@ -644,6 +644,26 @@ except ClientError as e:
     hdrs = e.response["ResponseMetadata"]["HTTPHeaders"]
     check("marker hides the key", e.response["Error"]["Code"] == "NoSuchKey"
           and hdrs.get("x-amz-delete-marker") == "true", e.response)
+# S3 refuses a delete marker's tags (405 naming the resource) whether asked by id or as the
+# newest version, and a GET of it by id says which method it allows.
+for name, call in [("by id", lambda: s3.get_object_tagging(Bucket=BV, Key="k", VersionId=dm["VersionId"])),
+                   ("newest", lambda: s3.get_object_tagging(Bucket=BV, Key="k")),
+                   ("put", lambda: s3.put_object_tagging(Bucket=BV, Key="k", Tagging={"TagSet": []}))]:
+    try:
+        call()
+        check(f"marker tags refused ({name})", False)
+    except ClientError as e:
+        check(f"marker tags refused ({name})", (e.response["Error"]["Code"], e.response["Error"].get("ResourceType"))
+              == ("MethodNotAllowed", "DeleteMarker"), e.response)
+try:
+    s3.get_object(Bucket=BV, Key="k", VersionId=dm["VersionId"])
+    check("marker read by id", False)
+except ClientError as e:
+    check("marker read by id", e.response["ResponseMetadata"]["HTTPStatusCode"] == 405
+          and e.response["ResponseMetadata"]["HTTPHeaders"].get("allow") == "DELETE"
+          and e.response["Error"].get("Method") == "GET", e.response)
+check("copy of a marker by id refused", error_code(lambda: s3.copy_object(
+    Bucket=BV, Key="c", CopySource={"Bucket": BV, "Key": "k", "VersionId": dm["VersionId"]})) == ("InvalidRequest", 400))
 lv = s3.list_object_versions(Bucket=BV)
 check("versions listed newest first", [v["VersionId"] for v in lv["Versions"]] == [v2, v1, "null"], lv)
 check("marker listed as latest", [(m["VersionId"], m["IsLatest"]) for m in lv["DeleteMarkers"]]
@@ -701,7 +721,18 @@ too_many = [{"Key": f"k{i}", "Value": "v"} for i in range(51)]
 for name, bad in [("51 tags", too_many), ("repeated key", tags + tags[:1]), ("aws: key", [{"Key": "aws:x", "Value": "v"}])]:
     check(f"bucket tags: {name} refused",
           error_code(lambda: s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": bad})) == ("InvalidTag", 400))
+# Tags hold letters, numbers, spaces and `_ . : / = + - @` only; the refusal names the tag.
+try:
+    s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": [{"Key": "Key1", "Value": "Val1,Val2"}]})
+    check("tag value with a comma refused", False)
+except ClientError as e:
+    check("tag value with a comma refused", (e.response["Error"]["Code"], e.response["Error"].get("TagValue"))
+          == ("InvalidTag", "Val1,Val2"), e.response)
 check("refused tags changed nothing", s3.get_bucket_tagging(Bucket=B)["TagSet"] == by_key)
+for header in ["key1=val1&key1=val2", "key1=val1,key2=val2"]:
+    check(f"x-amz-tagging {header} refused", error_code(
+        lambda: s3.put_object(Bucket=B, Key="badtags", Body=b"x", Tagging=header)) == ("InvalidArgument", 400))
+check("refused tagging header wrote nothing", error_code(lambda: s3.head_object(Bucket=B, Key="badtags"))[1] == 404)
 s3.put_bucket_tagging(Bucket=B, Tagging={"TagSet": tags[:1]})
 check("bucket tags replaced", s3.get_bucket_tagging(Bucket=B)["TagSet"] == tags[:1])
 s3.delete_bucket_tagging(Bucket=B)

@@ -268,24 +268,56 @@ pub(crate) fn metadata_out(m: &BTreeMap<String, String>) -> Option<s3s::dto::Met
     (!m.is_empty()).then(|| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
 }
 
-/// Parses the `x-amz-tagging` header (URL query syntax) and validates the set.
+/// Parses the `x-amz-tagging` header (URL query syntax) and validates the set. A header that is
+/// no such encoding of distinct tags (not UTF-8, a name twice, a character no tag may hold: the
+/// commas of `a=1,b=2`) is S3's 400 `InvalidArgument` naming the header; the set's other rules
+/// answer as for PutObjectTagging.
 pub(crate) fn parse_tagging_header(h: Option<&str>) -> S3Result<Vec<(String, String)>> {
     let Some(h) = h.filter(|h| !h.is_empty()) else {
         return Ok(Vec::new());
     };
-    let mut tags = Vec::new();
+    let malformed = || {
+        let e = s3s::S3Error::with_message(
+            s3s::S3ErrorCode::InvalidArgument,
+            "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.",
+        );
+        let value = super::post_form::xml_escape(h);
+        super::error::with_detail(
+            e,
+            &format!("<ArgumentName>x-amz-tagging</ArgumentName><ArgumentValue>{value}</ArgumentValue>"),
+        )
+    };
+    let mut tags: Vec<(String, String)> = Vec::new();
     for pair in h.split('&') {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let dec = |s: &str| {
             percent_encoding::percent_decode_str(&s.replace('+', " "))
                 .decode_utf8()
                 .map(|c| c.into_owned())
-                .map_err(|_| s3_error!(InvalidTag, "The tag header is not valid UTF-8"))
+                .map_err(|_| malformed())
         };
-        tags.push((dec(k)?, dec(v)?));
+        let (k, v) = (dec(k)?, dec(v)?);
+        if !k.chars().chain(v.chars()).all(tag_char) || tags.iter().any(|(seen, _)| *seen == k) {
+            return Err(malformed());
+        }
+        tags.push((k, v));
     }
     validate_object_tags(&tags)?;
     Ok(tags)
+}
+
+/// Whether `c` may appear in a tag's key or value. S3 allows letters, numbers, separators
+/// (spaces) and `_ . : / = + - @`, the pattern `[\p{L}\p{Z}\p{N}_.:/=+\-@]` of its tag rules,
+/// and refuses the rest (a comma, `&`, `#`, control characters).
+fn tag_char(c: char) -> bool {
+    c.is_alphabetic()
+        || c.is_numeric()
+        || matches!(c, '_' | '.' | ':' | '/' | '=' | '+' | '-' | '@')
+        || matches!(
+            c,
+            ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
+        )
 }
 
 /// S3's rules for a set of up to 10 tags (an object's, a lifecycle filter's): unique keys of
@@ -298,10 +330,22 @@ pub(crate) fn validate_tags(tags: &[(String, String)]) -> S3Result<()> {
 /// (in any case), which S3 reserves for the tags AWS itself sets.
 pub(crate) fn validate_object_tags(tags: &[(String, String)]) -> S3Result<()> {
     validate_tags(tags)?;
-    if tags.iter().any(|(k, _)| reserved_tag_key(k)) {
-        return Err(s3_error!(InvalidTag, "Your TagKey cannot be prefixed with aws:"));
+    if let Some((k, _)) = tags.iter().find(|(k, _)| reserved_tag_key(k)) {
+        let e = s3s::S3Error::with_message(s3s::S3ErrorCode::InvalidTag, "Your TagKey cannot be prefixed with aws:");
+        return Err(tag_detail(e, k, None));
     }
     Ok(())
+}
+
+/// `e` naming the tag it refuses, as S3's documents do (`<TagKey>`, and `<TagValue>` when the
+/// value is what is wrong).
+pub(crate) fn tag_detail(e: s3s::S3Error, key: &str, value: Option<&str>) -> s3s::S3Error {
+    let esc = super::post_form::xml_escape;
+    let mut xml = format!("<TagKey>{}</TagKey>", esc(key));
+    if let Some(v) = value {
+        xml.push_str(&format!("<TagValue>{}</TagValue>", esc(v)));
+    }
+    super::error::with_detail(e, &xml)
 }
 
 /// Whether a tag key is one S3 keeps for the tags AWS itself sets (`aws:` in any case).
@@ -316,15 +360,22 @@ pub(crate) fn check_tags(tags: &[(String, String)], most: usize, too_many: &str)
         return Err(s3_error!(InvalidTag, "{too_many}"));
     }
     let mut seen = std::collections::HashSet::new();
+    let refuse = |msg: &str, k: &str, v: Option<&str>| {
+        tag_detail(
+            s3s::S3Error::with_message(s3s::S3ErrorCode::InvalidTag, msg.to_owned()),
+            k,
+            v,
+        )
+    };
     for (k, v) in tags {
-        if k.is_empty() || k.chars().count() > 128 {
-            return Err(s3_error!(InvalidTag, "The TagKey you have provided is invalid"));
+        if k.is_empty() || k.chars().count() > 128 || !k.chars().all(tag_char) {
+            return Err(refuse("The TagKey you have provided is invalid", k, None));
         }
-        if v.chars().count() > 256 {
-            return Err(s3_error!(InvalidTag, "The TagValue you have provided is invalid"));
+        if v.chars().count() > 256 || !v.chars().all(tag_char) {
+            return Err(refuse("The TagValue you have provided is invalid", k, Some(v)));
         }
         if !seen.insert(k) {
-            return Err(s3_error!(InvalidTag, "Cannot provide multiple Tags with the same key"));
+            return Err(refuse("Cannot provide multiple Tags with the same key", k, None));
         }
     }
     Ok(())
@@ -480,6 +531,21 @@ mod tests {
     }
 
     #[test]
+    fn tag_sets_refuse_characters_s3_refuses() {
+        let set = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
+        assert!(validate_tags(&set("Key 1_.:/=+-@", "Välue ٣")).is_ok());
+        for (k, v) in [
+            ("Key1,Key2", "a"),
+            ("Key1", "Val1,Val2"),
+            ("a&b", ""),
+            ("k", "tab\there"),
+        ] {
+            let e = validate_tags(&set(k, v)).unwrap_err();
+            assert_eq!(e.code(), &s3s::S3ErrorCode::InvalidTag, "{k} {v}");
+        }
+    }
+
+    #[test]
     fn tagging_header() {
         let t = parse_tagging_header(Some("a=1&b=x%20y&c=")).unwrap();
         assert_eq!(
@@ -490,7 +556,13 @@ mod tests {
                 ("c".into(), "".into())
             ]
         );
-        assert!(parse_tagging_header(Some("a=1&a=2")).is_err());
+        // Not the encoding of distinct tags: S3 names the header.
+        for malformed in ["a=1&a=2", "key1=val1,key2=val2", "a=%FF", "a#b=1"] {
+            let e = parse_tagging_header(Some(malformed)).unwrap_err();
+            assert_eq!(e.code(), &s3s::S3ErrorCode::InvalidArgument, "{malformed}");
+        }
+        // Letters of any script, numbers, spaces and `_ . : / = + - @` are a tag's to hold.
+        assert!(parse_tagging_header(Some("caf%C3%A9=%E6%97%A5+1&p_a.t:h/x=a%3Db%2Bc-d%40e")).is_ok());
         // `aws:` keys are AWS's own (in any case); `aws` alone or inside a key is the user's.
         for reserved in ["aws:tag=1", "AWS:x=1", "a=1&aws:cloudformation:stack=s"] {
             let e = parse_tagging_header(Some(reserved)).unwrap_err();

@@ -225,18 +225,16 @@ fn tag_header(doc: &str) -> S3Result<String> {
     let tagging = Tagging::deserialize(&mut d)
         .and_then(|t| d.expect_eof().map(|()| t))
         .map_err(|_| s3_error!(MalformedXML, "The tagging form field is not a valid Tagging document"))?;
-    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
-    let pairs: Vec<String> = tagging
+    let tags: Vec<(String, String)> = tagging
         .tag_set
-        .iter()
-        .map(|t| {
-            format!(
-                "{}={}",
-                enc(t.key.as_deref().unwrap_or("")),
-                enc(t.value.as_deref().unwrap_or(""))
-            )
-        })
+        .into_iter()
+        .map(|t| (t.key.unwrap_or_default(), t.value.unwrap_or_default()))
         .collect();
+    // Judged here, as a tag set (`InvalidTag` naming the tag), not later as the header it
+    // becomes, which the form never sent.
+    super::object::validate_object_tags(&tags)?;
+    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let pairs: Vec<String> = tags.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect();
     Ok(pairs.join("&"))
 }
 
@@ -246,14 +244,14 @@ mod tests {
 
     pub(super) const FORM: &[u8] = b"--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nup/${filename}\r\n\
 --XyZ\r\nContent-Disposition: form-data; name=\"ACL\"\r\n\r\npublic-read\r\n\
---XyZ\r\nContent-Disposition: form-data; name=\"tagging\"\r\n\r\n<Tagging><TagSet><Tag><Key>a b</Key><Value>1&amp;2</Value></Tag></TagSet></Tagging>\r\n\
+--XyZ\r\nContent-Disposition: form-data; name=\"tagging\"\r\n\r\n<Tagging><TagSet><Tag><Key>a b</Key><Value>1+2</Value></Tag></TagSet></Tagging>\r\n\
 --XyZ\r\ncontent-disposition: form-data; name=\"File\"; filename=\"photo 1.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n\
 bytes--XyZ--\r\n";
 
     pub(super) fn form_fields() -> FormFields {
         FormFields {
             acl: Some("public-read".into()),
-            tagging: Some("<Tagging><TagSet><Tag><Key>a b</Key><Value>1&amp;2</Value></Tag></TagSet></Tagging>".into()),
+            tagging: Some("<Tagging><TagSet><Tag><Key>a b</Key><Value>1+2</Value></Tag></TagSet></Tagging>".into()),
             ..FormFields::default()
         }
     }
@@ -269,7 +267,7 @@ bytes--XyZ--\r\n";
             .unwrap();
         upload.apply_fields(&mut input).unwrap();
         assert_eq!(input.acl.as_ref().map(ObjectCannedACL::as_str), Some("public-read"));
-        assert_eq!(input.tagging.as_deref(), Some("a%20b=1%262"));
+        assert_eq!(input.tagging.as_deref(), Some("a%20b=1%2B2"));
         let bad = FormUpload::default();
         let _ = bad.fields.set(FormFields {
             tagging: Some("<Tagging><TagSet>".into()),
@@ -278,6 +276,13 @@ bytes--XyZ--\r\n";
         input.tagging = None;
         let e = bad.apply_fields(&mut input).unwrap_err();
         assert_eq!(e.code().as_str(), "MalformedXML");
+        let refused = FormUpload::default();
+        let _ = refused.fields.set(FormFields {
+            tagging: Some("<Tagging><TagSet><Tag><Key>k</Key><Value>1&amp;2</Value></Tag></TagSet></Tagging>".into()),
+            ..FormFields::default()
+        });
+        let e = refused.apply_fields(&mut input).unwrap_err();
+        assert_eq!(e.code().as_str(), "InvalidTag", "`&` is no tag's to hold");
     }
 
     #[test]

@@ -35,11 +35,12 @@ impl Gateway {
         let i = &req.input;
         let tags = pairs(&i.tagging.tag_set)?;
         check_tags(&tags, BUCKET_TAGS, "Bucket tag count cannot be greater than 50")?;
-        if tags.iter().any(|(k, _)| reserved_tag_key(k)) {
-            return Err(s3_error!(
-                InvalidTag,
-                "System tags cannot be added/updated by requester"
-            ));
+        if let Some((k, _)) = tags.iter().find(|(k, _)| reserved_tag_key(k)) {
+            let e = s3s::S3Error::with_message(
+                s3s::S3ErrorCode::InvalidTag,
+                "System tags cannot be added/updated by requester",
+            );
+            return Err(super::object::tag_detail(e, k, None));
         }
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         self.update_bucket(&b.rec, move |r| r.tags = tags.clone()).await?;
@@ -72,7 +73,10 @@ impl Gateway {
         let i = &req.input;
         parse_key(&i.key)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
-        let (rec, _, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
+        let (rec, _, _) = match self.open_version(&b, &i.key, i.version_id.as_deref()).await {
+            Err(e) => return Err(self.refused_by_marker(&b, &i.key, e).await),
+            Ok(found) => found,
+        };
         Ok(S3Response::new(GetObjectTaggingOutput {
             version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
             tag_set: tag_set(rec.tags),
@@ -88,7 +92,7 @@ impl Gateway {
         let tags = pairs(&i.tagging.tag_set)?;
         validate_object_tags(&tags)?;
         let version_id = self
-            .edit_record(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
+            .edit_tags(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), move |r| {
                 r.tags = tags
             })
             .await?;
@@ -102,13 +106,32 @@ impl Gateway {
     ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
         let i = &req.input;
         let version_id = self
-            .edit_record(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), |r| {
+            .edit_tags(&caller(&req)?, &i.bucket, &i.key, i.version_id.as_deref(), |r| {
                 r.tags.clear()
             })
             .await?;
         let mut resp = S3Response::new(DeleteObjectTaggingOutput { version_id });
         resp.status = Some(http::StatusCode::NO_CONTENT);
         Ok(resp)
+    }
+
+    /// [`Gateway::edit_record`] of an object's tags, which S3 refuses with 405 on a key whose
+    /// newest version is a delete marker (where other reads and edits answer 404).
+    async fn edit_tags(
+        &self,
+        who: &Caller,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        edit: impl FnOnce(&mut ObjectRecord),
+    ) -> S3Result<Option<String>> {
+        match self.edit_record(who, bucket, key, version_id, edit).await {
+            Err(e) if version_id.is_none() && *e.code() == s3s::S3ErrorCode::NoSuchKey => {
+                let b = self.bucket(who, bucket).await?;
+                Err(self.refused_by_marker(&b, key, e).await)
+            }
+            r => r,
+        }
     }
 
     /// Edits the record of a version of `key` (the current one when `version_id` is `None`):

@@ -265,6 +265,21 @@ impl Gateway {
         }
     }
 
+    /// For the operations S3 refuses on a delete marker even when it is only the newest version
+    /// (an object's tags): `e`, a 404 of such a key, as the marker's 405; else `e` unchanged.
+    pub(crate) async fn refused_by_marker(&self, b: &BucketCtx, key: &str, e: S3Error) -> S3Error {
+        if *e.code() != s3s::S3ErrorCode::NoSuchKey || b.rec.versioning.is_none() {
+            return e;
+        }
+        match self.meta.versions(b.rec.folder_id, key).await {
+            Ok(rows) => match rows.first() {
+                Some(r) if r.is_delete_marker() => Gateway::marker_read(r),
+                _ => e,
+            },
+            Err(_) => e,
+        }
+    }
+
     /// The answer to a read of a delete marker by its version id (GET, HEAD, its tags or
     /// ACL): 405 naming the resource a `DeleteMarker`, with `Allow: DELETE`, as on S3 (the
     /// HTTP layer adds the `<Method>`, as to every `MethodNotAllowed`).
