@@ -521,8 +521,9 @@ impl Gateway {
             bucket: Some(i.bucket.clone()),
             key: Some(i.key.clone()),
             upload_id: Some(up.upload_id.to_string()),
-            part_number_marker: i.part_number_marker,
-            next_part_number_marker: page.last().map(|p| p.part_number as i32),
+            // S3 answers both markers always: 0 where none was given or no part was listed.
+            part_number_marker: Some(marker),
+            next_part_number_marker: Some(page.last().map_or(0, |p| p.part_number as i32)),
             max_parts: Some(max as i32),
             is_truncated: Some(truncated),
             checksum_algorithm: up.checksum_algorithm.map(s3_algo),
@@ -557,15 +558,19 @@ impl Gateway {
         let i = &req.input;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let max = super::list::page_size(i.max_uploads, "max-uploads")?;
+        let url = super::list::is_url(i.encoding_type.as_ref())?;
         let prefix = i.prefix.clone().unwrap_or_default();
         let delimiter = i.delimiter.clone().filter(|d| !d.is_empty());
         let key_marker = i.key_marker.clone().unwrap_or_default();
-        let id_marker = i.upload_id_marker.clone();
+        // An empty upload id marker is none (S3 answers `<NextUploadIdMarker/>` so).
+        let id_marker = i.upload_id_marker.clone().filter(|m| !m.is_empty());
         let folder = b.rec.folder_id;
         // Collect max+1 entries (uploads and common prefixes) to detect truncation, reading
         // the engine a page at a time.
         let mut uploads: Vec<UploadRecord> = Vec::new();
         let mut prefixes: Vec<String> = Vec::new();
+        // Whether the last entry listed is a common prefix: the next page then starts after it.
+        let mut last_is_prefix = false;
         let mut truncated = false;
         let mut after = match (&key_marker, &id_marker) {
             (k, Some(id)) if !k.is_empty() => Some((k.clone(), id.clone())),
@@ -584,51 +589,67 @@ impl Gateway {
             let full = page.len() == PAGE;
             after = page.last().map(|u| (u.key.clone(), u.upload_id.to_string()));
             for u in page {
-                if skip_through.as_ref().is_some_and(|m| u.key.as_str() <= m.as_str()) {
+                // With a delimiter, an upload under a common prefix is listed as that prefix,
+                // and the prefix is what a key marker is compared with (as S3 does: a marker
+                // that is a listed prefix, or lies inside one, skips the whole group).
+                let cp = delimiter.as_ref().and_then(|d| {
+                    u.key[prefix.len()..]
+                        .find(d.as_str())
+                        .map(|pos| u.key[..prefix.len() + pos + d.len()].to_owned())
+                });
+                let listed_as = cp.as_deref().unwrap_or(&u.key);
+                if skip_through.as_ref().is_some_and(|m| listed_as <= m.as_str()) {
                     continue;
                 }
-                if let Some(d) = &delimiter {
-                    if let Some(pos) = u.key[prefix.len()..].find(d.as_str()) {
-                        let cp = u.key[..prefix.len() + pos + d.len()].to_owned();
-                        if prefixes.last() != Some(&cp) {
-                            if uploads.len() + prefixes.len() >= max {
-                                truncated = true;
-                                break 'pages;
-                            }
-                            prefixes.push(cp);
+                if let Some(cp) = cp {
+                    if prefixes.last() != Some(&cp) {
+                        if uploads.len() + prefixes.len() >= max {
+                            truncated = true;
+                            break 'pages;
                         }
-                        continue;
+                        prefixes.push(cp);
+                        last_is_prefix = true;
                     }
+                    continue;
                 }
                 if uploads.len() + prefixes.len() >= max {
                     truncated = true;
                     break 'pages;
                 }
                 uploads.push(u);
+                last_is_prefix = false;
             }
             if !full {
                 break;
             }
         }
-        let next = uploads.last().cloned();
+        // Where the next page starts: after the last entry listed, an upload (key and id) or a
+        // common prefix (as a key marker alone). S3 answers both markers on every page, empty
+        // where nothing was listed or a last page ends with a prefix.
+        let (next_key, next_id) = match (last_is_prefix, uploads.last()) {
+            (true, _) if truncated => (prefixes.last().cloned().unwrap_or_default(), String::new()),
+            (true, _) => (String::new(), String::new()),
+            (false, Some(u)) => (u.key.clone(), u.upload_id.to_string()),
+            (false, None) => (String::new(), String::new()),
+        };
+        let e = |s: &str| super::list::enc(url, s);
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(i.bucket.clone()),
-            prefix: Some(prefix),
-            delimiter,
-            key_marker: Some(key_marker),
-            upload_id_marker: i.upload_id_marker.clone(),
+            prefix: Some(e(&prefix)),
+            delimiter: delimiter.as_deref().map(e),
+            key_marker: Some(e(&key_marker)),
+            upload_id_marker: Some(i.upload_id_marker.clone().unwrap_or_default()),
             max_uploads: Some(max as i32),
             is_truncated: Some(truncated),
-            next_key_marker: truncated.then(|| next.as_ref().map(|u| u.key.clone())).flatten(),
-            next_upload_id_marker: truncated
-                .then(|| next.as_ref().map(|u| u.upload_id.to_string()))
-                .flatten(),
-            common_prefixes: Some(prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect()),
+            next_key_marker: Some(e(&next_key)),
+            next_upload_id_marker: Some(next_id),
+            encoding_type: i.encoding_type.clone(),
+            common_prefixes: Some(super::list::common_prefixes(&prefixes, url)),
             uploads: Some(
                 uploads
                     .into_iter()
                     .map(|u| MultipartUpload {
-                        key: Some(u.key),
+                        key: Some(e(&u.key)),
                         upload_id: Some(u.upload_id.into()),
                         initiated: Some(ts_ms(u.initiated_ms)),
                         initiator: Some(initiator(&u.initiator)),

@@ -135,3 +135,67 @@ async fn completing_twice_answers_the_same() {
     assert_eq!(code(&e), "NoSuchUpload", "the object is no longer the upload's");
     assert_eq!(get(&c, "again", "obj").await, b"replaced");
 }
+
+/// Uploads list as S3 lists them: a common prefix is one entry, a page that ends with one
+/// resumes after the whole group, a key marker inside a group skips it, every page names both
+/// next markers (empty where none), URL encoding applies when asked, and ListParts names both
+/// part number markers (0 where none).
+#[tokio::test]
+async fn upload_listings_page_by_common_prefix() {
+    let (_gw, c) = Gateway::with_bucket("mlist").await;
+    let empty = c.list_multipart_uploads().bucket("mlist").send().await.unwrap();
+    assert_eq!(
+        (empty.key_marker(), empty.upload_id_marker(), empty.next_key_marker(), empty.next_upload_id_marker()),
+        (Some(""), Some(""), Some(""), Some(""))
+    );
+    let mut ids = Vec::new();
+    for k in ["folder/aSubfolder/subFile1", "folder/aSubfolder/subFile2", "folder/file1", "folder/file2"] {
+        let up = c.create_multipart_upload().bucket("mlist").key(k).send().await.unwrap();
+        ids.push(up.upload_id().unwrap().to_owned());
+    }
+    let page = |key: Option<String>, id: Option<String>| {
+        c.list_multipart_uploads()
+            .bucket("mlist")
+            .prefix("folder/")
+            .delimiter("/")
+            .max_uploads(1)
+            .set_key_marker(key)
+            .set_upload_id_marker(id)
+            .send()
+    };
+    let mut seen = Vec::new();
+    let (mut key, mut id) = (None, None);
+    loop {
+        let r = page(key.clone(), id.clone()).await.unwrap();
+        seen.extend(r.common_prefixes().iter().map(|p| p.prefix().unwrap().to_owned()));
+        seen.extend(r.uploads().iter().map(|u| u.key().unwrap().to_owned()));
+        if r.is_truncated() != Some(true) {
+            assert_eq!(r.next_key_marker(), Some("folder/file2"), "the last page names its last upload");
+            assert_eq!(r.next_upload_id_marker(), Some(ids[3].as_str()));
+            break;
+        }
+        key = r.next_key_marker().map(str::to_owned);
+        id = r.next_upload_id_marker().map(str::to_owned);
+        assert!(seen.len() < 10, "pages never end: {seen:?}");
+    }
+    assert_eq!(seen, ["folder/aSubfolder/", "folder/file1", "folder/file2"]);
+    // A key marker inside a group, or the group itself, skips the group.
+    for marker in ["folder/aSubfolder/", "folder/aSubfolder/subFile1"] {
+        let r = page(Some(marker.to_owned()), None).await.unwrap();
+        assert!(r.common_prefixes().is_empty(), "{marker}");
+        assert_eq!(r.uploads()[0].key(), Some("folder/file1"), "{marker}");
+    }
+    c.create_multipart_upload().bucket("mlist").key("sp ace+plus").send().await.unwrap();
+    let r = c
+        .list_multipart_uploads()
+        .bucket("mlist")
+        .prefix("sp")
+        .encoding_type(aws_sdk_s3::types::EncodingType::Url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.uploads()[0].key(), Some("sp%20ace%2Bplus"));
+    assert_eq!(r.encoding_type().map(|e| e.as_str()), Some("url"));
+    let parts = c.list_parts().bucket("mlist").key("folder/file1").upload_id(&ids[2]).send().await.unwrap();
+    assert_eq!((parts.part_number_marker(), parts.next_part_number_marker()), (Some("0"), Some("0")));
+}
