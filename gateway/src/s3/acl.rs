@@ -113,10 +113,7 @@ fn requested_grants(asked: &Requested<'_>, owner_id: &str, bucket_owner: Option<
         for g in asked.policy.and_then(|p| p.grants.as_deref()).unwrap_or_default() {
             let perm = g.permission.as_ref().map(Permission::as_str).unwrap_or_default();
             if !["FULL_CONTROL", "READ", "WRITE", "READ_ACP", "WRITE_ACP"].contains(&perm) {
-                return Err(s3_error!(
-                    MalformedACLError,
-                    "The XML you provided was not well-formed or did not validate against our published schema"
-                ));
+                return Err(malformed_acl());
             }
             let e = g
                 .grantee
@@ -125,12 +122,13 @@ fn requested_grants(asked: &Requested<'_>, owner_id: &str, bucket_owner: Option<
             let who = match e.type_.as_str() {
                 Type::CANONICAL_USER => format!("id:{}", e.id.as_deref().unwrap_or_default()),
                 Type::GROUP => group(e.uri.as_deref().unwrap_or_default())?.to_owned(),
-                _ => {
+                Type::AMAZON_CUSTOMER_BY_EMAIL => {
                     return Err(s3_error!(
                         UnresolvableGrantByEmailAddress,
                         "The e-mail address you provided does not match any account on record."
                     ))
                 }
+                _ => return Err(malformed_acl()),
             };
             v.push(grant(&who, perm));
         }
@@ -268,8 +266,46 @@ macro_rules! write_grants {
 }
 pub(crate) use write_grants;
 
-/// Checks the form of an ACL request: exactly one of canned, headers or body.
+/// 400 `MalformedACLError`: an AccessControlPolicy body S3's schema refuses.
+fn malformed_acl() -> s3s::S3Error {
+    s3_error!(
+        MalformedACLError,
+        "The XML you provided was not well-formed or did not validate against our published schema"
+    )
+}
+
+/// Checks the form of an ACL request: exactly one of canned, headers or body, and a body with
+/// the owner (an id of the form ids have) and the grant list S3's schema requires.
 fn check_form(asked: &Requested<'_>) -> S3Result<()> {
+    if let Some(p) = asked.policy {
+        if asked.canned.is_some() || asked.grant_headers.iter().any(Option::is_some) {
+            return Err(s3_error!(UnexpectedContent, "This request does not support content"));
+        }
+        let Some(owner) = p.owner.as_ref() else {
+            return Err(malformed_acl());
+        };
+        let Some(grants) = p.grants.as_deref() else {
+            return Err(malformed_acl());
+        };
+        // Judged before whether the bucket takes ACLs at all, as S3 judges the schema first.
+        let known_type = |t: &str| [Type::CANONICAL_USER, Type::GROUP, Type::AMAZON_CUSTOMER_BY_EMAIL].contains(&t);
+        let known_permission = |p: &str| ["FULL_CONTROL", "READ", "WRITE", "READ_ACP", "WRITE_ACP"].contains(&p);
+        for g in grants {
+            let typed = g.grantee.as_ref().is_some_and(|e| known_type(e.type_.as_str()));
+            if !typed || !g.permission.as_ref().is_some_and(|p| known_permission(p.as_str())) {
+                return Err(malformed_acl());
+            }
+        }
+        let id = owner.id.as_deref().unwrap_or_default();
+        if uuid::Uuid::try_parse(id).is_err() {
+            let e = s3s::S3Error::with_message(s3s::S3ErrorCode::InvalidArgument, "Invalid id");
+            let value = super::post_form::xml_escape(id);
+            return Err(super::error::with_detail(
+                e,
+                &format!("<ArgumentName>CanonicalUser/ID</ArgumentName><ArgumentValue>{value}</ArgumentValue>"),
+            ));
+        }
+    }
     if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) && asked.policy.is_none() {
         return Err(s3_error!(
             MissingSecurityHeader,

@@ -66,6 +66,36 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "AccessControlListNotSupported");
+    // A body S3's schema refuses (no owner, an owner id of no id's form, a grantee type S3 does
+    // not know) and a body beside a canned ACL are refused as S3 refuses them.
+    let grant = |t: Type| {
+        Grant::builder()
+            .grantee(Grantee::builder().r#type(t).id(&owner_id).build().unwrap())
+            .permission(Permission::FullControl)
+            .build()
+    };
+    let no_owner = AccessControlPolicy::builder().grants(grant(Type::CanonicalUser)).build();
+    let bad_owner = AccessControlPolicy::builder()
+        .owner(aws_sdk_s3::types::Owner::builder().id("wrong-id").build())
+        .grants(grant(Type::CanonicalUser))
+        .build();
+    let bad_type = AccessControlPolicy::builder().owner(owner.clone()).grants(grant(Type::from("BadType"))).build();
+    for (policy, want) in
+        [(no_owner, "MalformedACLError"), (bad_owner, "InvalidArgument"), (bad_type, "MalformedACLError")]
+    {
+        let e = c.put_object_acl().bucket("acl").key("k").access_control_policy(policy).send().await.unwrap_err();
+        assert_eq!((status(&e), code(&e).as_str()), (400, want));
+    }
+    let e = c
+        .put_object_acl()
+        .bucket("acl")
+        .key("k")
+        .acl(ObjectCannedAcl::Private)
+        .access_control_policy(mine(Permission::FullControl, &owner_id))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (400, "UnexpectedContent"));
     let e = c.put_object_acl().bucket("acl").key("missing").acl(ObjectCannedAcl::Private).send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
     let oacl = c.get_object_acl().bucket("acl").key("k").send().await.unwrap();
