@@ -32,8 +32,8 @@ use early::{
 };
 use errors::{
     bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
-    head_refusal, location_document, missing_message, with_body, with_request_id, KEY_DOCUMENTS, MAX_ATTRIBUTES_BODY,
-    MAX_ERROR_BODY,
+    head_refusal, location_document, missing_message, owner_first, with_body, with_request_id, KEY_DOCUMENTS,
+    MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
 };
 
 /// What the access check learned about a request.
@@ -420,7 +420,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 // Documents S3 writes otherwise than s3s: GetObjectAttributes' ETag without its
                 // quotes (`bare_attributes_etag`), GetBucketLocation's layout
                 // (`location_document`), GetBucketEncryption's SSE-C blocked (`blocked_sse_c`),
-                // and keys or prefixes holding a carriage return written as `&#13;`
+                // ListBuckets' owner before its buckets (`owner_first`), and keys or prefixes holding a carriage return written as `&#13;`
                 // (`carriage_returns_as_references`). The operation is looked up once, for
                 // successes only.
                 let (rewrite, echoes_keys) = if status == http::StatusCode::OK {
@@ -430,6 +430,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                             "GetObjectAttributes" => Some(bare_attributes_etag),
                             "GetBucketLocation" => Some(location_document),
                             "GetBucketEncryption" => Some(blocked_sse_c),
+                            "ListBuckets" => Some(owner_first),
                             _ => None,
                         };
                         (rewrite, KEY_DOCUMENTS.contains(&op))

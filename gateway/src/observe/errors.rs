@@ -234,10 +234,52 @@ pub(super) fn location_document(xml: Bytes) -> Bytes {
     Bytes::from(doc)
 }
 
+/// A ListBuckets document with `<Owner>` before `<Buckets>`, where S3 writes it (s3s writes it
+/// last). The AWS SDK for Java v1 gives each bucket the owner read before its `<Bucket>`
+/// starts, so with the owner last every `Bucket.getOwner()` is null.
+pub(super) fn owner_first(xml: Bytes) -> Bytes {
+    let text = String::from_utf8_lossy(&xml);
+    let (Some(buckets), Some(owner)) = (text.find("<Buckets"), text.find("<Owner>")) else {
+        return xml;
+    };
+    let Some(owner_end) = text[owner..].find("</Owner>").map(|e| owner + e + "</Owner>".len()) else {
+        return xml;
+    };
+    if owner < buckets {
+        return xml;
+    }
+    // Bucket names hold no `<`, so the first `<Owner>` after `<Buckets` is the document's.
+    let mut doc = String::with_capacity(text.len());
+    doc.push_str(&text[..buckets]);
+    doc.push_str(&text[owner..owner_end]);
+    doc.push_str(&text[buckets..owner]);
+    doc.push_str(&text[owner_end..]);
+    Bytes::from(doc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::observe::{copy_source_key, request_id};
+
+    #[test]
+    fn bucket_lists_name_their_owner_first() {
+        let s3s = Bytes::from_static(
+            b"<?xml version=\"1.0\"?><ListAllMyBucketsResult><Buckets><Bucket><Name>a</Name></Bucket></Buckets><Owner><ID>x</ID></Owner><Prefix>p</Prefix></ListAllMyBucketsResult>",
+        );
+        assert_eq!(
+            &owner_first(s3s)[..],
+            b"<?xml version=\"1.0\"?><ListAllMyBucketsResult><Owner><ID>x</ID></Owner><Buckets><Bucket><Name>a</Name></Bucket></Buckets><Prefix>p</Prefix></ListAllMyBucketsResult>"
+        );
+        let none =
+            Bytes::from_static(b"<ListAllMyBucketsResult><Buckets/><Owner><ID>x</ID></Owner></ListAllMyBucketsResult>");
+        assert_eq!(
+            &owner_first(none)[..],
+            b"<ListAllMyBucketsResult><Owner><ID>x</ID></Owner><Buckets/></ListAllMyBucketsResult>"
+        );
+        let already = Bytes::from_static(b"<L><Owner><ID>x</ID></Owner><Buckets></Buckets></L>");
+        assert_eq!(owner_first(already.clone()), already);
+    }
 
     #[test]
     fn location_documents_read_as_s3_writes_them() {
