@@ -364,7 +364,11 @@ async fn ranges_s3_ignores_give_the_whole_object() {
     }
     let mut conn = Conn::open(&gw);
     let url = c.get_object().bucket("rng").key("obj").presigned(presigning()).await.unwrap();
-    conn.send_head(&url, &[("If-Modified-Since", "Sun, 06 Nov 2094 08:49:37 GMT".into())]);
+    // Now: not before the object's last change, and no date to come (which would be ignored).
+    let now = aws_sdk_s3::primitives::DateTime::from(std::time::SystemTime::now())
+        .fmt(aws_sdk_s3::primitives::DateTimeFormat::HttpDate)
+        .unwrap();
+    conn.send_head(&url, &[("If-Modified-Since", now)]);
     let a = conn.answer(false);
     assert_eq!(a.status, 304);
     let etag = c.head_object().bucket("rng").key("obj").send().await.unwrap().e_tag().unwrap().to_owned();
@@ -841,4 +845,52 @@ async fn expires_that_is_no_date_is_kept_as_sent() {
     #[allow(deprecated)]
     let date = head.expires().map(|d| d.secs());
     assert_eq!(date, Some(1_893_456_000));
+}
+
+/// ListBuckets names the owner before the buckets, where S3 writes it: the AWS SDK for Java v1
+/// gives each bucket the owner read before it (`Bucket.getOwner()`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bucket_lists_name_the_owner_before_the_buckets() {
+    use aws_sigv4::http_request::SignableBody;
+    use penstock_tests::sigv4::Signer;
+
+    let (gw, _c) = Gateway::with_bucket("owned").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let url = format!("{}/", gw.endpoint);
+    let (added, _) = Signer::admin().sign("GET", &url, &[("host", host.as_str())], SignableBody::Bytes(b""));
+    let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let a = Conn::open(&gw).unsigned("GET", "/", &headers, b"");
+    let doc = String::from_utf8_lossy(&a.body).into_owned();
+    assert_eq!(a.status, 200, "{doc}");
+    let (owner, buckets) = (doc.find("<Owner>").expect(&doc), doc.find("<Buckets>").expect(&doc));
+    assert!(owner < buckets, "{doc}");
+    assert!(doc.contains("<Name>owned</Name>"), "{doc}");
+}
+
+/// An `If-Modified-Since` (or a copy's `x-amz-copy-source-if-modified-since`) later than now is
+/// no valid condition and is ignored, as S3 ignores it (RFC 9110 13.1.3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modified_since_dates_to_come_are_ignored() {
+    let (_gw, c) = Gateway::with_bucket("ims").await;
+    put(&c, "ims", "src", b"data").await;
+    let tomorrow = aws_sdk_s3::primitives::DateTime::from_secs(
+        (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 86_400) as i64,
+    );
+    let got = c.get_object().bucket("ims").key("src").if_modified_since(tomorrow).send().await.unwrap();
+    assert_eq!(got.body.collect().await.unwrap().into_bytes().as_ref(), b"data");
+    c.copy_object()
+        .bucket("ims")
+        .key("dst")
+        .copy_source("ims/src")
+        .copy_source_if_modified_since(tomorrow)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get(&c, "ims", "dst").await, b"data");
+    // Now, not later than the object's last change, still holds a read back (304).
+    let now = aws_sdk_s3::primitives::DateTime::from_secs(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64,
+    );
+    let e = c.get_object().bucket("ims").key("src").if_modified_since(now).send().await.unwrap_err();
+    assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(304));
 }

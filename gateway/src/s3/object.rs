@@ -451,7 +451,10 @@ impl Conditions<'_> {
             Some(c) if matches(c, etag) => return Err(not_modified()),
             Some(_) => {}
             None => {
-                if let Some(t) = self.if_modified_since {
+                // A date later than now is no valid condition (RFC 9110 13.1.3) and is ignored,
+                // as S3 ignores it: no object is older than a date that has not come yet.
+                let now = super::now_ms().div_euclid(1000);
+                if let Some(t) = self.if_modified_since.filter(|t| unix(t) <= now) {
                     if lm <= unix(t) {
                         return Err(not_modified());
                     }
@@ -518,6 +521,10 @@ mod tests {
         assert!(c(None, Some(&other), Some(&later), None).check("e", &s, false).is_ok());
         assert!(c(None, None, Some(&later), None).check("e", &s, false).is_err());
         assert!(c(None, None, Some(&earlier), None).check("e", &s, false).is_ok());
+        // A date that has not come yet is ignored, for reads and copies alike.
+        let tomorrow = Timestamp::from(time::OffsetDateTime::now_utc() + time::Duration::days(1));
+        assert!(c(None, None, Some(&tomorrow), None).check("e", &s, false).is_ok());
+        assert!(c(None, None, Some(&tomorrow), None).check("e", &s, true).is_ok());
     }
 
     #[test]
