@@ -27,8 +27,8 @@ mod subresource;
 
 use early::{
     carries_session_token, drop_empty_authorization, invalid_token_answer, join_content_encodings, refused_append,
-    refused_content_sha256, refused_expiry, refused_header_section, refused_method, refused_size, refused_subresource,
-    refused_v2_date, unusable_region, wrong_region_answer,
+    refused_authorization, refused_content_sha256, refused_expiry, refused_header_section, refused_method,
+    refused_size, refused_subresource, refused_v2_date, unusable_region, wrong_region_answer,
 };
 use errors::{
     bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
@@ -313,7 +313,8 @@ fn unsent_body(req: &Request<Incoming>) -> bool {
 /// The refusals made before anything reads a request, after its session token and its region
 /// (see `call`).
 fn refused_otherwise<B>(req: &Request<B>) -> Option<Response<Body>> {
-    refused_v2_date(req)
+    refused_authorization(req)
+        .or_else(|| refused_v2_date(req))
         .or_else(|| refused_expiry(req))
         .or_else(|| refused_content_sha256(req))
         .or_else(|| refused_size(req))

@@ -894,3 +894,23 @@ async fn modified_since_dates_to_come_are_ignored() {
     let e = c.get_object().bucket("ims").key("src").if_modified_since(now).send().await.unwrap_err();
     assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(304));
 }
+
+/// `Authorization` headers S3 cannot read as a signature get S3's codes (s3s answers them all
+/// 400 `InvalidRequest`), and a PUT so refused writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_authorization_headers_get_s3_s_codes() {
+    let (gw, c) = Gateway::with_bucket("authz").await;
+    for (auth, want) in [
+        ("Basic dXNlcjpwYXNz", "InvalidArgument"),
+        ("AWS HAHAHA", "InvalidArgument"),
+        ("AWS4-HMAC-SHA256 garbage", "AuthorizationHeaderMalformed"),
+        ("AWS4-HMAC-SHA256 Credential=AKIA/20261129/us-east-1/s3/aws4_request", "AuthorizationHeaderMalformed"),
+    ] {
+        let a = Conn::open(&gw).unsigned("PUT", "/authz/k", &[("authorization", auth), ("content-length", "1")], b"x");
+        let doc = String::from_utf8_lossy(&a.body).into_owned();
+        assert_eq!(a.status, 400, "{auth}: {doc}");
+        assert!(doc.contains(&format!("<Code>{want}</Code>")), "{auth}: {doc}");
+    }
+    let e = c.head_object().bucket("authz").key("k").send().await.unwrap_err();
+    assert_eq!(e.raw_response().map(|r| r.status().as_u16()), Some(404), "nothing was written");
+}

@@ -257,6 +257,69 @@ pub(super) fn refused_v2_date<B>(req: &Request<B>) -> Option<Response<Body>> {
     Some(with_status(doc, http::StatusCode::FORBIDDEN))
 }
 
+/// S3's answer to an `Authorization` header it cannot read as a signature, before s3s (which
+/// answers every such header 400 `InvalidRequest` "invalid header: authorization", a code no
+/// client or test suite expects): a scheme S3 does not speak is `InvalidArgument` "Unsupported
+/// Authorization Type", a V2 value without `AccessKeyId:Signature` is `InvalidArgument`, and a
+/// V4 value without its three components (or with one that is not `Name=value`, or a credential
+/// scope of other than five parts) is `AuthorizationHeaderMalformed`. Schemes starting `AWS4-`
+/// other than SigV4's are left to s3s. `None` for any other request.
+pub(super) fn refused_authorization<B>(req: &Request<B>) -> Option<Response<Body>> {
+    let value = req.headers().get(http::header::AUTHORIZATION)?;
+    let text = String::from_utf8_lossy(value.as_bytes());
+    let text = text.trim();
+    let esc = crate::s3::post_form::xml_escape;
+    let invalid_argument = |message: &str| {
+        bad_request(crate::s3::error_document(
+            "InvalidArgument",
+            message,
+            &format!(
+                "<ArgumentName>Authorization</ArgumentName><ArgumentValue>{}</ArgumentValue>",
+                esc(text)
+            ),
+        ))
+    };
+    let malformed = |why: &str| {
+        bad_request(crate::s3::error_document(
+            "AuthorizationHeaderMalformed",
+            &format!("The authorization header is malformed; {why}"),
+            "",
+        ))
+    };
+    if let Some(v2) = text.strip_prefix("AWS ") {
+        return (!v2.contains(':'))
+            .then(|| invalid_argument("AWS authorization header is invalid.  Expected AwsAccessKeyId:signature"));
+    }
+    let Some(v4) = text.strip_prefix("AWS4-HMAC-SHA256 ") else {
+        return (!text.starts_with("AWS4-")).then(|| invalid_argument("Unsupported Authorization Type"));
+    };
+    let mut found = [false; 3];
+    for component in v4.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let Some((name, value)) = component.split_once('=') else {
+            return Some(malformed(&format!(
+                "the authorization component \"{}\" is malformed.",
+                esc(component)
+            )));
+        };
+        match name.trim() {
+            "Credential" => {
+                found[0] = true;
+                if value.trim().split('/').count() != 5 {
+                    return Some(malformed(
+                        "the Credential is mal-formed; expecting \"&lt;YOUR-AKID&gt;/YYYYMMDD/REGION/SERVICE/aws4_request\".",
+                    ));
+                }
+            }
+            "SignedHeaders" => found[1] = true,
+            "Signature" => found[2] = true,
+            _ => {}
+        }
+    }
+    (!found.iter().all(|f| *f)).then(|| {
+        malformed("the authorization header requires three components: Credential, SignedHeaders, and Signature.")
+    })
+}
+
 /// The POST sub-resources of an object (`/bucket/key?uploads` and so on); a POST of an object
 /// naming none of them is no S3 operation.
 const OBJECT_POSTS: &[&str] = &["uploads", "uploadId", "restore", "select"];
@@ -501,6 +564,54 @@ mod tests {
         }
         for method in ["GET", "OPTIONS"] {
             assert_eq!(asked(method, "/", false), None, "{method}");
+        }
+    }
+
+    #[test]
+    fn authorization_headers_s3_cannot_read_are_refused_as_s3_refuses_them() {
+        let code = |auth: &str| {
+            let req = Request::builder()
+                .uri("/b/k")
+                .header("authorization", auth)
+                .body(())
+                .unwrap();
+            refused_authorization(&req).map(|r| {
+                let bytes = futures::executor::block_on(http_body_util::BodyExt::collect(r.into_body()))
+                    .unwrap()
+                    .to_bytes();
+                let text = String::from_utf8(bytes.to_vec()).unwrap();
+                text.split("<Code>")
+                    .nth(1)
+                    .unwrap()
+                    .split('<')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+        };
+        let good = "AWS4-HMAC-SHA256 Credential=AK/20261129/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=ab";
+        assert_eq!(code(good), None);
+        assert_eq!(code(&good.replace(", ", ",")), None, "components without spaces");
+        assert_eq!(code("AWS AK:c2ln"), None);
+        assert_eq!(
+            code("AWS4-ECDSA-P256-SHA256 Credential=x"),
+            None,
+            "SigV4a is s3s's to judge"
+        );
+        for unsupported in ["garbage", "Basic dXNlcjpwYXNz", "Bearer t"] {
+            assert_eq!(code(unsupported).as_deref(), Some("InvalidArgument"), "{unsupported}");
+        }
+        assert_eq!(code("AWS HAHAHA").as_deref(), Some("InvalidArgument"));
+        for malformed in [
+            "AWS4-HMAC-SHA256 garbage",
+            "AWS4-HMAC-SHA256 Credential=AK/20261129/us-east-1/s3/aws4_request",
+            "AWS4-HMAC-SHA256 Credential=AK/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=ab",
+        ] {
+            assert_eq!(
+                code(malformed).as_deref(),
+                Some("AuthorizationHeaderMalformed"),
+                "{malformed}"
+            );
         }
     }
 
