@@ -84,16 +84,7 @@ async fn tags_s3_refuses_are_refused_as_s3_refuses_them() {
     let kept = c.get_object_tagging().bucket("tagrules").key("h").send().await.unwrap();
     assert_eq!(kept.tag_set().len(), 2, "a refused set changes nothing");
     // The tags of a key whose newest version is a delete marker: 405, as for the marker by id.
-    c.put_bucket_versioning()
-        .bucket("tagrules")
-        .versioning_configuration(
-            aws_sdk_s3::types::VersioningConfiguration::builder()
-                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    crate::versioning::set_versioning(&c, "tagrules", aws_sdk_s3::types::BucketVersioningStatus::Enabled).await;
     c.delete_object().bucket("tagrules").key("h").send().await.unwrap();
     let e = c.get_object_tagging().bucket("tagrules").key("h").send().await.unwrap_err();
     assert_eq!((code(&e), status(&e)), ("MethodNotAllowed".to_owned(), 405));

@@ -9,7 +9,8 @@ use penstock_tests::{code, get, put, status, Gateway};
 
 const ADMIN_SCOPE: &str = "user:70656e73-746f-636b-6164-6d696e000001";
 
-async fn set_versioning(c: &Client, b: &str, s: BucketVersioningStatus) {
+/// Sets bucket `b`'s versioning status.
+pub(crate) async fn set_versioning(c: &Client, b: &str, s: BucketVersioningStatus) {
     let conf = VersioningConfiguration::builder().status(s).build();
     c.put_bucket_versioning().bucket(b).versioning_configuration(conf).send().await.unwrap();
 }
