@@ -421,9 +421,9 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 // Documents S3 writes otherwise than s3s: GetObjectAttributes' ETag without its
                 // quotes (`bare_attributes_etag`), GetBucketLocation's layout
                 // (`location_document`), GetBucketEncryption's SSE-C blocked (`blocked_sse_c`),
-                // ListBuckets' owner before its buckets (`owner_first`), and keys or prefixes holding a carriage return written as `&#13;`
-                // (`carriage_returns_as_references`). The operation is looked up once, for
-                // successes only.
+                // ListBuckets' owner before its buckets (`owner_first`), and keys or prefixes
+                // holding a carriage return written as `&#13;` (`carriage_returns_as_references`).
+                // The operation is looked up once, for successes only.
                 let (rewrite, echoes_keys) = if status == http::StatusCode::OK {
                     slot.0.lock().map_or((None, false), |i| {
                         let op = i.operation.as_str();

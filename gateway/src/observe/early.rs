@@ -192,7 +192,6 @@ pub(super) fn refused_content_sha256<B>(req: &Request<B>) -> Option<Response<Bod
     if !v4 {
         return None;
     }
-    let esc = crate::s3::post_form::xml_escape;
     let message = format!(
         "x-amz-content-sha256 must be {} or a valid sha256 value.",
         PAYLOAD_KINDS.join(", ")
@@ -200,10 +199,7 @@ pub(super) fn refused_content_sha256<B>(req: &Request<B>) -> Option<Response<Bod
     Some(bad_request(crate::s3::error_document(
         "InvalidArgument",
         &message,
-        &format!(
-            "<ArgumentName>x-amz-content-sha256</ArgumentName><ArgumentValue>{}</ArgumentValue>",
-            esc(&String::from_utf8_lossy(bytes))
-        ),
+        &crate::s3::argument_detail("x-amz-content-sha256", &String::from_utf8_lossy(bytes)),
     )))
 }
 
@@ -273,10 +269,7 @@ pub(super) fn refused_authorization<B>(req: &Request<B>) -> Option<Response<Body
         bad_request(crate::s3::error_document(
             "InvalidArgument",
             message,
-            &format!(
-                "<ArgumentName>Authorization</ArgumentName><ArgumentValue>{}</ArgumentValue>",
-                esc(text)
-            ),
+            &crate::s3::argument_detail("Authorization", text),
         ))
     };
     let malformed = |why: &str| {

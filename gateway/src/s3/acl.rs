@@ -18,6 +18,10 @@ const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
 const AUTHENTICATED_USERS: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
 const LOG_DELIVERY: &str = "http://acs.amazonaws.com/groups/s3/LogDelivery";
 /// Object Ownership values S3 knows.
+/// The permissions a grant may give, in the order of the `x-amz-grant-*` headers that give them
+/// (`full-control`, `read`, `read-acp`, `write`, `write-acp`).
+const PERMISSIONS: [&str; 5] = ["FULL_CONTROL", "READ", "READ_ACP", "WRITE", "WRITE_ACP"];
+
 pub(crate) const OWNERSHIPS: &[&str] = &["BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"];
 
 /// Whether the bucket's Object Ownership enables ACLs.
@@ -100,21 +104,18 @@ fn requested_grants(asked: &Requested<'_>, owner_id: &str, bucket_owner: Option<
     let mut out = if let Some(c) = asked.canned {
         canned_grants(c, bucket_owner)?
     } else if asked.grant_headers.iter().any(Option::is_some) {
-        let names = ["FULL_CONTROL", "READ", "READ_ACP", "WRITE", "WRITE_ACP"];
         let mut v = Vec::new();
-        for (h, perm) in asked.grant_headers.iter().zip(names) {
+        for (h, perm) in asked.grant_headers.iter().zip(PERMISSIONS) {
             if let Some(h) = h {
                 v.extend(header_grants(h, perm)?);
             }
         }
         v
     } else {
+        // `check_form` has judged the body against S3's schema (permissions, grantee types).
         let mut v = Vec::new();
         for g in asked.policy.and_then(|p| p.grants.as_deref()).unwrap_or_default() {
             let perm = g.permission.as_ref().map(Permission::as_str).unwrap_or_default();
-            if !["FULL_CONTROL", "READ", "WRITE", "READ_ACP", "WRITE_ACP"].contains(&perm) {
-                return Err(malformed_acl());
-            }
             let e = g
                 .grantee
                 .as_ref()
@@ -289,7 +290,7 @@ fn check_form(asked: &Requested<'_>) -> S3Result<()> {
         };
         // Judged before whether the bucket takes ACLs at all, as S3 judges the schema first.
         let known_type = |t: &str| [Type::CANONICAL_USER, Type::GROUP, Type::AMAZON_CUSTOMER_BY_EMAIL].contains(&t);
-        let known_permission = |p: &str| ["FULL_CONTROL", "READ", "WRITE", "READ_ACP", "WRITE_ACP"].contains(&p);
+        let known_permission = |p: &str| PERMISSIONS.contains(&p);
         for g in grants {
             let typed = g.grantee.as_ref().is_some_and(|e| known_type(e.type_.as_str()));
             if !typed || !g.permission.as_ref().is_some_and(|p| known_permission(p.as_str())) {
@@ -298,12 +299,7 @@ fn check_form(asked: &Requested<'_>) -> S3Result<()> {
         }
         let id = owner.id.as_deref().unwrap_or_default();
         if uuid::Uuid::try_parse(id).is_err() {
-            let e = s3s::S3Error::with_message(s3s::S3ErrorCode::InvalidArgument, "Invalid id");
-            let value = super::post_form::xml_escape(id);
-            return Err(super::error::with_detail(
-                e,
-                &format!("<ArgumentName>CanonicalUser/ID</ArgumentName><ArgumentValue>{value}</ArgumentValue>"),
-            ));
+            return Err(super::error::invalid_argument("Invalid id", "CanonicalUser/ID", id));
         }
     }
     if asked.canned.is_none() && asked.grant_headers.iter().all(Option::is_none) && asked.policy.is_none() {

@@ -79,6 +79,23 @@ pub(crate) fn with_detail(mut e: S3Error, xml: &str) -> S3Error {
     e
 }
 
+/// The elements S3 adds to an `InvalidArgument` document to name what it refuses:
+/// `<ArgumentName>name</ArgumentName><ArgumentValue>value</ArgumentValue>`, the value escaped.
+pub(crate) fn argument_detail(name: &str, value: &str) -> String {
+    format!(
+        "<ArgumentName>{name}</ArgumentName><ArgumentValue>{}</ArgumentValue>",
+        super::post_form::xml_escape(value)
+    )
+}
+
+/// 400 `InvalidArgument` with `message`, naming the argument `name` and its `value`.
+pub(crate) fn invalid_argument(message: &str, name: &str, value: &str) -> S3Error {
+    with_detail(
+        S3Error::with_message(S3ErrorCode::InvalidArgument, message.to_owned()),
+        &argument_detail(name, value),
+    )
+}
+
 /// 412 `PreconditionFailed` naming the condition that failed (`If-Match`, `If-None-Match`,
 /// `If-Unmodified-Since`), as S3's error document names it in `<Condition>`: SDKs surface the
 /// element (boto3's `Error.Condition`), and clients of conditional writes read it.

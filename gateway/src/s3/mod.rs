@@ -61,7 +61,7 @@ pub(crate) use unconfigured::names_blocked_encryption_types;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub(crate) use acl::OWNERSHIPS;
 pub use direct::DirectReads;
-pub(crate) use error::{error_document, DETAIL_HEADER, MAX_UPLOAD_BYTES};
+pub(crate) use error::{argument_detail, error_document, DETAIL_HEADER, MAX_UPLOAD_BYTES};
 pub(crate) use sharing::LOCK_KEYS;
 
 /// A status a handler answers with where s3s would write its fixed one (RestoreObject's 202):

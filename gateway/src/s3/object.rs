@@ -277,14 +277,10 @@ pub(crate) fn parse_tagging_header(h: Option<&str>) -> S3Result<Vec<(String, Str
         return Ok(Vec::new());
     };
     let malformed = || {
-        let e = s3s::S3Error::with_message(
-            s3s::S3ErrorCode::InvalidArgument,
+        super::error::invalid_argument(
             "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.",
-        );
-        let value = super::post_form::xml_escape(h);
-        super::error::with_detail(
-            e,
-            &format!("<ArgumentName>x-amz-tagging</ArgumentName><ArgumentValue>{value}</ArgumentValue>"),
+            "x-amz-tagging",
+            h,
         )
     };
     let mut tags: Vec<(String, String)> = Vec::new();
