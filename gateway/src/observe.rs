@@ -59,6 +59,10 @@ pub(crate) fn copy_source_key(value: &str) -> Option<String> {
     }
 }
 
+/// What a browser's request asks, for its CORS headers: its `Origin`, the method it is judged
+/// by (a preflight's question where it carries one), and the headers it asks to send.
+type BrowserAsk = (String, http::Method, Vec<String>);
+
 /// The slot shared between this layer and the access check.
 #[derive(Debug, Default, Clone)]
 pub struct InfoSlot(pub Arc<Mutex<RequestInfo>>);
@@ -98,6 +102,16 @@ impl CorsSite {
     /// The bucket a request names: `<bucket>.<domain>` in `Host`, else the path's first segment.
     fn bucket_of<B>(&self, req: &Request<B>) -> Option<String> {
         self.host_bucket(req).or_else(|| path_bucket(req))
+    }
+
+    /// Whether the request names an object in its bucket (S3's CORS refusals say `OBJECT` or
+    /// `BUCKET`): a path past the bucket's segment, or any path under a bucket's host.
+    fn names_object<B>(&self, req: &Request<B>) -> bool {
+        let path = req.uri().path().trim_start_matches('/');
+        if self.host_bucket(req).is_some() {
+            return !path.is_empty();
+        }
+        path.split_once('/').is_some_and(|(_, key)| !key.is_empty())
     }
 
     /// The bucket the host names (`<bucket>.<domain>`, virtual-hosted style), if it names one:
@@ -189,7 +203,7 @@ impl Observed {
         end: BodyEnd,
     ) -> (
         http::Method,
-        Option<(String, http::Method)>,
+        Option<BrowserAsk>,
         Option<String>,
         Result<Response<Body>, s3s::HttpError>,
     ) {
@@ -217,7 +231,8 @@ impl Observed {
                 .headers()
                 .get("access-control-request-method")
                 .and_then(|v| http::Method::from_bytes(v.as_bytes()).ok());
-            (o.to_owned(), asked.unwrap_or_else(|| method.clone()))
+            let headers = crate::s3::cors_asked_headers(req.headers());
+            (o.to_owned(), asked.unwrap_or_else(|| method.clone()), headers)
         });
         // Only browsers' requests (an Origin, or a preflight) need the bucket's CORS rules.
         let named = self
@@ -231,7 +246,8 @@ impl Observed {
                     info.operation = "PreflightRequest".to_owned();
                     info.bucket.clone_from(&named);
                 }
-                let (status, headers, body) = c.gateway.preflight(named.as_deref(), req.headers()).await;
+                let object = c.names_object(&req);
+                let (status, headers, body) = c.gateway.preflight(named.as_deref(), object, req.headers()).await;
                 let mut resp = Response::new(Body::from(Bytes::from(body)));
                 *resp.status_mut() = status;
                 *resp.headers_mut() = headers;
@@ -510,11 +526,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                 if let Some(spelling) = this.spelling.filter(|_| http1) {
                     resp.extensions_mut().extend(spelling.clone());
                 }
-                if let (Some(c), Some((origin, allowing)), Some(bucket)) = (&this.cors, &origin, &named) {
+                if let (Some(c), Some((origin, allowing, asked)), Some(bucket)) = (&this.cors, &origin, &named) {
                     if method != http::Method::OPTIONS {
                         let found = slot.0.lock().ok().and_then(|i| i.bucket_record.clone());
                         c.gateway
-                            .decorate(found, bucket, origin, allowing, resp.headers_mut())
+                            .decorate(found, bucket, origin, (allowing, asked), resp.headers_mut())
                             .await;
                     }
                 }

@@ -20,6 +20,11 @@ pub fn status<E>(e: &SdkError<E, aws_smithy_runtime_api::http::Response>) -> u16
     e.raw_response().map(|r| r.status().as_u16()).unwrap_or(0)
 }
 
+/// The error document of a failed call, as text (empty when no response came).
+pub fn error_doc<E>(e: &SdkError<E, aws_smithy_runtime_api::http::Response>) -> String {
+    e.raw_response().and_then(|r| r.body().bytes()).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
+}
+
 /// Lowercase hex MD5, the digits of a single-part ETag.
 pub fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))

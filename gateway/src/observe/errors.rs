@@ -50,9 +50,22 @@ pub(super) fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str,
     }
     let (tag, value) = match code {
         "NoSuchKey" => ("Key", info.key.as_ref()?),
-        "NoSuchBucket" | "BucketNotEmpty" | "BucketAlreadyExists" | "BucketAlreadyOwnedByYou" => {
-            ("BucketName", info.bucket.as_ref()?)
-        }
+        // A bucket's missing configuration is named by its bucket too, as S3 names it.
+        "NoSuchBucket"
+        | "BucketNotEmpty"
+        | "BucketAlreadyExists"
+        | "BucketAlreadyOwnedByYou"
+        | "InvalidBucketName"
+        | "NoSuchCORSConfiguration"
+        | "NoSuchLifecycleConfiguration"
+        | "NoSuchTagSet"
+        | "NoSuchBucketPolicy"
+        | "NoSuchPublicAccessBlockConfiguration"
+        | "NoSuchWebsiteConfiguration"
+        | "OwnershipControlsNotFoundError"
+        | "ObjectLockConfigurationNotFoundError"
+        | "ReplicationConfigurationNotFoundError"
+        | "ServerSideEncryptionConfigurationNotFoundError" => ("BucketName", info.bucket.as_ref()?),
         _ => return None,
     };
     Some((tag, crate::s3::post_form::xml_escape(value)))
@@ -402,6 +415,10 @@ mod tests {
         };
         assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "k".to_owned())));
         assert_eq!(detail_of("NoSuchBucket", &info), Some(("BucketName", "b".to_owned())));
+        assert_eq!(
+            detail_of("NoSuchCORSConfiguration", &info),
+            Some(("BucketName", "b".to_owned()))
+        );
         assert_eq!(detail_of("AccessDenied", &info), None);
         info.operation = "CopyObject".into();
         assert_eq!(detail_of("NoSuchKey", &info), None, "no source known");

@@ -134,9 +134,10 @@ pub(crate) fn invalid_range(range: &s3s::dto::Range, size: u64) -> S3Error {
     )
 }
 
-/// 400 `EntityTooSmall`: part `part` of a completed upload is `size` bytes, under `min`. S3's
-/// message is fixed; the part and sizes go in elements of their own.
-pub(crate) fn part_too_small(part: u32, size: u64, min: u64) -> S3Error {
+/// 400 `EntityTooSmall`: part `part` (MD5 `md5_hex`) of a completed upload is `size` bytes,
+/// under `min`. S3's message is fixed; the part, its ETag and the sizes go in elements of their
+/// own.
+pub(crate) fn part_too_small(part: u32, md5_hex: &str, size: u64, min: u64) -> S3Error {
     let e = S3Error::with_message(
         S3ErrorCode::EntityTooSmall,
         "Your proposed upload is smaller than the minimum allowed object size.",
@@ -144,9 +145,24 @@ pub(crate) fn part_too_small(part: u32, size: u64, min: u64) -> S3Error {
     with_detail(
         e,
         &format!(
-            "<ProposedSize>{size}</ProposedSize><MinSizeAllowed>{min}</MinSizeAllowed><PartNumber>{part}</PartNumber>"
+            "<ProposedSize>{size}</ProposedSize><MinSizeAllowed>{min}</MinSizeAllowed><PartNumber>{part}</PartNumber>\
+             <ETag>{md5_hex}</ETag>"
         ),
     )
+}
+
+/// `e`, an error about upload `upload_id` (`NoSuchUpload`, `InvalidPartOrder`, `InvalidPart`),
+/// with the elements S3's document names it by: `<UploadId>`, and for a part refused, the
+/// `<PartNumber>` and the `<ETag>` the client gave for it. The id is the client's, so escaped.
+pub(crate) fn upload_detail(e: S3Error, upload_id: &str, part: Option<(i32, Option<&str>)>) -> S3Error {
+    let mut xml = format!("<UploadId>{}</UploadId>", super::post_form::xml_escape(upload_id));
+    if let Some((n, etag)) = part {
+        xml.push_str(&format!("<PartNumber>{n}</PartNumber>"));
+        if let Some(etag) = etag {
+            xml.push_str(&format!("<ETag>{}</ETag>", super::post_form::xml_escape(etag)));
+        }
+    }
+    with_detail(e, &xml)
 }
 
 /// The most one upload (a PutObject or an UploadPart) may carry, as S3 allows: 5 GiB.

@@ -60,6 +60,7 @@ pub(crate) use object::now_ms;
 pub(crate) use unconfigured::names_blocked_encryption_types;
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub(crate) use acl::OWNERSHIPS;
+pub(crate) use cors::asked_headers as cors_asked_headers;
 pub use direct::DirectReads;
 pub(crate) use error::{argument_detail, error_document, DETAIL_HEADER, MAX_UPLOAD_BYTES};
 pub(crate) use sharing::LOCK_KEYS;

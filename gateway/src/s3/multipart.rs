@@ -12,7 +12,7 @@ use super::checksum::{
     ChecksumType, Claims,
 };
 use super::copy::{copy_conditions, copy_range};
-use super::error::backend_err;
+use super::error::{backend_err, upload_detail};
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::WriteConditions;
 use super::rdma::{reply_headers, Admission};
@@ -27,7 +27,8 @@ const PAGE: usize = 1000;
 impl Gateway {
     async fn upload_record(&self, b: &BucketCtx, key: &str, upload_id: &str) -> S3Result<UploadRecord> {
         let no_such_upload = || {
-            s3_error!(NoSuchUpload, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")
+            let e = s3_error!(NoSuchUpload, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+            upload_detail(e, upload_id, None)
         };
         // An id the gateway cannot have made names no upload.
         let u: UploadId = upload_id.parse().map_err(|_| no_such_upload())?;
@@ -273,25 +274,26 @@ impl Gateway {
                 .part_number
                 .ok_or_else(|| s3_error!(MalformedXML, "A part is missing its PartNumber"))?;
             if n <= last {
-                return Err(s3_error!(
+                let e = s3_error!(
                     InvalidPartOrder,
                     "The list of parts was not in ascending order. Parts must be ordered by part number."
-                ));
+                );
+                return Err(upload_detail(e, &input.upload_id, None));
             }
             last = n;
+            let given = w.e_tag.as_ref().map(|e| e.value());
+            let refused = |e| upload_detail(e, &input.upload_id, Some((n, given)));
             let p = stored.iter().find(|p| p.part_number as i32 == n).ok_or_else(|| {
-                s3_error!(
+                refused(s3_error!(
                     InvalidPart,
                     "One or more of the specified parts could not be found. Part {n} was not uploaded."
-                )
+                ))
             })?;
-            if let Some(e) = &w.e_tag {
-                if e.value().trim_matches('"') != p.md5_hex {
-                    return Err(s3_error!(
-                        InvalidPart,
-                        "The ETag of part {n} does not match the uploaded part."
-                    ));
-                }
+            if given.is_some_and(|e| e.trim_matches('"') != p.md5_hex) {
+                return Err(refused(s3_error!(
+                    InvalidPart,
+                    "The ETag of part {n} does not match the uploaded part."
+                )));
             }
             for (a, v) in [
                 (Algo::Crc32, &w.checksum_crc32),
@@ -302,11 +304,11 @@ impl Gateway {
             ] {
                 if let Some(v) = v {
                     if p.checksums.get(a) != Some(v) {
-                        return Err(s3_error!(
+                        return Err(refused(s3_error!(
                             InvalidPart,
                             "The {} checksum of part {n} does not match the uploaded part.",
                             a.as_str()
-                        ));
+                        )));
                     }
                 }
             }
@@ -314,7 +316,12 @@ impl Gateway {
         }
         for p in &chosen[..chosen.len() - 1] {
             if p.size < MIN_PART_SIZE {
-                return Err(super::error::part_too_small(p.part_number, p.size, MIN_PART_SIZE));
+                return Err(super::error::part_too_small(
+                    p.part_number,
+                    &p.md5_hex,
+                    p.size,
+                    MIN_PART_SIZE,
+                ));
             }
         }
         // `x-amz-mp-object-size`: the size the client means the object to have. S3 refuses a

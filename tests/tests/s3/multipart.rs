@@ -1,6 +1,6 @@
 //! Multipart uploads: parts, listing, completion rules and retried completions.
 
-use penstock_tests::{code, data, get, md5_hex, put, status, Gateway, Upload};
+use penstock_tests::{code, data, error_doc, get, md5_hex, put, status, Gateway, Upload};
 
 #[tokio::test]
 async fn multipart_uploads() {
@@ -35,12 +35,15 @@ async fn multipart_uploads() {
     assert_eq!((initiator.id(), initiator.display_name()), (me.id(), me.display_name()));
     assert_eq!(parts.initiator().unwrap().id(), me.id());
 
-    // Out of order.
+    // Out of order. S3's documents name the upload, and a refused part by number and ETag.
     let err = up.try_complete(&[(2, &e2), (1, &e1)]).await.unwrap_err();
     assert_eq!(code(&err), "InvalidPartOrder");
+    assert!(error_doc(&err).contains(&format!("<UploadId>{}</UploadId>", up.id)), "{}", error_doc(&err));
     // Wrong ETag.
     let err = up.try_complete(&[(1, "\"00\"")]).await.unwrap_err();
     assert_eq!(code(&err), "InvalidPart");
+    let want = format!("<UploadId>{}</UploadId><PartNumber>1</PartNumber><ETag>00</ETag>", up.id);
+    assert!(error_doc(&err).contains(&want), "{}", error_doc(&err));
     assert_eq!(status(&c.head_object().bucket("mpu").key("big").send().await.unwrap_err()), 404);
 
     let done = up.complete(&[(1, &e1), (2, &e2)]).await;
@@ -76,20 +79,24 @@ async fn multipart_uploads() {
     let err = small.try_complete(&[(1, &etags[0]), (2, &etags[1])]).await.unwrap_err();
     assert_eq!(code(&err), "EntityTooSmall");
     // S3's message, with the part and its size in elements of their own.
-    let doc = String::from_utf8_lossy(err.raw_response().unwrap().body().bytes().unwrap()).into_owned();
+    let doc = error_doc(&err);
     assert!(
         doc.contains("<Message>Your proposed upload is smaller than the minimum allowed object size.</Message>"),
         "{doc}"
     );
     assert!(
-        doc.contains(
-            "<ProposedSize>1000</ProposedSize><MinSizeAllowed>5242880</MinSizeAllowed><PartNumber>1</PartNumber>"
-        ),
+        doc.contains(&format!(
+            "<ProposedSize>1000</ProposedSize><MinSizeAllowed>5242880</MinSizeAllowed><PartNumber>1</PartNumber>\
+                 <ETag>{}</ETag>",
+            md5_hex(&[1; 1000])
+        )),
         "{doc}"
     );
     small.abort().await;
     let err = small.try_list_parts().await.unwrap_err();
     assert_eq!(code(&err), "NoSuchUpload");
+    let doc = error_doc(&err);
+    assert!(doc.contains(&format!("<UploadId>{}</UploadId>", small.id)), "{doc}");
 
     // UploadPartCopy with a source range.
     let copied = Upload::start(&c, "mpu", "copied").await;
