@@ -81,6 +81,27 @@ async fn objects_metadata_ranges_and_conditions() {
 
 /// GetObjectAttributes answers from the object's record: only the attributes asked for, the
 /// stored checksum, and the parts of a multipart object, paginated.
+/// S3 takes up to 2 KB of user metadata, which short names fit well over a hundred of: such a PUT
+/// (more header fields than hyper's default 100) is stored and reads back whole.
+#[tokio::test]
+async fn many_metadata_fields_are_taken() {
+    let (gw, c) = Gateway::with_bucket("meta").await;
+    let mut req = c.put_object().bucket("meta").key("k").body(ByteStream::from_static(b"x"));
+    for i in 0..150 {
+        req = req.metadata(format!("m{i:03}"), "v");
+    }
+    req.send().await.unwrap();
+    // Read raw: the SDK's own HTTP client refuses an answer of more than 100 header fields.
+    let url = c.head_object().bucket("meta").key("k").presigned(presigning()).await.unwrap();
+    let mut conn = penstock_tests::raw::Conn::open(&gw);
+    conn.send_head(&url, &[]);
+    let a = conn.answer(true);
+    assert_eq!(a.status, 200);
+    let meta: Vec<_> = a.headers.iter().filter(|(n, _)| n.starts_with("x-amz-meta-")).collect();
+    assert_eq!(meta.len(), 150);
+    assert_eq!(a.header("x-amz-meta-m149"), Some("v"));
+}
+
 #[tokio::test]
 async fn object_attributes() {
     use aws_sdk_s3::types::{ObjectAttributes, StorageClass};
