@@ -111,6 +111,22 @@ operations! {
         ListBucketMetricsConfigurationsInput) -> ListBucketMetricsConfigurationsOutput, ro;
     ListBucketIntelligentTieringConfigurations => list_bucket_intelligent_tiering_configurations(
         ListBucketIntelligentTieringConfigurationsInput) -> ListBucketIntelligentTieringConfigurationsOutput, ro;
+    GetBucketAnalyticsConfiguration => get_bucket_analytics_configuration(GetBucketAnalyticsConfigurationInput)
+        -> GetBucketAnalyticsConfigurationOutput, ro;
+    GetBucketInventoryConfiguration => get_bucket_inventory_configuration(GetBucketInventoryConfigurationInput)
+        -> GetBucketInventoryConfigurationOutput, ro;
+    GetBucketMetricsConfiguration => get_bucket_metrics_configuration(GetBucketMetricsConfigurationInput)
+        -> GetBucketMetricsConfigurationOutput, ro;
+    GetBucketIntelligentTieringConfiguration => get_bucket_intelligent_tiering_configuration(
+        GetBucketIntelligentTieringConfigurationInput) -> GetBucketIntelligentTieringConfigurationOutput, ro;
+    DeleteBucketAnalyticsConfiguration => delete_bucket_analytics_configuration(
+        DeleteBucketAnalyticsConfigurationInput) -> DeleteBucketAnalyticsConfigurationOutput, wd;
+    DeleteBucketInventoryConfiguration => delete_bucket_inventory_configuration(
+        DeleteBucketInventoryConfigurationInput) -> DeleteBucketInventoryConfigurationOutput, wd;
+    DeleteBucketMetricsConfiguration => delete_bucket_metrics_configuration(
+        DeleteBucketMetricsConfigurationInput) -> DeleteBucketMetricsConfigurationOutput, wd;
+    DeleteBucketIntelligentTieringConfiguration => delete_bucket_intelligent_tiering_configuration(
+        DeleteBucketIntelligentTieringConfigurationInput) -> DeleteBucketIntelligentTieringConfigurationOutput, wd;
     DeleteBucketEncryption => delete_bucket_encryption(DeleteBucketEncryptionInput)
         -> DeleteBucketEncryptionOutput, wd;
     DeleteBucketWebsite => delete_bucket_website(DeleteBucketWebsiteInput) -> DeleteBucketWebsiteOutput, wd;

@@ -163,6 +163,30 @@ never_set! {
             is_truncated: Some(false),
             ..Default::default()
         }));
+    /// GetBucketAnalyticsConfiguration: none has the id (the listing above has none).
+    get_bucket_analytics_configuration(GetBucketAnalyticsConfigurationInput)
+        -> GetBucketAnalyticsConfigurationOutput => Err(no_such_configuration());
+    /// GetBucketInventoryConfiguration: none has the id.
+    get_bucket_inventory_configuration(GetBucketInventoryConfigurationInput)
+        -> GetBucketInventoryConfigurationOutput => Err(no_such_configuration());
+    /// GetBucketMetricsConfiguration: none has the id.
+    get_bucket_metrics_configuration(GetBucketMetricsConfigurationInput)
+        -> GetBucketMetricsConfigurationOutput => Err(no_such_configuration());
+    /// GetBucketIntelligentTieringConfiguration: none has the id.
+    get_bucket_intelligent_tiering_configuration(GetBucketIntelligentTieringConfigurationInput)
+        -> GetBucketIntelligentTieringConfigurationOutput => Err(no_such_configuration());
+    /// DeleteBucketAnalyticsConfiguration: none has the id, so none is deleted (S3's 404).
+    delete_bucket_analytics_configuration(DeleteBucketAnalyticsConfigurationInput)
+        -> DeleteBucketAnalyticsConfigurationOutput => Err(no_such_configuration());
+    /// DeleteBucketInventoryConfiguration: none has the id.
+    delete_bucket_inventory_configuration(DeleteBucketInventoryConfigurationInput)
+        -> DeleteBucketInventoryConfigurationOutput => Err(no_such_configuration());
+    /// DeleteBucketMetricsConfiguration: none has the id.
+    delete_bucket_metrics_configuration(DeleteBucketMetricsConfigurationInput)
+        -> DeleteBucketMetricsConfigurationOutput => Err(no_such_configuration());
+    /// DeleteBucketIntelligentTieringConfiguration: none has the id.
+    delete_bucket_intelligent_tiering_configuration(DeleteBucketIntelligentTieringConfigurationInput)
+        -> DeleteBucketIntelligentTieringConfigurationOutput => Err(no_such_configuration());
     /// DeleteBucketEncryption: 204, as S3 answers for a bucket without one (scripts and tools
     /// that reset a bucket's settings delete each of them); with volumes encrypted at rest the
     /// bucket stays SSE-S3, as an S3 bucket does once its configuration is deleted.
@@ -174,6 +198,16 @@ never_set! {
     /// DeleteBucketReplication: 204, as for a bucket without replication.
     delete_bucket_replication(DeleteBucketReplicationInput) -> DeleteBucketReplicationOutput =>
         Ok(S3Response::with_status(DeleteBucketReplicationOutput::default(), http::StatusCode::NO_CONTENT));
+}
+
+/// 404 `NoSuchConfiguration`: S3's answer to a read or removal of an analytics, inventory, metrics
+/// or Intelligent-Tiering configuration by an id the bucket has none of, as here it has none.
+fn no_such_configuration() -> S3Error {
+    super::error::custom(
+        "NoSuchConfiguration",
+        http::StatusCode::NOT_FOUND,
+        "The specified configuration does not exist.",
+    )
 }
 
 /// Operations that only read an object: SSE-C headers there name a key for an object that was

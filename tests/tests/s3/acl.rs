@@ -158,6 +158,17 @@ async fn acls_read_as_owner_full_control_and_other_acls_are_refused() {
     assert!(i.inventory_configuration_list().is_empty() && i.is_truncated() == Some(false));
     let e = c.list_bucket_analytics_configurations().bucket("nosuchbucket").send().await.unwrap_err();
     assert_eq!(code(&e), "NoSuchBucket");
+    // And none has any id: reading or deleting one is S3's 404, not an operation refused.
+    let e = c.get_bucket_inventory_configuration().bucket("acl").id("daily").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchConfiguration"));
+    let e = c.get_bucket_metrics_configuration().bucket("acl").id("all").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchConfiguration"));
+    let e = c.get_bucket_analytics_configuration().bucket("acl").id("a").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchConfiguration"));
+    let e = c.get_bucket_intelligent_tiering_configuration().bucket("acl").id("t").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchConfiguration"));
+    let e = c.delete_bucket_inventory_configuration().bucket("acl").id("daily").send().await.unwrap_err();
+    assert_eq!((status(&e), code(&e).as_str()), (404, "NoSuchConfiguration"));
     let e = c
         .put_bucket_website()
         .bucket("acl")
