@@ -264,6 +264,30 @@ async fn bucket_encryption_is_not_offered_without_encryption_at_rest() {
         .await
         .unwrap_err();
     assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501));
+    // A body S3 refuses is refused as S3 refuses it, before what is offered here is asked.
+    let aes = || ServerSideEncryptionByDefault::builder().sse_algorithm(ServerSideEncryption::Aes256);
+    let rule = |d: ServerSideEncryptionByDefault| {
+        ServerSideEncryptionRule::builder().apply_server_side_encryption_by_default(d).build()
+    };
+    let two = ServerSideEncryptionConfiguration::builder()
+        .rules(rule(aes().build().unwrap()))
+        .rules(rule(aes().build().unwrap()))
+        .build()
+        .unwrap();
+    let keyed = ServerSideEncryptionConfiguration::builder()
+        .rules(rule(aes().kms_master_key_id("k1").build().unwrap()))
+        .build()
+        .unwrap();
+    for (conf, want) in [(two, "MalformedXML"), (keyed, "InvalidArgument")] {
+        let e = c
+            .put_bucket_encryption()
+            .bucket("plain")
+            .server_side_encryption_configuration(conf)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!((code(&e).as_str(), status(&e)), (want, 400));
+    }
     let e = c.get_bucket_encryption().bucket("plain").send().await.unwrap_err();
     assert_eq!(code(&e), "ServerSideEncryptionConfigurationNotFoundError");
     let out = c.put_object().bucket("plain").key("k").body(ByteStream::from_static(b"v")).send().await.unwrap();
