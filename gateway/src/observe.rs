@@ -48,6 +48,9 @@ pub struct RequestInfo {
     pub bucket_record: Option<Arc<penstock_metadata::BucketRecord>>,
     /// The key a copy reads (`x-amz-copy-source`, decoded, without its version).
     pub copy_source_key: Option<String>,
+    /// The head of a SigV4-signed request handed to s3s, for the document of a signature that
+    /// does not match.
+    pub(crate) signed_head: Option<Arc<crate::signed_path::SignedHead>>,
 }
 
 /// The key named by an `x-amz-copy-source` value (`[/]bucket/key[?versionId=...]`, URL-encoded),
@@ -257,6 +260,11 @@ impl Observed {
                 let (req, form) = crate::s3::post_form::watch(req);
                 if let Some(form) = &form {
                     self.record_form_target(&req, form);
+                }
+                if let Some(head) = crate::signed_path::SignedHead::of(&req) {
+                    if let Ok(mut info) = slot.0.lock() {
+                        info.signed_head = Some(Arc::new(head));
+                    }
                 }
                 match self.inner.call(req).await {
                     Ok(mut resp) => {
@@ -481,7 +489,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         .remove(crate::s3::DETAIL_HEADER)
                         .and_then(|v| v.to_str().ok().map(str::to_owned));
                     let detail = given.or_else(|| {
-                        let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;
+                        let info = slot.0.lock().ok()?;
+                        if found.as_deref() == Some("SignatureDoesNotMatch") {
+                            return info.signed_head.as_ref()?.mismatch_detail();
+                        }
+                        let (tag, value) = detail_of(found.as_deref()?, &info)?;
                         Some(format!("<{tag}>{value}</{tag}>"))
                     });
                     let message = missing_message(&bytes, found.as_deref()).unwrap_or_default();

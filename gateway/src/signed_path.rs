@@ -181,6 +181,73 @@ pub async fn resign_for_region<B>(req: &mut Request<B>, auth: &GatewayAuth, ours
     true
 }
 
+/// The head of a SigV4-signed request as s3s verifies it, kept so that a signature that does not
+/// match can be answered as S3 answers it: with the canonical request and the string to sign the
+/// gateway computed, which a client compares with its own to find what it signed otherwise (a
+/// header a proxy changed, a path encoded twice). Taken only from signed requests that go to s3s.
+#[derive(Debug)]
+pub(crate) struct SignedHead {
+    method: http::Method,
+    uri: http::Uri,
+    headers: HeaderMap,
+}
+
+impl SignedHead {
+    /// The head of `req` when a SigV4 signature (header or query) comes with it.
+    pub(crate) fn of<B>(req: &Request<B>) -> Option<Self> {
+        let v4 = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .is_some_and(|v| v.as_bytes().starts_with(b"AWS4-HMAC-SHA256 "))
+            || req.uri().query().is_some_and(|q| q.contains("X-Amz-Signature="));
+        v4.then(|| Self {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            headers: req.headers().clone(),
+        })
+    }
+
+    /// The elements S3 adds to a `SignatureDoesNotMatch` document, escaped: `AWSAccessKeyId`,
+    /// `StringToSign`, `SignatureProvided`, `StringToSignBytes`, `CanonicalRequest` and
+    /// `CanonicalRequestBytes` (the two texts as space-separated hex bytes). `None` when the
+    /// signature cannot be read, for which s3s gives other codes.
+    pub(crate) fn mismatch_detail(&self) -> Option<String> {
+        let s = signed(&self.headers, self.uri.query())?;
+        let mut req = Request::builder()
+            .method(self.method.clone())
+            .uri(self.uri.clone())
+            .body(())
+            .ok()?;
+        *req.headers_mut() = self.headers.clone();
+        // What s3s signs over: the header's hash or payload kind; a presigned URL's
+        // `UNSIGNED-PAYLOAD` (a hash it names was moved into the header, `accept_presigned_payload_hash`).
+        let payload = if s.presigned {
+            UNSIGNED.to_owned()
+        } else {
+            req.headers().get(CONTENT_SHA256)?.to_str().ok()?.to_owned()
+        };
+        let canonical = canonical_request(&req, &s, req.uri().path(), &payload)?;
+        let hashed = hex::encode(ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes()));
+        let to_sign = format!(
+            "AWS4-HMAC-SHA256\n{}\n{}/{}/{}/aws4_request\n{hashed}",
+            s.amz_date, s.date, s.region, s.service
+        );
+        let bytes = |t: &str| t.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
+        let esc = crate::s3::post_form::xml_escape;
+        Some(format!(
+            "<AWSAccessKeyId>{}</AWSAccessKeyId><StringToSign>{}</StringToSign>\
+             <SignatureProvided>{}</SignatureProvided><StringToSignBytes>{}</StringToSignBytes>\
+             <CanonicalRequest>{}</CanonicalRequest><CanonicalRequestBytes>{}</CanonicalRequestBytes>",
+            esc(&s.access_key),
+            esc(&to_sign),
+            esc(&s.signature),
+            bytes(&to_sign),
+            esc(&canonical),
+            bytes(&canonical)
+        ))
+    }
+}
+
 /// The header that names the payload's hash.
 const CONTENT_SHA256: &str = "x-amz-content-sha256";
 

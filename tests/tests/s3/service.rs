@@ -1,6 +1,21 @@
 //! The service as a whole: authentication and graceful shutdown.
 
 use penstock_tests::{code, Gateway, ACCESS_KEY};
+use sha2::Digest;
+
+/// Midnight UTC of day `yyyymmdd` (a SigV4 scope's date).
+fn day(yyyymmdd: &str) -> std::time::SystemTime {
+    let n = |r: std::ops::Range<usize>| yyyymmdd[r].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0..4), n(4..6), n(6..8));
+    // Days since 1970-01-01 of a proleptic Gregorian date (March-based years).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(days as u64 * 86_400)
+}
 
 #[tokio::test]
 async fn authentication() {
@@ -8,6 +23,38 @@ async fn authentication() {
     let bad_secret = gw.client_with(ACCESS_KEY, "wrong-secret");
     let e = bad_secret.list_buckets().send().await.unwrap_err();
     assert_eq!(code(&e), "SignatureDoesNotMatch");
+    // As S3 answers it: with the canonical request and string to sign the gateway computed,
+    // which are the client's own when only the secret differs (the client's signature of that
+    // string under its secret is the one it sent).
+    let c = gw.client();
+    c.create_bucket().bucket("sig").send().await.unwrap();
+    let e = bad_secret
+        .put_object()
+        .bucket("sig")
+        .key("a b&c")
+        .body(aws_sdk_s3::primitives::ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "SignatureDoesNotMatch");
+    let doc = penstock_tests::error_doc(&e);
+    let element = |tag: &str| {
+        let text = doc.split(&format!("<{tag}>")).nth(1)?.split(&format!("</{tag}>")).next()?;
+        Some(text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&"))
+    };
+    assert_eq!(element("AWSAccessKeyId").as_deref(), Some(ACCESS_KEY), "{doc}");
+    let canonical = element("CanonicalRequest").unwrap();
+    assert!(canonical.starts_with("PUT\n/sig/a%20b%26c\n"), "{canonical}");
+    let to_sign = element("StringToSign").unwrap();
+    let lines: Vec<&str> = to_sign.split('\n').collect();
+    assert_eq!(lines[0], "AWS4-HMAC-SHA256");
+    assert_eq!(lines[3], hex::encode(sha2::Sha256::digest(canonical.as_bytes())));
+    let bytes: String = to_sign.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
+    assert_eq!(element("StringToSignBytes").unwrap(), bytes);
+    let date = lines[2].split('/').next().unwrap();
+    let key = aws_sigv4::sign::v4::generate_signing_key("wrong-secret", day(date), "us-east-1", "s3");
+    let theirs = aws_sigv4::sign::v4::calculate_signature(key, to_sign.as_bytes());
+    assert_eq!(element("SignatureProvided"), Some(theirs));
     let unknown = gw.client_with("NOSUCHKEY", "whatever");
     let e = unknown.list_buckets().send().await.unwrap_err();
     assert_eq!(code(&e), "InvalidAccessKeyId");
