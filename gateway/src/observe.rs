@@ -488,12 +488,18 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         .headers
                         .remove(crate::s3::DETAIL_HEADER)
                         .and_then(|v| v.to_str().ok().map(str::to_owned));
-                    let detail = given.or_else(|| {
-                        let info = slot.0.lock().ok()?;
-                        if found.as_deref() == Some("SignatureDoesNotMatch") {
-                            return info.signed_head.as_ref()?.mismatch_detail();
+                    let signed_head = match found.as_deref() {
+                        Some("SignatureDoesNotMatch") if given.is_none() => {
+                            slot.0.lock().ok().and_then(|i| i.signed_head.clone())
                         }
-                        let (tag, value) = detail_of(found.as_deref()?, &info)?;
+                        _ => None,
+                    };
+                    let given = match signed_head {
+                        Some(head) => head.mismatch_detail(&this.auth).await,
+                        None => given,
+                    };
+                    let detail = given.or_else(|| {
+                        let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;
                         Some(format!("<{tag}>{value}</{tag}>"))
                     });
                     let message = missing_message(&bytes, found.as_deref()).unwrap_or_default();

@@ -61,7 +61,8 @@ fn head(gw: &Gateway, method: &str, path: &str, extra: &[(&str, &str)], signer: 
 }
 
 /// Sends one request on a fresh connection and reads its answer, minus what differs by
-/// request (the date, the request id, in headers and in error documents).
+/// request (the date, the request id, in headers and in error documents; a refused signature's
+/// texts).
 fn ask(gw: &Gateway, method: &str, path: &str, extra: &[(&str, &str)], signer: Signer<'_>) -> Seen {
     let mut conn = Conn::open(gw);
     conn.send(head(gw, method, path, extra, signer).as_bytes());
@@ -73,8 +74,19 @@ fn ask(gw: &Gateway, method: &str, path: &str, extra: &[(&str, &str)], signer: S
         .filter(|(k, _)| k != "date" && k != "x-amz-request-id")
         .collect();
     let mut body = String::from_utf8_lossy(&a.body).into_owned();
-    if let (Some(s), Some(e)) = (body.find("<RequestId>"), body.find("</RequestId>")) {
-        body.replace_range(s..e, "<RequestId>");
+    // A refused signature's texts hold the signing time, which differs by request too.
+    for tag in [
+        "RequestId",
+        "StringToSign",
+        "SignatureProvided",
+        "StringToSignBytes",
+        "CanonicalRequest",
+        "CanonicalRequestBytes",
+    ] {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        if let (Some(s), Some(e)) = (body.find(&open), body.find(&close)) {
+            body.replace_range(s..e, &open);
+        }
     }
     let body = if a.status >= 300 { body.into_bytes() } else { a.body };
     Seen { status: a.status, headers, body }
