@@ -32,8 +32,8 @@ use early::{
 };
 use errors::{
     bare_attributes_etag, blocked_sse_c, carriage_returns_as_references, collect_small, detail_of, error_code,
-    head_refusal, location_document, missing_message, owner_first, with_body, with_request_id, KEY_DOCUMENTS,
-    MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
+    head_refusal, location_document, missing_message, owner_first, with_body, with_message, with_request_id,
+    KEY_DOCUMENTS, MAX_ATTRIBUTES_BODY, MAX_ERROR_BODY,
 };
 
 /// What the access check learned about a request.
@@ -488,15 +488,24 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         .headers
                         .remove(crate::s3::DETAIL_HEADER)
                         .and_then(|v| v.to_str().ok().map(str::to_owned));
+                    // A signed request's refusals that S3 explains from the request itself.
                     let signed_head = match found.as_deref() {
-                        Some("SignatureDoesNotMatch") if given.is_none() => {
+                        Some("SignatureDoesNotMatch" | "RequestTimeTooSkewed" | "AccessDenied") if given.is_none() => {
                             slot.0.lock().ok().and_then(|i| i.signed_head.clone())
                         }
                         _ => None,
                     };
-                    let given = match signed_head {
-                        Some(head) => head.mismatch_detail(&this.auth).await,
-                        None => given,
+                    let mut bytes = bytes;
+                    let given = match (signed_head, found.as_deref()) {
+                        (Some(head), Some("SignatureDoesNotMatch")) => head.mismatch_detail(&this.auth).await,
+                        (Some(head), Some(code)) => {
+                            let now = time::OffsetDateTime::now_utc();
+                            head.time_detail(code, &bytes, now).map(|(message, detail)| {
+                                bytes = with_message(bytes.clone(), message);
+                                detail
+                            })
+                        }
+                        _ => given,
                     };
                     let detail = given.or_else(|| {
                         let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;

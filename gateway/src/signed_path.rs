@@ -255,6 +255,57 @@ impl SignedHead {
     }
 }
 
+impl SignedHead {
+    /// The elements S3 adds when it refuses this request's time, escaped, with the message S3
+    /// gives where s3s words it otherwise: for `RequestTimeTooSkewed`, the request's time, the
+    /// server's and the skew allowed; for a presigned URL past its life (`AccessDenied`
+    /// "Request has expired"), its `X-Amz-Expires`, when it expired and the server's time. A
+    /// client that reads them can tell a wrong clock from a URL used too late. `None` for other
+    /// refusals and for requests whose time cannot be read.
+    pub(crate) fn time_detail(
+        &self,
+        code: &str,
+        doc: &[u8],
+        now: time::OffsetDateTime,
+    ) -> Option<(&'static str, String)> {
+        use time::macros::format_description;
+        let s = signed(&self.headers, self.uri.query())?;
+        let iso = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+        let server = now.to_offset(time::UtcOffset::UTC).format(iso).ok()?;
+        let esc = crate::s3::post_form::xml_escape;
+        match code {
+            "RequestTimeTooSkewed" => Some((
+                "The difference between the request time and the current time is too large.",
+                format!(
+                    "<RequestTime>{}</RequestTime><ServerTime>{server}</ServerTime>\
+                     <MaxAllowedSkewMilliseconds>{}</MaxAllowedSkewMilliseconds>",
+                    esc(&s.amz_date),
+                    crate::sigv2::MAX_SKEW_SECS * 1000
+                ),
+            )),
+            "AccessDenied" if s.presigned && doc.windows(19).any(|w| w == b"Request has expired") => {
+                let expires = query_param(self.uri.query()?, "X-Amz-Expires")?;
+                let signed_at = time::PrimitiveDateTime::parse(
+                    &s.amz_date,
+                    format_description!("[year][month][day]T[hour][minute][second]Z"),
+                )
+                .ok()?
+                .assume_utc();
+                let until = signed_at + time::Duration::seconds(expires.parse().ok()?);
+                Some((
+                    "Request has expired",
+                    format!(
+                        "<X-Amz-Expires>{}</X-Amz-Expires><Expires>{}</Expires><ServerTime>{server}</ServerTime>",
+                        esc(&expires),
+                        until.format(iso).ok()?
+                    ),
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The header that names the payload's hash.
 const CONTENT_SHA256: &str = "x-amz-content-sha256";
 

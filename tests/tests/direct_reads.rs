@@ -74,9 +74,12 @@ fn ask(gw: &Gateway, method: &str, path: &str, extra: &[(&str, &str)], signer: S
         .filter(|(k, _)| k != "date" && k != "x-amz-request-id")
         .collect();
     let mut body = String::from_utf8_lossy(&a.body).into_owned();
-    // A refused signature's texts hold the signing time, which differs by request too.
+    // A refused signature's texts and a refused time's hold the signing time or the server's,
+    // which differ by request too.
     for tag in [
         "RequestId",
+        "RequestTime",
+        "ServerTime",
         "StringToSign",
         "SignatureProvided",
         "StringToSignBytes",

@@ -130,6 +130,24 @@ pub(super) fn with_request_id(xml: Bytes, id: &str, detail: &str) -> Bytes {
     Bytes::from(out)
 }
 
+/// Error document `xml` with `message` (plain text, escaped here) as its `<Message>`, where
+/// s3s words a refusal otherwise than S3; unchanged if it has no message.
+pub(super) fn with_message(xml: Bytes, message: &str) -> Bytes {
+    let find = |tag: &[u8]| xml.windows(tag.len()).position(|w| w == tag);
+    let (Some(open), Some(close)) = (find(b"<Message>"), find(b"</Message>")) else {
+        return xml;
+    };
+    let start = open + b"<Message>".len();
+    if close < start {
+        return xml;
+    }
+    let mut out = Vec::with_capacity(xml.len() + message.len());
+    out.extend_from_slice(&xml[..start]);
+    out.extend_from_slice(crate::s3::post_form::xml_escape(message).as_bytes());
+    out.extend_from_slice(&xml[close..]);
+    Bytes::from(out)
+}
+
 /// A small answer body read whole (empty if it runs past `limit` or fails).
 pub(super) async fn collect_small(body: Body, limit: usize) -> Bytes {
     match http_body_util::Limited::new(body, limit).collect().await {

@@ -66,3 +66,53 @@ async fn graceful_shutdown() {
     let st = gw.terminate();
     assert!(st.success(), "exit status {st:?}");
 }
+
+/// A request whose time is refused is answered as S3 answers it, with the times a client needs to
+/// tell a wrong clock from a URL used too late: a header-signed request an hour old is 403
+/// `RequestTimeTooSkewed` with its `RequestTime`, the `ServerTime` and the skew allowed; a
+/// presigned URL past its life is 403 `AccessDenied` "Request has expired" with its
+/// `X-Amz-Expires`, when it expired and the `ServerTime`.
+#[tokio::test]
+async fn refused_times_are_named() {
+    use aws_sigv4::http_request::SignableBody;
+    use penstock_tests::raw::Conn;
+    use penstock_tests::sigv4::Signer;
+    let (gw, _c) = Gateway::with_bucket("clock").await;
+    penstock_tests::put(&gw.client(), "clock", "k", b"v").await;
+    let host = gw.endpoint.trim_start_matches("http://").to_owned();
+    let element = |doc: &str, tag: &str| {
+        doc.split(&format!("<{tag}>")).nth(1).and_then(|r| r.split(&format!("</{tag}>")).next()).map(str::to_owned)
+    };
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let signer = Signer::new(ACCESS_KEY, penstock_tests::SECRET_KEY, hour_ago);
+    let url = format!("{}/clock/k", gw.endpoint);
+    let (added, _) = signer.sign("GET", &url, &[("host", host.as_str())], SignableBody::Bytes(b""));
+    let headers: Vec<(&str, &str)> = added.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let a = Conn::open(&gw).unsigned("GET", "/clock/k", &headers, b"");
+    let doc = String::from_utf8_lossy(&a.body).into_owned();
+    assert_eq!(a.status, 403, "{doc}");
+    assert_eq!(element(&doc, "Code").as_deref(), Some("RequestTimeTooSkewed"), "{doc}");
+    assert_eq!(
+        element(&doc, "Message").as_deref(),
+        Some("The difference between the request time and the current time is too large.")
+    );
+    let sent = added.iter().find(|(k, _)| k == "x-amz-date").map(|(_, v)| v.clone());
+    assert_eq!(element(&doc, "RequestTime"), sent);
+    assert_eq!(element(&doc, "MaxAllowedSkewMilliseconds").as_deref(), Some("900000"));
+    assert!(element(&doc, "ServerTime").is_some_and(|t| t.ends_with('Z')), "{doc}");
+
+    // Presigned ten minutes ago for five.
+    let ten_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    let signer = Signer::new(ACCESS_KEY, penstock_tests::SECRET_KEY, ten_ago);
+    let query = signer.presign("GET", &url, &[("host", host.as_str())], "UNSIGNED-PAYLOAD");
+    let a = Conn::open(&gw).unsigned("GET", &format!("/clock/k?{query}"), &[], b"");
+    let doc = String::from_utf8_lossy(&a.body).into_owned();
+    assert_eq!(a.status, 403, "{doc}");
+    assert_eq!(element(&doc, "Code").as_deref(), Some("AccessDenied"), "{doc}");
+    assert_eq!(element(&doc, "Message").as_deref(), Some("Request has expired"));
+    assert_eq!(element(&doc, "X-Amz-Expires").as_deref(), Some("300"));
+    let expired = element(&doc, "Expires").unwrap();
+    let server = element(&doc, "ServerTime").unwrap();
+    // ISO 8601 in UTC, as S3 writes them: the server's time after the expiry.
+    assert!(expired.len() == 20 && expired.ends_with('Z') && server > expired, "{doc}");
+}
