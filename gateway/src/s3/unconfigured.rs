@@ -442,7 +442,7 @@ fn only_known_types(mut inner: &str) -> bool {
 /// The storage classes S3 names. Every object here is stored alike (and listed as `STANDARD`),
 /// but a class S3 knows is a placement hint a client may send to any S3; one it does not know is
 /// a mistake S3 refuses, and so does this gateway.
-const STORAGE_CLASSES: [&str; 12] = [
+const STORAGE_CLASSES: [&str; 13] = [
     "STANDARD",
     "REDUCED_REDUNDANCY",
     "STANDARD_IA",
@@ -455,6 +455,7 @@ const STORAGE_CLASSES: [&str; 12] = [
     "SNOW",
     "EXPRESS_ONEZONE",
     "FSX_OPENZFS",
+    "FSX_ONTAP",
 ];
 
 /// [`Unoffered::refuse`] for what a request's headers ask (`at_rest`: volumes encrypt at rest), and 400 `InvalidStorageClass` for an
@@ -478,9 +479,13 @@ pub(crate) fn refuse_unknown_storage_class(class: &[u8]) -> S3Result<()> {
     if STORAGE_CLASSES.iter().any(|c| c.as_bytes() == class) {
         return Ok(());
     }
-    Err(s3_error!(
-        InvalidStorageClass,
-        "The storage class you specified is not valid"
+    // S3's document names the class asked for.
+    Err(super::error::with_detail(
+        s3_error!(InvalidStorageClass, "The storage class you specified is not valid"),
+        &format!(
+            "<StorageClassRequested>{}</StorageClassRequested>",
+            super::post_form::xml_escape(&String::from_utf8_lossy(class))
+        ),
     ))
 }
 
@@ -637,5 +642,10 @@ mod tests {
         // A part or a read takes no notice, as on S3.
         assert_eq!(answer("UploadPart", &[("x-amz-storage-class", "BOGUS")]), None);
         assert_eq!(answer("GetObject", &[("x-amz-storage-class", "BOGUS")]), None);
+        // Every class S3 names is taken (FSX_ONTAP the newest); a refusal names what was asked.
+        assert!(refuse_unknown_storage_class(b"FSX_ONTAP").is_ok());
+        let e = refuse_unknown_storage_class(b"B<G").unwrap_err();
+        let detail = e.headers().and_then(|h| h.get(crate::s3::DETAIL_HEADER)).unwrap();
+        assert_eq!(detail, "<StorageClassRequested>B&lt;G</StorageClassRequested>");
     }
 }
