@@ -499,11 +499,13 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     let given = match (signed_head, found.as_deref()) {
                         (Some(head), Some("SignatureDoesNotMatch")) => head.mismatch_detail(&this.auth).await,
                         (Some(head), Some(code)) => {
-                            let now = time::OffsetDateTime::now_utc();
-                            head.time_detail(code, &bytes, now).map(|(message, detail)| {
-                                bytes = with_message(bytes.clone(), message);
-                                detail
-                            })
+                            match head.time_detail(code, &bytes, time::OffsetDateTime::now_utc()) {
+                                Some((message, detail)) => {
+                                    bytes = with_message(bytes, message);
+                                    Some(detail)
+                                }
+                                None => None,
+                            }
                         }
                         _ => given,
                     };
