@@ -8,7 +8,9 @@ pub mod postgres;
 pub mod powercut;
 pub mod s3;
 
-pub use s3::{code, completed, data, error_doc, keys, list_all, md5_hex, mkbucket, status, Failure, Upload};
+pub use s3::{
+    code, completed, data, error_doc, keys, list_all, md5_hex, mkbucket, status, xml_element, Failure, Upload,
+};
 
 /// Raw HTTP/1.1 over a socket, for bytes on the wire that an SDK would not send (interim
 /// responses, stalled bodies, malformed headers), with presigned URLs for authentication.

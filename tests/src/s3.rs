@@ -25,6 +25,19 @@ pub fn error_doc<E>(e: &SdkError<E, aws_smithy_runtime_api::http::Response>) -> 
     e.raw_response().and_then(|r| r.body().bytes()).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
 }
 
+/// The text of the first element `tag` of XML document `doc`, its entities decoded; `None`
+/// where it has none.
+pub fn xml_element(doc: &str, tag: &str) -> Option<String> {
+    let text = doc.split(&format!("<{tag}>")).nth(1)?.split(&format!("</{tag}>")).next()?;
+    Some(
+        text.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
 /// Lowercase hex MD5, the digits of a single-part ETag.
 pub fn md5_hex(b: &[u8]) -> String {
     hex::encode(Md5::digest(b))

@@ -1,6 +1,6 @@
 //! The service as a whole: authentication and graceful shutdown.
 
-use penstock_tests::{code, Gateway, ACCESS_KEY};
+use penstock_tests::{code, xml_element, Gateway, ACCESS_KEY};
 use sha2::Digest;
 
 /// Midnight UTC of day `yyyymmdd` (a SigV4 scope's date).
@@ -38,10 +38,7 @@ async fn authentication() {
         .unwrap_err();
     assert_eq!(code(&e), "SignatureDoesNotMatch");
     let doc = penstock_tests::error_doc(&e);
-    let element = |tag: &str| {
-        let text = doc.split(&format!("<{tag}>")).nth(1)?.split(&format!("</{tag}>")).next()?;
-        Some(text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&"))
-    };
+    let element = |tag: &str| xml_element(&doc, tag);
     assert_eq!(element("AWSAccessKeyId").as_deref(), Some(ACCESS_KEY), "{doc}");
     let canonical = element("CanonicalRequest").unwrap();
     assert!(canonical.starts_with("PUT\n/sig/a%20b%26c\n"), "{canonical}");
@@ -80,9 +77,7 @@ async fn refused_times_are_named() {
     let (gw, _c) = Gateway::with_bucket("clock").await;
     penstock_tests::put(&gw.client(), "clock", "k", b"v").await;
     let host = gw.endpoint.trim_start_matches("http://").to_owned();
-    let element = |doc: &str, tag: &str| {
-        doc.split(&format!("<{tag}>")).nth(1).and_then(|r| r.split(&format!("</{tag}>")).next()).map(str::to_owned)
-    };
+    let element = |doc: &str, tag: &str| xml_element(doc, tag);
     let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     let signer = Signer::new(ACCESS_KEY, penstock_tests::SECRET_KEY, hour_ago);
     let url = format!("{}/clock/k", gw.endpoint);

@@ -72,10 +72,7 @@ async fn cors_rules_answer_preflights_and_mark_every_response() {
 
 /// The text of element `tag` in an answer's XML body, empty where it has none.
 fn xml_element(a: &Answer, tag: &str) -> String {
-    let b = String::from_utf8_lossy(&a.body);
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    b.split(open.as_str()).nth(1).and_then(|r| r.split(close.as_str()).next()).unwrap_or_default().to_owned()
+    penstock_tests::xml_element(&String::from_utf8_lossy(&a.body), tag).unwrap_or_default()
 }
 
 /// Refused preflights answer as S3 does (LocalStack's AWS-validated CORS snapshots): a bucket
