@@ -485,10 +485,16 @@ pub(crate) fn action_of(op: &str, versioned: bool) -> String {
         ("PutObjectLockConfiguration", _) => "PutBucketObjectLockConfiguration",
         ("GetBucketAccelerateConfiguration", _) => "GetAccelerateConfiguration",
         ("GetBucketReplication", _) => "GetReplicationConfiguration",
-        ("ListBucketAnalyticsConfigurations", _) => "GetAnalyticsConfiguration",
-        ("ListBucketInventoryConfigurations", _) => "GetInventoryConfiguration",
-        ("ListBucketMetricsConfigurations", _) => "GetMetricsConfiguration",
-        ("ListBucketIntelligentTieringConfigurations", _) => "GetIntelligentTieringConfiguration",
+        ("ListBucketAnalyticsConfigurations" | "GetBucketAnalyticsConfiguration", _) => "GetAnalyticsConfiguration",
+        ("DeleteBucketAnalyticsConfiguration", _) => "PutAnalyticsConfiguration",
+        ("ListBucketInventoryConfigurations" | "GetBucketInventoryConfiguration", _) => "GetInventoryConfiguration",
+        ("DeleteBucketInventoryConfiguration", _) => "PutInventoryConfiguration",
+        ("ListBucketMetricsConfigurations" | "GetBucketMetricsConfiguration", _) => "GetMetricsConfiguration",
+        ("DeleteBucketMetricsConfiguration", _) => "PutMetricsConfiguration",
+        ("ListBucketIntelligentTieringConfigurations" | "GetBucketIntelligentTieringConfiguration", _) => {
+            "GetIntelligentTieringConfiguration"
+        }
+        ("DeleteBucketIntelligentTieringConfiguration", _) => "PutIntelligentTieringConfiguration",
         (op, _) => op,
     };
     format!("s3:{a}")
