@@ -181,16 +181,16 @@ pub async fn resign_for_region<B>(req: &mut Request<B>, auth: &GatewayAuth, ours
     true
 }
 
-/// The head of a SigV4-signed request as s3s verifies it, kept so that a signature that does not
-/// match can be answered as S3 answers it: with the canonical request and the string to sign the
-/// gateway computed, which a client compares with its own to find what it signed otherwise (a
-/// header a proxy changed, a path encoded twice). Taken only from signed requests that go to s3s.
+/// The head of a SigV4-signed request as s3s verifies it, kept so that a refusal of its
+/// signature or its time can be answered as S3 answers it: with the canonical request and the
+/// string to sign the gateway computed, which a client compares with its own to find what it
+/// signed otherwise (a header a proxy changed, a path encoded twice), or with the times it was
+/// judged by. Taken only from signed requests that go to s3s.
 #[derive(Debug)]
-pub(crate) struct SignedHead {
-    method: http::Method,
-    uri: http::Uri,
-    headers: HeaderMap,
-}
+pub(crate) struct SignedHead(Request<()>);
+
+/// s3s's message for a presigned URL past its life.
+const EXPIRED: &[u8] = b"Request has expired";
 
 impl SignedHead {
     /// The head of `req` when a SigV4 signature (header or query) comes with it.
@@ -200,11 +200,19 @@ impl SignedHead {
             .get(http::header::AUTHORIZATION)
             .is_some_and(|v| v.as_bytes().starts_with(b"AWS4-HMAC-SHA256 "))
             || req.uri().query().is_some_and(|q| q.contains("X-Amz-Signature="));
-        v4.then(|| Self {
-            method: req.method().clone(),
-            uri: req.uri().clone(),
-            headers: req.headers().clone(),
-        })
+        if !v4 {
+            return None;
+        }
+        let mut head = Request::new(());
+        *head.method_mut() = req.method().clone();
+        *head.uri_mut() = req.uri().clone();
+        *head.headers_mut() = req.headers().clone();
+        Some(Self(head))
+    }
+
+    /// The signature this request carries, as the client named it.
+    fn signed(&self) -> Option<Signed> {
+        signed(self.0.headers(), self.0.uri().query())
     }
 
     /// The elements S3 adds to a `SignatureDoesNotMatch` document, escaped: `AWSAccessKeyId`,
@@ -214,13 +222,7 @@ impl SignedHead {
     /// key's secret: what did not match was then a later one (an aws-chunked body's chunk), which
     /// this request's texts would not explain.
     pub(crate) async fn mismatch_detail(&self, auth: &GatewayAuth) -> Option<String> {
-        let s = signed(&self.headers, self.uri.query())?;
-        let mut req = Request::builder()
-            .method(self.method.clone())
-            .uri(self.uri.clone())
-            .body(())
-            .ok()?;
-        *req.headers_mut() = self.headers.clone();
+        let (req, s) = (&self.0, self.signed()?);
         // What s3s signs over: the header's hash or payload kind; a presigned URL's
         // `UNSIGNED-PAYLOAD` (a hash it names was moved into the header, `accept_presigned_payload_hash`).
         let payload = if s.presigned {
@@ -228,17 +230,13 @@ impl SignedHead {
         } else {
             req.headers().get(CONTENT_SHA256)?.to_str().ok()?.to_owned()
         };
-        let canonical = canonical_request(&req, &s, req.uri().path(), &payload)?;
+        let canonical = canonical_request(req, &s, req.uri().path(), &payload)?;
         if let Ok(secret) = auth.get_secret_key(&s.access_key).await {
             if signature_holds(secret.expose(), &s, &canonical) {
                 return None;
             }
         }
-        let hashed = hex::encode(ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes()));
-        let to_sign = format!(
-            "AWS4-HMAC-SHA256\n{}\n{}/{}/{}/aws4_request\n{hashed}",
-            s.amz_date, s.date, s.region, s.service
-        );
+        let to_sign = crate::sigv4::string_to_sign(&s.scope(), &canonical)?;
         let bytes = |t: &str| t.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
         let esc = crate::s3::post_form::xml_escape;
         Some(format!(
@@ -253,9 +251,7 @@ impl SignedHead {
             bytes(&canonical)
         ))
     }
-}
 
-impl SignedHead {
     /// The elements S3 adds when it refuses this request's time, escaped, with the message S3
     /// gives where s3s words it otherwise: for `RequestTimeTooSkewed`, the request's time, the
     /// server's and the skew allowed; for a presigned URL past its life (`AccessDenied`
@@ -269,7 +265,7 @@ impl SignedHead {
         now: time::OffsetDateTime,
     ) -> Option<(&'static str, String)> {
         use time::macros::format_description;
-        let s = signed(&self.headers, self.uri.query())?;
+        let s = self.signed()?;
         let iso = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
         let server = now.to_offset(time::UtcOffset::UTC).format(iso).ok()?;
         let esc = crate::s3::post_form::xml_escape;
@@ -283,8 +279,8 @@ impl SignedHead {
                     crate::sigv2::MAX_SKEW_SECS * 1000
                 ),
             )),
-            "AccessDenied" if s.presigned && doc.windows(19).any(|w| w == b"Request has expired") => {
-                let expires = query_param(self.uri.query()?, "X-Amz-Expires")?;
+            "AccessDenied" if s.presigned && doc.windows(EXPIRED.len()).any(|w| w == EXPIRED) => {
+                let expires = query_param(self.0.uri().query()?, "X-Amz-Expires")?;
                 let signed_at = time::PrimitiveDateTime::parse(
                     &s.amz_date,
                     format_description!("[year][month][day]T[hour][minute][second]Z"),

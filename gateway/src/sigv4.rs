@@ -39,10 +39,34 @@ pub(crate) fn signature_matches(key: &hmac::Key, scope: &Scope<'_>, canonical: &
 /// The signature (lower-case hex) `key` gives `canonical` in `scope`. The string to sign is fed
 /// to the HMAC in pieces: plain reads check a signature on every request.
 pub(crate) fn sign(key: &hmac::Key, scope: &Scope<'_>, canonical: &str) -> Option<[u8; 64]> {
+    let hashed = hashed_canonical(canonical)?;
+    let mut ctx = hmac::Context::with_key(key);
+    for part in string_to_sign_parts(scope, std::str::from_utf8(&hashed).ok()?) {
+        ctx.update(part.as_bytes());
+    }
+    let mut ours = [0u8; 64];
+    hex::encode_to_slice(ctx.sign(), &mut ours).ok()?;
+    Some(ours)
+}
+
+/// The string to sign of `canonical` in `scope`, whole: what [`sign`] signs, for an error
+/// document that shows it.
+pub(crate) fn string_to_sign(scope: &Scope<'_>, canonical: &str) -> Option<String> {
+    let hashed = hashed_canonical(canonical)?;
+    Some(string_to_sign_parts(scope, std::str::from_utf8(&hashed).ok()?).concat())
+}
+
+/// The lower-case hex SHA-256 of a canonical request.
+fn hashed_canonical(canonical: &str) -> Option<[u8; 64]> {
     let mut hashed = [0u8; 64];
     hex::encode_to_slice(digest::digest(&digest::SHA256, canonical.as_bytes()), &mut hashed).ok()?;
-    let mut ctx = hmac::Context::with_key(key);
-    for part in [
+    Some(hashed)
+}
+
+/// SigV4's string to sign in pieces: the algorithm, the time, the credential scope and the
+/// canonical request's hash (`hashed`), each line but the last ending in a newline.
+fn string_to_sign_parts<'a>(scope: &Scope<'a>, hashed: &'a str) -> [&'a str; 10] {
+    [
         "AWS4-HMAC-SHA256\n",
         scope.amz_date,
         "\n",
@@ -52,11 +76,6 @@ pub(crate) fn sign(key: &hmac::Key, scope: &Scope<'_>, canonical: &str) -> Optio
         "/",
         scope.service,
         "/aws4_request\n",
-    ] {
-        ctx.update(part.as_bytes());
-    }
-    ctx.update(&hashed);
-    let mut ours = [0u8; 64];
-    hex::encode_to_slice(ctx.sign(), &mut ours).ok()?;
-    Some(ours)
+        hashed,
+    ]
 }
