@@ -155,9 +155,7 @@ fn shown(owner: &Owner, bucket_owner: &Owner, grants: &[AclGrant]) -> Grants {
         } else if Some(id) == bucket_owner.id.as_deref() {
             bucket_owner.display_name.clone()
         } else {
-            uuid::Uuid::try_parse(id)
-                .ok()
-                .map(|u| penstock_types::QuotaScope::user(u).to_string())
+            super::user_owner(id).and_then(|o| o.display_name)
         };
         Grant {
             grantee: Some(Grantee {

@@ -296,13 +296,21 @@ pub(crate) fn owner_of(rec: &BucketRecord) -> Owner {
 /// The S3 owner of an object: its writer where the object records one (buckets with ACLs
 /// enabled, `acl.rs`), else the bucket's owner.
 pub(crate) fn object_owner(bucket: &BucketRecord, attrs: &penstock_metadata::ObjectAttrs) -> Owner {
-    match attrs.owner.as_deref().and_then(|id| uuid::Uuid::try_parse(id).ok()) {
-        Some(user) => Owner {
-            id: Some(user.simple().to_string()),
-            display_name: Some(penstock_types::QuotaScope::user(user).to_string()),
-        },
-        None => owner_of(bucket),
-    }
+    attrs
+        .owner
+        .as_deref()
+        .and_then(user_owner)
+        .unwrap_or_else(|| owner_of(bucket))
+}
+
+/// The S3 owner user id `id` (either form) names: its canonical ID in hex and the display name
+/// every answer gives that user (`user:<id>`); `None` for a string that is no user id.
+pub(crate) fn user_owner(id: &str) -> Option<Owner> {
+    let user = uuid::Uuid::try_parse(id).ok()?;
+    Some(Owner {
+        id: Some(user.simple().to_string()),
+        display_name: Some(penstock_types::QuotaScope::user(user).to_string()),
+    })
 }
 
 /// Refuses a request whose `header` (`x-amz-expected-bucket-owner`, or

@@ -739,10 +739,9 @@ fn completed(input: &CompleteMultipartUploadInput, rec: &ObjectRecord) -> Comple
 /// ACLs and ListBuckets give that user (`user:<id>`). A record from before initiators were user
 /// IDs holds an access key, shown as it is.
 fn initiator(stored: &str) -> Initiator {
-    let display_name = match uuid::Uuid::try_parse(stored) {
-        Ok(id) => penstock_backends::QuotaScope::user(id).to_string(),
-        Err(_) => stored.to_owned(),
-    };
+    let display_name = super::user_owner(stored)
+        .and_then(|o| o.display_name)
+        .unwrap_or_else(|| stored.to_owned());
     Initiator {
         id: Some(stored.to_owned()),
         display_name: Some(display_name),
