@@ -77,8 +77,13 @@ pub struct Config {
     /// drives, the storage system's own encryption), as the operator attests: objects are then
     /// what S3 calls SSE-S3 encrypted, and the gateway answers as S3 does since 2023, where every
     /// object is (`x-amz-server-side-encryption: AES256` on object answers, AES256 as every
-    /// bucket's default encryption, SSE-S3 requests accepted). SSE-KMS and SSE-C stay refused.
+    /// bucket's default encryption, SSE-S3 requests accepted). SSE-KMS stays refused; SSE-C,
+    /// which brings its own key, is served either way.
     pub encrypted_at_rest: bool,
+    /// Take customer-provided keys (SSE-C) in requests over plain HTTP from any peer. S3 takes
+    /// them over TLS only; by default so does the gateway, besides from loopback peers (where
+    /// the key crosses no network) and through a TLS-terminating proxy (`X-Forwarded-Proto`).
+    pub sse_c_over_http: bool,
 }
 
 /// The metadata engine.
@@ -305,6 +310,7 @@ impl Default for Config {
             heap_release_mib: 16,
             direct_reads: true,
             encrypted_at_rest: false,
+            sse_c_over_http: false,
         }
     }
 }

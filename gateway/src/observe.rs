@@ -444,7 +444,8 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
 
                 // Documents S3 writes otherwise than s3s: GetObjectAttributes' ETag without its
                 // quotes (`bare_attributes_etag`), GetBucketLocation's layout
-                // (`location_document`), GetBucketEncryption's SSE-C blocked (`blocked_sse_c`),
+                // (`location_document`), GetBucketEncryption's SSE-C blocked where the bucket blocks it
+                // (`blocked_sse_c`),
                 // ListBuckets' owner before its buckets (`owner_first`), and keys or prefixes
                 // holding a carriage return written as `&#13;` (`carriage_returns_as_references`).
                 // The operation is looked up once, for successes only.
@@ -454,7 +455,6 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         let rewrite: Option<fn(Bytes) -> Bytes> = match op {
                             "GetObjectAttributes" => Some(bare_attributes_etag),
                             "GetBucketLocation" => Some(location_document),
-                            "GetBucketEncryption" => Some(blocked_sse_c),
                             "ListBuckets" => Some(owner_first),
                             _ => None,
                         };
@@ -462,6 +462,11 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                     })
                 } else {
                     (None, false)
+                };
+                // A bucket that blocks SSE-C, as its handler marks it.
+                let rewrite = match resp.headers_mut().remove(crate::s3::SSE_C_BLOCKED_MARK) {
+                    Some(_) if status == http::StatusCode::OK => Some(blocked_sse_c as fn(Bytes) -> Bytes),
+                    _ => rewrite,
                 };
                 if let Some(rewrite) = rewrite {
                     let (parts, body) = resp.into_parts();

@@ -101,6 +101,10 @@ pub struct BucketRecord {
     /// PutObjectLockConfiguration on a versioned bucket), never disabled again, as on S3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_lock: Option<ObjectLock>,
+    /// Writes with a customer-provided key (SSE-C) are refused: the bucket's default encryption
+    /// names `SSE-C` among its `BlockedEncryptionTypes` (PutBucketEncryption).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sse_c_blocked: bool,
 }
 
 /// A bucket's object lock configuration.
@@ -217,6 +221,7 @@ impl BucketRecord {
             cors: Vec::new(),
             tags: Vec::new(),
             object_lock: None,
+            sse_c_blocked: false,
         }
     }
 }
@@ -403,6 +408,25 @@ pub struct ObjectAttrs {
     /// back with HEAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub website_redirect_location: Option<String>,
+    /// Set when the object's bytes are encrypted with a key its writer provided (SSE-C): what
+    /// tells a later request's key right or wrong, never the key itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_key: Option<CustomerKeyed>,
+}
+
+/// How an object (or a multipart upload) encrypted with a customer-provided key (SSE-C) is
+/// recognised: the key is never stored, only a salted keyed digest that a request's key must
+/// reproduce, and the salt from which the data keys are derived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CustomerKeyed {
+    /// The algorithm S3 names (`AES256`).
+    pub algorithm: String,
+    /// Base64 MD5 of the key, as S3 answers it (`x-amz-server-side-encryption-customer-key-MD5`).
+    pub key_md5: String,
+    /// Hex of the random salt of this object (or upload).
+    pub salt: String,
+    /// Hex of the keyed digest of the salt under the key that a request's key must reproduce.
+    pub check: String,
 }
 
 /// Stored checksums, base64 as S3 returns them.
@@ -462,6 +486,10 @@ pub struct PartSummary {
     pub size: u64,
     #[serde(default, skip_serializing_if = "Checksums::is_empty")]
     pub checksums: Checksums,
+    /// Hex of the part's own salt, for a part encrypted with a customer-provided key: each part
+    /// has its data key (derived from the upload's key and this salt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salt: Option<String>,
 }
 
 /// What the gateway knows about one object beyond its bytes.
@@ -650,4 +678,8 @@ pub struct PartRecord {
     /// in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<Fingerprint>,
+    /// Hex of the part's salt when its upload encrypts with a customer-provided key (SSE-C):
+    /// a part uploaded again gets a new salt, so no two uploads of a part share a key stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salt: Option<String>,
 }

@@ -185,10 +185,10 @@ pub(super) fn bare_attributes_etag(xml: Bytes) -> Bytes {
 }
 
 /// A GetBucketEncryption document with each rule naming SSE-C among its blocked encryption types,
-/// as S3 names it for buckets made since April 2026. Writes here refuse customer-provided keys
-/// whatever the bucket's configuration says, and a configuration that Terraform or CloudFormation
-/// applied with SSE-C blocked reads back as applied. s3s 0.14's schema has no such element, so it
-/// is written into the serialized document.
+/// for a bucket whose configuration blocks it (writes with customer-provided keys are then
+/// refused), so a configuration that Terraform or CloudFormation applied with SSE-C blocked reads
+/// back as applied. s3s 0.14's schema has no such element, so it is written into the serialized
+/// document.
 pub(super) fn blocked_sse_c(xml: Bytes) -> Bytes {
     const BLOCKED: &str = "<BlockedEncryptionTypes><EncryptionType>SSE-C</EncryptionType></BlockedEncryptionTypes>";
     if crate::s3::names_blocked_encryption_types(&xml) {

@@ -13,6 +13,7 @@ use super::object::{
     attr_input, etag, fingerprint, last_modified, new_record, parse_key, parse_tagging_header, Conditions,
 };
 use super::put::WriteConditions;
+use super::sse_c::{self, CustomerKey};
 use super::{caller, peer, BucketCtx, Gateway, RequestFacts};
 
 /// Bytes per block when copying between files.
@@ -58,6 +59,8 @@ impl Gateway {
             return Err(s3_error!(NotImplemented, "Access point copy sources are not supported"));
         };
         parse_key(key)?;
+        let source_key = CustomerKey::from_headers(&req.headers, &sse_c::SOURCE_KEY)?;
+        self.sse_c_allowed(&req.headers, peer(req), source_key.is_some())?;
         let who = caller(req)?;
         let sb = self.bucket(&who, bucket).await?;
         super::check_expected_owner(&req.headers, "x-amz-source-expected-bucket-owner", &sb.rec)?;
@@ -85,6 +88,9 @@ impl Gateway {
             }
             r => r?,
         };
+        // A source stored with a customer key is read with it (`x-amz-copy-source-server-side-
+        // encryption-customer-*`), decrypted as it is copied.
+        let handle = sse_c::open(&rec, source_key.as_ref(), handle)?;
         conds.check(&rec.etag, &st, true)?;
         Ok(Source {
             bucket: sb,
@@ -116,7 +122,17 @@ impl Gateway {
         // (served only where volumes encrypt at rest: `unconfigured.rs`), which is how clients
         // rotate an object's SSE-S3 key in place (minio-go's functional suite does).
         let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
-        let encryption = i.server_side_encryption.is_some();
+        // The copy's own key (SSE-C), if it is to be stored with one: never the source's. A new
+        // key, or a key at all, is a change of encryption (how a client rotates an object's key).
+        let dest_key = CustomerKey::parse(
+            i.sse_customer_algorithm.as_deref(),
+            i.sse_customer_key.as_deref(),
+            i.sse_customer_key_md5.as_deref(),
+            &sse_c::OBJECT_KEY,
+        )?;
+        self.sse_c_allowed(&req.headers, peer(&req), dest_key.is_some())?;
+        sse_c::check_bucket(&b.rec, dest_key.is_some())?;
+        let encryption = i.server_side_encryption.is_some() || dest_key.is_some();
         // Nor is a website redirect location copied: each object has the one its own write
         // named (S3's rule), so naming one is a change of an object copied onto itself.
         let redirect = super::object::redirect_location(i.website_redirect_location.clone())?;
@@ -150,10 +166,13 @@ impl Gateway {
         // request (or the bucket's default retention) says.
         attrs.restored_until_ms = None;
         super::object_lock::lock_input!(input).apply(&b.rec, &mut attrs)?;
+        attrs.customer_key = dest_key.as_ref().map(CustomerKey::keyed);
 
         let mut updated = None;
-        // In a versioned bucket even a metadata-only copy makes a new version.
-        if same && src.handle.is_some() && b.rec.versioning.is_none() {
+        // In a versioned bucket even a metadata-only copy makes a new version; an object with a
+        // customer key, or one getting one, has its bytes encrypted anew.
+        let keyless = src.rec.attrs.customer_key.is_none() && dest_key.is_none();
+        if same && keyless && src.handle.is_some() && b.rec.versioning.is_none() {
             // Metadata-only change of an object onto itself (s3fs chmod/utimens): no byte copy,
             // as long as the file is still the one read above. If a writer replaced it since,
             // the bytes read (the handle still holds them) are copied below like any source's.
@@ -178,6 +197,9 @@ impl Gateway {
         } else {
             let algos = copy_algos(&src.rec, requested);
             let mut staging = b.folder.create_staging(Some(src.st.size)).await.map_err(backend_err)?;
+            if let (Some(k), Some(keyed)) = (&dest_key, &attrs.customer_key) {
+                staging = k.encrypting(staging, &keyed.salt)?;
+            }
             let mut hasher = BodyHasher::new(&algos);
             if let Some(h) = &src.handle {
                 copy_range(h.as_ref(), 0, src.st.size, staging.as_mut(), &mut hasher).await?;
@@ -209,13 +231,15 @@ impl Gateway {
                 checksum_type: rec.checksums.checksum_type.map(s3_type),
             }
         );
-        Ok(S3Response::new(CopyObjectOutput {
+        let mut out = CopyObjectOutput {
             copy_object_result: Some(result),
             version_id: super::put::version_out(&b, version_id),
             copy_source_version_id: src.bucket.rec.versioning.map(|_| src.rec.version().to_owned()),
             server_side_encryption: self.at_rest(),
             ..Default::default()
-        }))
+        };
+        sse_c::answer_key!(out, dest_key.as_ref().map(CustomerKey::md5));
+        Ok(S3Response::new(out))
     }
 }
 

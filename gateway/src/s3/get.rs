@@ -19,6 +19,7 @@ use super::object::{
     effective_record, etag, fingerprint, last_modified, metadata_out, parse_http_date, parse_key, Conditions,
 };
 use super::rdma::{reply_headers, transfer_failed, window_too_small, Admission, Admitted};
+use super::sse_c::CustomerKey;
 use super::stream::{file_shrank, read_blocks, Streaming};
 use super::versioning::Found;
 use super::{caller, peer, BucketCtx, Gateway};
@@ -39,6 +40,8 @@ struct ReadRequest<'a> {
     range: Option<Range>,
     part_number: Option<i32>,
     version_id: Option<&'a str>,
+    /// The customer key the read sends (SSE-C).
+    sse: Option<CustomerKey>,
 }
 
 /// The bytes of an object a read returns.
@@ -135,6 +138,12 @@ macro_rules! read_request {
             range: $i.range,
             part_number: $i.part_number,
             version_id: $i.version_id.as_deref(),
+            sse: CustomerKey::parse(
+                $i.sse_customer_algorithm.as_deref(),
+                $i.sse_customer_key.as_deref(),
+                $i.sse_customer_key_md5.as_deref(),
+                &super::sse_c::OBJECT_KEY,
+            )?,
         }
     };
 }
@@ -178,6 +187,7 @@ macro_rules! object_headers {
         $out.website_redirect_location = a.website_redirect_location.clone();
         $out.restore = super::restore::restore_header(a);
         super::object_lock::lock_out!($out, a);
+        super::sse_c::answer_key!($out, a.customer_key.as_ref().map(|k| k.key_md5.as_str()));
         $out.content_type = $i
             .response_content_type
             .clone()
@@ -264,13 +274,14 @@ impl Gateway {
         let who = caller(&req)?;
         no_anonymous_overrides!(who, i);
         let admission = self.rdma.admit(&req.headers, peer(&req), &self.metrics, false)?;
-        let plan = self
-            .plan_read(read_request!(i, &who))
-            .await
-            .map_err(|e| hidden(&who, e))?;
-        let mut out = GetObjectOutput::default();
+        let r = read_request!(i, &who);
+        self.sse_c_allowed(&req.headers, peer(&req), r.sse.is_some())?;
+        let plan = self.plan_read(r).await.map_err(|e| hidden(&who, e))?;
+        let mut out = GetObjectOutput {
+            server_side_encryption: self.at_rest(),
+            ..Default::default()
+        };
         object_headers!(out, i, plan);
-        out.server_side_encryption = self.at_rest();
         out.tag_count = (!plan.rec.tags.is_empty()).then_some(plan.rec.tags.len() as i32);
         let own_expires = i.response_expires.is_some();
         let status = if plan.content_range.is_some() { 206 } else { 200 };
@@ -354,13 +365,14 @@ impl Gateway {
         let i = &req.input;
         let who = caller(&req)?;
         no_anonymous_overrides!(who, i);
-        let plan = self
-            .plan_read(read_request!(i, &who))
-            .await
-            .map_err(|e| hidden(&who, e))?;
-        let mut out = HeadObjectOutput::default();
+        let r = read_request!(i, &who);
+        self.sse_c_allowed(&req.headers, peer(&req), r.sse.is_some())?;
+        let plan = self.plan_read(r).await.map_err(|e| hidden(&who, e))?;
+        let mut out = HeadObjectOutput {
+            server_side_encryption: self.at_rest(),
+            ..Default::default()
+        };
         object_headers!(out, i, plan);
-        out.server_side_encryption = self.at_rest();
         let mut resp = S3Response::new(out);
         answer_unparsed_expires(&mut resp.headers, &plan.rec.attrs, i.response_expires.is_some());
         // S3 answers HEAD with the tag count as GET does; s3s's HeadObjectOutput has no field for it.
@@ -405,8 +417,17 @@ impl Gateway {
                 "Invalid attribute name specified: x-amz-object-attributes takes ETag, Checksum, ObjectParts, StorageClass and ObjectSize"
             ));
         }
+        let sse = CustomerKey::parse(
+            i.sse_customer_algorithm.as_deref(),
+            i.sse_customer_key.as_deref(),
+            i.sse_customer_key_md5.as_deref(),
+            &super::sse_c::OBJECT_KEY,
+        )?;
+        self.sse_c_allowed(&req.headers, peer(&req), sse.is_some())?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let (rec, st, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
+        // Its metadata is read with the object's key, as its bytes are (S3's rule).
+        super::sse_c::check_read(&rec, sse.as_ref())?;
         let mut out = GetObjectAttributesOutput {
             last_modified: Some(last_modified(&st)),
             version_id: b.rec.versioning.map(|_| rec.version().to_owned()),
@@ -465,6 +486,7 @@ impl Gateway {
     async fn plan_read(&self, r: ReadRequest<'_>) -> S3Result<ReadPlan> {
         let b = self.bucket(r.who, r.bucket).await?;
         let (rec, st, handle) = self.open_version(&b, r.key, r.version_id).await?;
+        let handle = super::sse_c::open(&rec, r.sse.as_ref(), handle)?;
         r.conds.check(&rec.etag, &st, false)?;
 
         let part_sizes: Vec<u64> = rec.parts.iter().map(|p| p.size).collect();

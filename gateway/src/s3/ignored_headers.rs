@@ -27,7 +27,7 @@ use s3s::route::S3Route;
 use s3s::service::S3Service;
 use s3s::{s3_error, Body, S3Request, S3Response, S3Result};
 
-use super::unconfigured::{without_blocked_encryption_types, BlockedEncryptionTypes};
+use super::unconfigured::{blocks_sse_c, without_blocked_encryption_types, BlockedEncryptionTypes, BlocksSseC};
 
 /// The access key of a request whose signature s3s verified on its first pass.
 #[derive(Debug, Clone)]
@@ -127,14 +127,16 @@ fn without_presign(uri: &Uri) -> S3Result<Uri> {
 
 /// The PutBucketEncryption document of the first pass as s3s can read it, its length and
 /// digests in `headers` made those of the new one (the first pass's digests were checked against
-/// the document as sent: `body_digest.rs`).
-async fn readable_document(mut body: Body, headers: &mut HeaderMap) -> S3Result<Body> {
+/// the document as sent: `body_digest.rs`), and whether its rules block SSE-C, which the
+/// handler records ([`BlocksSseC`]).
+async fn readable_document(mut body: Body, headers: &mut HeaderMap) -> S3Result<(Body, bool)> {
     // s3s verifies the payload's SHA-256 as the body is read; the document is small and
     // already buffered (`body_digest.rs`), so a failed read is a digest that did not hold.
     let doc = body
         .store_all_limited(MAX_DOCUMENT)
         .await
         .map_err(|_| super::error::content_sha256_mismatch())?;
+    let sse_c = blocks_sse_c(&doc);
     let doc = without_blocked_encryption_types(doc);
     let digests: Vec<_> = headers
         .keys()
@@ -150,7 +152,7 @@ async fn readable_document(mut body: Body, headers: &mut HeaderMap) -> S3Result<
         http::HeaderValue::from_static("UNSIGNED-PAYLOAD"),
     );
     headers.insert(http::header::CONTENT_LENGTH, doc.len().into());
-    Ok(Body::from(doc))
+    Ok((Body::from(doc), sse_c))
 }
 
 /// Largest PutBucketEncryption document read for its second pass (S3's documents of bucket
@@ -189,7 +191,11 @@ impl S3Route for IgnoredHeaders {
         let mut headers = req.headers;
         let mut extensions = req.extensions;
         let body = if extensions.remove::<BlockedEncryptionTypes>().is_some() {
-            readable_document(req.input, &mut headers).await?
+            let (doc, sse_c) = readable_document(req.input, &mut headers).await?;
+            if sse_c {
+                extensions.insert(BlocksSseC);
+            }
+            doc
         } else {
             req.input
         };

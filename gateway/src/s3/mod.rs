@@ -32,6 +32,7 @@ mod raw_headers;
 mod rdma;
 mod restore;
 mod sharing;
+mod sse_c;
 mod stream;
 mod tagging;
 mod unconfigured;
@@ -57,7 +58,7 @@ use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
 pub(crate) use object::now_ms;
-pub(crate) use unconfigured::names_blocked_encryption_types;
+pub(crate) use unconfigured::{names_blocked_encryption_types, SSE_C_BLOCKED_MARK};
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub(crate) use acl::OWNERSHIPS;
 pub(crate) use cors::asked_headers as cors_asked_headers;
@@ -109,6 +110,9 @@ pub struct Gateway {
     /// `AES256` when the operator attests that every volume encrypts at rest
     /// (`encrypted_at_rest`): what object answers and GetBucketEncryption then say.
     at_rest: Option<ServerSideEncryption>,
+    /// Customer keys (SSE-C) are taken over plain HTTP from any peer, not only over TLS or
+    /// loopback (`sse_c_over_http`).
+    sse_c_over_http: bool,
     locks: locks::KeyLocks,
     quota_locks: Arc<locks::KeyLocks>,
     /// Orders CompleteMultipartUpload and AbortMultipartUpload of one upload, so exactly one of
@@ -198,6 +202,7 @@ impl Gateway {
             at_rest: cfg
                 .encrypted_at_rest
                 .then(|| ServerSideEncryption::from_static(ServerSideEncryption::AES256)),
+            sse_c_over_http: cfg.sse_c_over_http,
             locks: locks::KeyLocks::new(),
             quota_locks: Arc::new(locks::KeyLocks::new()),
             upload_locks: locks::KeyLocks::new(),

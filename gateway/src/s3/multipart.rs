@@ -16,6 +16,7 @@ use super::error::{backend_err, upload_detail};
 use super::object::{attr_input, etag, fingerprint, now_ms, parse_key, parse_tagging_header, ts_ms};
 use super::put::WriteConditions;
 use super::rdma::{reply_headers, Admission};
+use super::sse_c::{self, CustomerKey};
 use super::{caller, internal, meta_err, peer, BucketCtx, Gateway};
 
 /// Smallest allowed size of every part but the last.
@@ -45,9 +46,19 @@ impl Gateway {
         mut req: S3Request<CreateMultipartUploadInput>,
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let who = caller(&req)?;
+        let from = peer(&req);
         let input = &mut req.input;
         parse_key(&input.key)?;
+        // The upload's key (SSE-C): every part is then sent and stored with it.
+        let sse = CustomerKey::parse(
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+            &sse_c::OBJECT_KEY,
+        )?;
+        self.sse_c_allowed(&req.headers, from, sse.is_some())?;
         let b = self.bucket(&who, &input.bucket).await?;
+        sse_c::check_bucket(&b.rec, sse.is_some())?;
         let (owner, acl) = self
             .write_acl(&b, &who, input.acl.as_ref(), write_grants!(input))
             .await?;
@@ -81,6 +92,7 @@ impl Gateway {
                 a.acl = acl;
                 a.owner = owner;
                 super::object_lock::lock_input!(input).apply(&b.rec, &mut a)?;
+                a.customer_key = sse.as_ref().map(CustomerKey::keyed);
                 a
             },
             checksum_algorithm: algo,
@@ -88,7 +100,7 @@ impl Gateway {
         };
         let (f, u) = (b.rec.folder_id, up.clone());
         self.meta.put_upload(f, &u).await.map_err(meta_err)?;
-        Ok(S3Response::new(CreateMultipartUploadOutput {
+        let mut out = CreateMultipartUploadOutput {
             bucket: Some(input.bucket.clone()),
             key: Some(input.key.clone()),
             upload_id: Some(up.upload_id.to_string()),
@@ -96,7 +108,9 @@ impl Gateway {
             checksum_type: ctype.map(s3_type),
             server_side_encryption: self.at_rest(),
             ..Default::default()
-        }))
+        };
+        sse_c::answer_key!(out, sse.as_ref().map(CustomerKey::md5));
+        Ok(S3Response::new(out))
     }
 
     /// UploadPart.
@@ -111,12 +125,24 @@ impl Gateway {
         parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
+        let sse = CustomerKey::parse(
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+            &sse_c::OBJECT_KEY,
+        )?;
+        self.sse_c_allowed(&req.headers, from, sse.is_some())?;
+        sse_c::check_part(up.attrs.customer_key.as_ref(), sse.as_ref())?;
         let requested = input_algo(input.checksum_algorithm.as_ref())?.or(up.checksum_algorithm);
         let claims = Claims::from_headers(&req.headers, requested)?;
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
 
         let hint = super::put::payload_hint(&admission, input.content_length);
         let mut staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
+        let salt = sse.as_ref().map(|_| sse_c::part_salt());
+        if let (Some(k), Some(salt)) = (&sse, &salt) {
+            staging = k.encrypting(staging, salt)?;
+        }
         let mut hasher = BodyHasher::new(&claims.algos());
         let path_kind = self
             .fill_staging(
@@ -133,15 +159,19 @@ impl Gateway {
         let trailers = req.trailing_headers.as_ref().and_then(|t| t.take());
         claims.verify(&d, trailers.as_ref())?;
 
-        let part = self.store_part(&b, &up, input.part_number as u32, staging, d).await?;
-        let mut resp = S3Response::new(with_checksums!(
+        let part = self
+            .store_part(&b, &up, input.part_number as u32, staging, d, salt)
+            .await?;
+        let mut out = with_checksums!(
             &part.checksums,
             UploadPartOutput {
                 e_tag: Some(etag(&part.md5_hex)),
                 server_side_encryption: self.at_rest(),
             },
             ..Default::default()
-        ));
+        );
+        sse_c::answer_key!(out, sse.as_ref().map(CustomerKey::md5));
+        let mut resp = S3Response::new(out);
         if matches!(admission, Admission::Serve(_)) {
             reply_headers(&mut resp.headers, 200, Some(moved));
         }
@@ -158,6 +188,14 @@ impl Gateway {
         parse_key(&i.key)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
+        let sse = CustomerKey::parse(
+            i.sse_customer_algorithm.as_deref(),
+            i.sse_customer_key.as_deref(),
+            i.sse_customer_key_md5.as_deref(),
+            &sse_c::OBJECT_KEY,
+        )?;
+        self.sse_c_allowed(&req.headers, peer(&req), sse.is_some())?;
+        sse_c::check_part(up.attrs.customer_key.as_ref(), sse.as_ref())?;
         let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let size = src.st.size;
         let (start, len) = match &i.copy_source_range {
@@ -166,13 +204,17 @@ impl Gateway {
         };
         let algos = vec![up.checksum_algorithm.unwrap_or(Algo::Crc64Nvme)];
         let mut staging = b.folder.create_staging(Some(len)).await.map_err(backend_err)?;
+        let salt = sse.as_ref().map(|_| sse_c::part_salt());
+        if let (Some(k), Some(salt)) = (&sse, &salt) {
+            staging = k.encrypting(staging, salt)?;
+        }
         let mut hasher = BodyHasher::new(&algos);
         if let Some(h) = &src.handle {
             copy_range(h.as_ref(), start, len, staging.as_mut(), &mut hasher).await?;
         }
         let d = hasher.finish().await;
-        let part = self.store_part(&b, &up, i.part_number as u32, staging, d).await?;
-        Ok(S3Response::new(UploadPartCopyOutput {
+        let part = self.store_part(&b, &up, i.part_number as u32, staging, d, salt).await?;
+        let mut out = UploadPartCopyOutput {
             copy_part_result: Some(with_checksums!(
                 &part.checksums,
                 CopyPartResult {
@@ -182,11 +224,14 @@ impl Gateway {
             )),
             server_side_encryption: self.at_rest(),
             ..Default::default()
-        }))
+        };
+        sse_c::answer_key!(out, sse.as_ref().map(CustomerKey::md5));
+        Ok(S3Response::new(out))
     }
 
     /// Seals a staged part, charges its size to the folder's scope and records it, replacing an
-    /// earlier upload of the same part number.
+    /// earlier upload of the same part number. `salt`: the part's own, when it was encrypted
+    /// with the upload's customer key.
     async fn store_part(
         &self,
         b: &BucketCtx,
@@ -194,15 +239,20 @@ impl Gateway {
         n: u32,
         mut staging: Box<dyn penstock_backends::StagingFile>,
         d: super::checksum::Digests,
+        salt: Option<String>,
     ) -> S3Result<PartRecord> {
         let st = staging.seal(self.durable).await.map_err(backend_err)?;
         let part = PartRecord {
             part_number: n,
-            md5_hex: hex::encode(d.md5),
+            md5_hex: match &salt {
+                Some(salt) => sse_c::etag(&d.md5, salt),
+                None => hex::encode(d.md5),
+            },
             size: st.size,
             last_modified_ms: now_ms(),
             checksums: d.checksums,
             fingerprint: Some(fingerprint(&st)),
+            salt,
         };
         let id = up.upload_id.clone();
         let guard = self
@@ -407,6 +457,7 @@ impl Gateway {
                 .map(|p| PartSummary {
                     size: p.size,
                     checksums: p.checksums.clone(),
+                    salt: p.salt.clone(),
                 })
                 .collect(),
             upload_id: Some(up.upload_id.clone()),
@@ -430,7 +481,8 @@ impl Gateway {
         }
         let mut out = completed(input, &rec);
         out.location = location;
-        out.server_side_encryption = self.at_rest();
+        // An object stored with a customer key is not SSE-S3's.
+        out.server_side_encryption = self.at_rest().filter(|_| up.attrs.customer_key.is_none());
         out.version_id = super::put::version_out(&b, version_id);
         let (size, mtime) = (rec.fingerprint.size, rec.fingerprint.mtime_ns);
         out.expiration = self.expiration_of(&b.rec.lifecycle, &input.key, &rec.tags, size, mtime);

@@ -75,7 +75,7 @@ pub(crate) fn new_record(
     tags: Vec<(String, String)>,
 ) -> ObjectRecord {
     ObjectRecord {
-        etag: hex::encode(d.md5),
+        etag: data_etag(&d.md5, &attrs),
         fingerprint: fingerprint(st),
         attrs,
         checksums: d.checksums,
@@ -85,6 +85,15 @@ pub(crate) fn new_record(
         replaces: None,
         version_id: None,
         change: None,
+    }
+}
+
+/// The ETag value of bytes with MD5 `md5` written with `attrs`: the MD5 itself, or for an
+/// object encrypted with a customer's key an ETag that does not reveal it (`sse_c::etag`).
+pub(crate) fn data_etag(md5: &[u8; 16], attrs: &ObjectAttrs) -> String {
+    match &attrs.customer_key {
+        Some(k) => super::sse_c::etag(md5, &k.salt),
+        None => hex::encode(md5),
     }
 }
 
@@ -192,6 +201,8 @@ impl AttrInput {
             retention: None,
             legal_hold: None,
             website_redirect_location: redirect_location(self.website_redirect_location)?,
+            // Set by the write from its key fields (`sse_c.rs`), never taken from a source.
+            customer_key: None,
         })
     }
 }

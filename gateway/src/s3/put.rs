@@ -19,6 +19,7 @@ use super::checksum::{input_algo, with_checksums, BodyHasher, Claims};
 use super::error::{backend_err, meta_err};
 use super::object::{attr_input, etag, fingerprint, matches, new_record, parse_key, parse_tagging_header};
 use super::rdma::{reply_headers, transfer_failed, Admission};
+use super::sse_c::{self, CustomerKey};
 use super::{caller, peer, BucketCtx, Gateway};
 use crate::metrics::{DataPath, Direction};
 
@@ -45,6 +46,15 @@ impl Gateway {
         attrs.acl = acl;
         attrs.owner = owner;
         super::object_lock::lock_input!(input).apply(&b.rec, &mut attrs)?;
+        let sse = CustomerKey::parse(
+            input.sse_customer_algorithm.as_deref(),
+            input.sse_customer_key.as_deref(),
+            input.sse_customer_key_md5.as_deref(),
+            &sse_c::OBJECT_KEY,
+        )?;
+        self.sse_c_allowed(&req.headers, from, sse.is_some())?;
+        sse_c::check_bucket(&b.rec, sse.is_some())?;
+        attrs.customer_key = sse.as_ref().map(CustomerKey::keyed);
         let tags = parse_tagging_header(input.tagging.as_deref())?;
         let conds = WriteConditions {
             if_match: input.if_match.take(),
@@ -73,6 +83,9 @@ impl Gateway {
         // Stream the payload into a staging file inside the folder, hashing as it goes.
         let hint = payload_hint(&admission, input.content_length);
         let mut staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
+        if let (Some(k), Some(keyed)) = (&sse, &attrs.customer_key) {
+            staging = k.encrypting(staging, &keyed.salt)?;
+        }
         let mut hasher = BodyHasher::new(&claims.algos());
         let path_kind = self
             .fill_staging(&admission, body, staging.as_mut(), &mut hasher, input.content_length)
@@ -108,7 +121,7 @@ impl Gateway {
             (rec, st.size, version_id)
         };
 
-        let output = with_checksums!(
+        let mut output = with_checksums!(
             &rec.checksums,
             PutObjectOutput {
                 e_tag: Some(etag(&rec.etag)),
@@ -120,6 +133,7 @@ impl Gateway {
             },
             ..Default::default()
         );
+        sse_c::answer_key!(output, sse.as_ref().map(CustomerKey::md5));
         let mut resp = S3Response::new(output);
         if matches!(admission, Admission::Serve(_)) {
             reply_headers(&mut resp.headers, 200, Some(moved));
@@ -201,7 +215,7 @@ impl Gateway {
             .map_err(backend_err)?
             .ok_or_else(|| s3_error!(InternalError, "directory vanished after creation"))?;
         let rec = ObjectRecord {
-            etag: hex::encode(digests.md5),
+            etag: super::object::data_etag(&digests.md5, &attrs),
             fingerprint: fingerprint(&st),
             attrs,
             checksums: digests.checksums,

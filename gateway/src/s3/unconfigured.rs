@@ -8,7 +8,7 @@
 //! nothing here would act on it.
 //!
 //! The same holds for requests that ask for one of these features per object (server-side
-//! encryption headers): they are refused, never served as if the feature had been applied, so no
+//! encryption headers naming the gateway's keys): they are refused, never served as if the feature had been applied, so no
 //! client believes an object encrypted that is not.
 //!
 //! Encryption at rest is the exception when the operator attests it (`encrypted_at_rest`: every
@@ -16,8 +16,9 @@
 //! the gateway answers as S3 has since 2023, where every object is. Object answers say
 //! `x-amz-server-side-encryption: AES256`, GetBucketEncryption names AES256 as every bucket's
 //! default, and requests for SSE-S3 (the header on a write, PutBucketEncryption with AES256) are
-//! served; nothing needs recording, since nothing differs between objects or buckets. SSE-KMS
-//! and SSE-C stay refused: no key here could honour them.
+//! served; nothing needs recording but whether a bucket blocks SSE-C (its configuration's
+//! `BlockedEncryptionTypes`). SSE-KMS stays refused: no key here could honour it. SSE-C brings
+//! its own key and is served either way (`sse_c.rs`).
 
 use s3s::dto::*;
 use s3s::{s3_error, S3Error, S3Request, S3Response, S3Result};
@@ -58,7 +59,7 @@ impl Gateway {
         &self,
         req: S3Request<GetBucketEncryptionInput>,
     ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let algorithm = self.at_rest.clone().ok_or_else(no_encryption_configuration)?;
         let rule = ServerSideEncryptionRule {
             apply_server_side_encryption_by_default: Some(ServerSideEncryptionByDefault {
@@ -67,9 +68,34 @@ impl Gateway {
             }),
             bucket_key_enabled: Some(false),
         };
-        Ok(S3Response::new(GetBucketEncryptionOutput {
+        let mut resp = S3Response::new(GetBucketEncryptionOutput {
             server_side_encryption_configuration: Some(ServerSideEncryptionConfiguration { rules: vec![rule] }),
-        }))
+        });
+        if b.rec.sse_c_blocked {
+            // s3s's schema has no `BlockedEncryptionTypes`: the element is written into the
+            // serialized document (`observe::errors::blocked_sse_c`), told so by this mark.
+            resp.headers
+                .insert(SSE_C_BLOCKED_MARK, http::HeaderValue::from_static("1"));
+        }
+        Ok(resp)
+    }
+
+    /// DeleteBucketEncryption: 204, as S3 answers for a bucket without one (scripts and tools
+    /// that reset a bucket's settings delete each of them); with volumes encrypted at rest the
+    /// bucket stays SSE-S3, as an S3 bucket does once its configuration is deleted, and takes
+    /// customer keys again.
+    pub(crate) async fn delete_bucket_encryption(
+        &self,
+        req: S3Request<DeleteBucketEncryptionInput>,
+    ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        if b.rec.sse_c_blocked {
+            self.update_bucket(&b.rec, |r| r.sse_c_blocked = false).await?;
+        }
+        Ok(S3Response::with_status(
+            DeleteBucketEncryptionOutput::default(),
+            http::StatusCode::NO_CONTENT,
+        ))
     }
 
     /// PutBucketEncryption: with volumes encrypted at rest, a configuration whose every rule is
@@ -79,7 +105,7 @@ impl Gateway {
         &self,
         req: S3Request<PutBucketEncryptionInput>,
     ) -> S3Result<S3Response<PutBucketEncryptionOutput>> {
-        self.bucket(&caller(&req)?, &req.input.bucket).await?;
+        let b = self.bucket(&caller(&req)?, &req.input.bucket).await?;
         let rules = &req.input.server_side_encryption_configuration.rules;
         check_encryption_rules(rules)?;
         if self.at_rest.is_none() {
@@ -98,6 +124,11 @@ impl Gateway {
                 NotImplemented,
                 "Server-side encryption with AWS KMS keys is not implemented by this gateway; AES256 (SSE-S3) is"
             ));
+        }
+        // A configuration replaces the one before: SSE-C is blocked exactly when this one says.
+        let blocked = req.extensions.get::<BlocksSseC>().is_some();
+        if blocked != b.rec.sse_c_blocked {
+            self.update_bucket(&b.rec, move |r| r.sse_c_blocked = blocked).await?;
         }
         Ok(S3Response::new(PutBucketEncryptionOutput::default()))
     }
@@ -182,11 +213,6 @@ never_set! {
     /// DeleteBucketIntelligentTieringConfiguration: none has the id.
     delete_bucket_intelligent_tiering_configuration(DeleteBucketIntelligentTieringConfigurationInput)
         -> DeleteBucketIntelligentTieringConfigurationOutput => Err(no_such_configuration());
-    /// DeleteBucketEncryption: 204, as S3 answers for a bucket without one (scripts and tools
-    /// that reset a bucket's settings delete each of them); with volumes encrypted at rest the
-    /// bucket stays SSE-S3, as an S3 bucket does once its configuration is deleted.
-    delete_bucket_encryption(DeleteBucketEncryptionInput) -> DeleteBucketEncryptionOutput =>
-        Ok(S3Response::with_status(DeleteBucketEncryptionOutput::default(), http::StatusCode::NO_CONTENT));
     /// DeleteBucketWebsite: 204, as for a bucket without a website configuration.
     delete_bucket_website(DeleteBucketWebsiteInput) -> DeleteBucketWebsiteOutput =>
         Ok(S3Response::with_status(DeleteBucketWebsiteOutput::default(), http::StatusCode::NO_CONTENT));
@@ -300,10 +326,11 @@ impl Unoffered {
         asked
     }
 
-    /// Refuses what is asked of operation `op`, since objects here are plain files in the
-    /// tenant's folder (what a compute session that mounts it reads):
-    /// - a customer key on a read, or for a copy's source: 400 `InvalidRequest`, as S3 answers
-    ///   when the object was not encrypted with a customer key;
+    /// Refuses what is asked of operation `op` that the gateway does not offer or S3 would
+    /// refuse as malformed:
+    /// - a customer key (SSE-C) on a read or a write, or for a copy's source: served, the
+    ///   handlers judging the key (`sse_c.rs`); for a copy's source on a write that is no copy,
+    ///   400 `InvalidRequest`, as S3 answers;
     /// - any other server-side encryption header on a read: 400 `InvalidArgument`, as S3
     ///   answers (it names a method only for writes);
     /// - a malformed encryption request on a write (a method S3 does not know, a customer key
@@ -316,13 +343,13 @@ impl Unoffered {
     /// Other operations take no notice, as on S3.
     pub(crate) fn refuse(&self, op: &str, at_rest: bool) -> S3Result<()> {
         let write = WRITES.contains(&op);
-        if (self.customer_key && READS.contains(&op)) || (self.source_customer_key && write) {
-            return Err(s3_error!(
-                InvalidRequest,
-                "The encryption parameters are not applicable to this object."
-            ));
+        let copy = matches!(op, "CopyObject" | "UploadPartCopy");
+        if self.source_customer_key && write && !copy {
+            return Err(super::sse_c::not_applicable());
         }
-        if READS.contains(&op) && self.sse {
+        // A customer key alone: what the handlers serve.
+        let other_sse = self.method.is_some() || self.kms_params;
+        if READS.contains(&op) && other_sse {
             return Err(s3_error!(
                 InvalidArgument,
                 "x-amz-server-side-encryption header is not supported for this operation."
@@ -354,9 +381,10 @@ impl Unoffered {
             if at_rest && self.method.as_deref() == Some("AES256") {
                 return Ok(());
             }
-            return Err(not_offered(if self.customer_key {
-                "server-side encryption with customer-provided keys"
-            } else if kms {
+            if self.customer_key && !other_sse {
+                return Ok(());
+            }
+            return Err(not_offered(if kms {
                 "server-side encryption with AWS KMS keys"
             } else {
                 "server-side encryption"
@@ -373,6 +401,30 @@ impl Unoffered {
 /// the document [`without_blocked_encryption_types`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BlockedEncryptionTypes;
+
+/// The response header by which GetBucketEncryption tells the response layer that the bucket
+/// blocks SSE-C; taken out before the answer leaves.
+pub(crate) const SSE_C_BLOCKED_MARK: &str = "x-penstock-sse-c-blocked";
+
+/// Marks a PutBucketEncryption whose rules name `SSE-C` among their `BlockedEncryptionTypes`
+/// (found as the second pass takes the element out for s3s): the bucket then refuses writes
+/// with a customer-provided key.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlocksSseC;
+
+/// Whether a PutBucketEncryption document names `SSE-C` in a `BlockedEncryptionTypes` element.
+pub(crate) fn blocks_sse_c(doc: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(doc) else {
+        return false;
+    };
+    text.split("<BlockedEncryptionTypes>").skip(1).any(|tail| {
+        let inner = tail.split("</BlockedEncryptionTypes>").next().unwrap_or_default();
+        inner
+            .split("<EncryptionType>")
+            .skip(1)
+            .any(|t| t.split("</EncryptionType>").next().is_some_and(|v| v.trim() == "SSE-C"))
+    })
+}
 
 /// How the element opens, with or without content (`<BlockedEncryptionTypes/>`).
 const BLOCKED_TYPES_TAG: &str = "<BlockedEncryptionTypes";
@@ -551,14 +603,14 @@ mod tests {
         let kms = ("x-amz-server-side-encryption", "aws:kms");
         let key_id = ("x-amz-server-side-encryption-aws-kms-key-id", "testkey-1");
         let ssec = ("x-amz-server-side-encryption-customer-algorithm", "AES256");
-        // No key here could honour SSE-KMS or SSE-C.
+        // No key here could honour SSE-KMS; SSE-C brings its own.
         assert_eq!(answer_where(true, "PutObject", &[kms]), not_impl);
         assert_eq!(answer_where(true, "PutObject", &[kms, key_id]), not_impl);
         assert_eq!(
             answer_where(true, "PutObject", &[("x-amz-server-side-encryption", "aws:kms:dsse")]),
             not_impl
         );
-        assert_eq!(answer_where(true, "PutObject", &[ssec]), not_impl);
+        assert_eq!(answer_where(true, "PutObject", &[ssec]), None);
         // Malformed requests and methods on reads are refused as before.
         assert_eq!(answer_where(true, "PutObject", &[sse_s3, key_id]), argument);
         assert_eq!(answer_where(true, "PutObject", &[sse_s3, ssec]), argument);
@@ -575,8 +627,10 @@ mod tests {
         let not_impl = Some(("NotImplemented".to_owned(), 501));
         let invalid = Some(("InvalidRequest".to_owned(), 400));
         let ssec = ("x-amz-server-side-encryption-customer-algorithm", "AES256");
-        assert_eq!(answer("PutObject", &[ssec]), not_impl);
-        assert_eq!(answer("UploadPart", &[ssec]), not_impl);
+        // A customer key is judged by the handlers (`sse_c.rs`), on reads and writes alike.
+        for op in WRITES.iter().chain(&READS) {
+            assert_eq!(answer(op, &[ssec]), None, "{op}");
+        }
         assert_eq!(
             answer("PutObject", &[("x-amz-server-side-encryption", "aws:kms")]),
             not_impl
@@ -585,8 +639,6 @@ mod tests {
             answer("CreateMultipartUpload", &[("x-amz-server-side-encryption", "AES256")]),
             not_impl
         );
-        assert_eq!(answer("GetObject", &[ssec]), invalid);
-        assert_eq!(answer("HeadObject", &[ssec]), invalid);
         let argument = Some(("InvalidArgument".to_owned(), 400));
         let kms = ("x-amz-server-side-encryption", "aws:kms");
         let key_id = ("x-amz-server-side-encryption-aws-kms-key-id", "testkey-1");
@@ -608,7 +660,9 @@ mod tests {
             argument
         );
         let src = ("x-amz-copy-source-server-side-encryption-customer-key", "k");
-        assert_eq!(answer("CopyObject", &[src]), invalid);
+        assert_eq!(answer("CopyObject", &[src]), None);
+        assert_eq!(answer("UploadPartCopy", &[src]), None);
+        assert_eq!(answer("PutObject", &[src]), invalid, "no source to name a key of");
         // Object lock is judged with the bucket (`object_lock.rs`), not here.
         assert_eq!(answer("PutObject", &[("x-amz-object-lock-legal-hold", "ON")]), None);
         // What asks for nothing unoffered passes, and operations that neither read nor write

@@ -183,6 +183,7 @@ fn uploads_and_parts() {
             last_modified_ms: 0,
             checksums: Default::default(),
             fingerprint: None,
+            salt: None,
         };
         s.put_part(&one, &p).unwrap();
         s.put_part(&ten, &p).unwrap();

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use penstock_metadata::{
-    BucketRecord, Checksums, Fingerprint, KeyEdit, Metadata, ObjectAttrs, ObjectRecord, PartRecord, Perm, QuotaScope,
-    UploadId, UploadQuery, UploadRecord, VersionQuery, VersionRecord, Versioning,
+    BucketRecord, Checksums, CustomerKeyed, Fingerprint, KeyEdit, Metadata, ObjectAttrs, ObjectRecord, PartRecord,
+    Perm, QuotaScope, UploadId, UploadQuery, UploadRecord, VersionQuery, VersionRecord, Versioning,
 };
 use uuid::Uuid;
 
@@ -68,6 +68,13 @@ fn bucket(domain: &str, name: &str) -> BucketRecord {
 pub fn object(seed: u64) -> ObjectRecord {
     let mut attrs = ObjectAttrs { content_type: Some(format!("type/{seed}")), ..Default::default() };
     attrs.user_metadata.insert("seed".into(), seed.to_string());
+    // Every other record is an SSE-C object's, whose key check must round-trip.
+    attrs.customer_key = (seed % 2 == 1).then(|| CustomerKeyed {
+        algorithm: "AES256".into(),
+        key_md5: format!("md5-{seed}"),
+        salt: format!("{seed:064x}"),
+        check: format!("{:064x}", seed * 3),
+    });
     let checksums = Checksums { crc32c: Some(format!("crc-{seed}")), ..Default::default() };
     ObjectRecord {
         etag: format!("{seed:032x}"),
@@ -116,6 +123,8 @@ fn part(n: u32, size: u64) -> PartRecord {
         last_modified_ms: 1_700_000_000_000 + n as i64,
         checksums: Checksums::default(),
         fingerprint: None,
+        // An SSE-C part's salt travels with its record in every engine.
+        salt: n.is_multiple_of(2).then(|| format!("{n:064x}")),
     }
 }
 

@@ -123,7 +123,8 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
         .unwrap();
     assert_eq!(done.server_side_encryption(), aes, "CompleteMultipartUpload");
 
-    // No key here could honour SSE-KMS or a customer's key: refused, and nothing written.
+    // No key here could honour SSE-KMS: refused, and nothing written. A customer's own key is
+    // served (`sse_c.rs`), and such an object is not SSE-S3's.
     let e = c
         .put_object()
         .bucket("enc")
@@ -134,7 +135,7 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
         .await
         .unwrap_err();
     assert_eq!((code(&e).as_str(), status(&e)), ("NotImplemented", 501));
-    let e = c
+    let sealed = c
         .put_object()
         .bucket("enc")
         .key("ssec")
@@ -144,19 +145,20 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
         .body(ByteStream::from_static(b"c"))
         .send()
         .await
-        .unwrap_err();
-    assert_eq!(code(&e), "NotImplemented");
-    assert_eq!(keys(&c, "enc").await, ["asked", "copy", "multi", "plain"]);
+        .unwrap();
+    assert_eq!((sealed.server_side_encryption(), sealed.sse_customer_algorithm()), (None, Some("AES256")));
+    assert_eq!(keys(&c, "enc").await, ["asked", "copy", "multi", "plain", "ssec"]);
 
     let rule_of = |out: aws_sdk_s3::operation::get_bucket_encryption::GetBucketEncryptionOutput| {
         let config = out.server_side_encryption_configuration().unwrap().clone();
         let rule = config.rules()[0].clone();
         let by_default = rule.apply_server_side_encryption_by_default().unwrap().clone();
-        // SSE-C is blocked, as S3 names it for buckets made since April 2026: writes refuse it.
         let blocked = rule.blocked_encryption_types().map(|b| b.encryption_type().to_vec());
         (config.rules().len(), by_default.sse_algorithm().clone(), rule.bucket_key_enabled(), blocked)
     };
-    let sse_s3 = (1, ServerSideEncryption::Aes256, Some(false), Some(vec![EncryptionType::SseC]));
+    // SSE-C is taken until a configuration blocks it.
+    let sse_s3 = (1, ServerSideEncryption::Aes256, Some(false), None);
+    let sse_c_blocked = (1, ServerSideEncryption::Aes256, Some(false), Some(vec![EncryptionType::SseC]));
     assert_eq!(rule_of(c.get_bucket_encryption().bucket("enc").send().await.unwrap()), sse_s3);
     c.put_bucket_encryption()
         .bucket("enc")
@@ -164,15 +166,61 @@ async fn volumes_encrypted_at_rest_answer_as_sse_s3() {
         .send()
         .await
         .unwrap();
-    // Blocking no type, or SSE-C (which every write here refuses anyway), as the SDKs send it.
-    for blocked in [vec![EncryptionType::None], vec![EncryptionType::SseC]] {
+    // Blocking SSE-C, then no type, as the SDKs send it: writes with a customer key are
+    // refused (403, as on S3) while it is blocked, objects stored with one stay readable.
+    let sealed_put = || {
+        c.put_object()
+            .bucket("enc")
+            .key("ssec")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
+            .sse_customer_key_md5("y4HAEFCYWuvAXWFTtA1Qpg==")
+            .body(ByteStream::from_static(b"c2"))
+    };
+    for (blocked, want) in [(vec![EncryptionType::SseC], &sse_c_blocked), (vec![EncryptionType::None], &sse_s3)] {
         c.put_bucket_encryption()
             .bucket("enc")
             .server_side_encryption_configuration(blocking(ServerSideEncryption::Aes256, &blocked))
             .send()
             .await
             .unwrap();
+        assert_eq!(&rule_of(c.get_bucket_encryption().bucket("enc").send().await.unwrap()), want);
+        let refused = sealed_put().send().await.err();
+        if blocked == [EncryptionType::SseC] {
+            let e = refused.expect("a customer key refused while SSE-C is blocked");
+            assert_eq!((code(&e).as_str(), status(&e)), ("AccessDenied", 403));
+            let create = c
+                .create_multipart_upload()
+                .bucket("enc")
+                .key("ssec-multi")
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
+                .sse_customer_key_md5("y4HAEFCYWuvAXWFTtA1Qpg==")
+                .send()
+                .await
+                .unwrap_err();
+            assert_eq!(status(&create), 403);
+            let read = c
+                .head_object()
+                .bucket("enc")
+                .key("ssec")
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
+                .sse_customer_key_md5("y4HAEFCYWuvAXWFTtA1Qpg==")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(read.content_length(), Some(1), "the object written before stays readable");
+        } else {
+            assert!(refused.is_none(), "taken again once unblocked");
+        }
     }
+    c.put_bucket_encryption()
+        .bucket("enc")
+        .server_side_encryption_configuration(blocking(ServerSideEncryption::Aes256, &[EncryptionType::SseC]))
+        .send()
+        .await
+        .unwrap();
     let e = c
         .put_bucket_encryption()
         .bucket("enc")

@@ -13,5 +13,6 @@ mod multipart;
 mod object;
 mod object_lock;
 mod service;
+mod sse_c;
 mod tagging;
 mod versioning;
