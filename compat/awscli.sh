@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# aws cli round trip: mb, cp 100 MiB (multipart), ls, sync, cp back, copies between keys (multipart
-# copies, mv, cp --recursive, stdin and stdout, presign, rm --exclude), versioning, lifecycle,
-# bucket policy, ACLs, CORS, rm, rb.
+# aws cli round trip: mb, cp 100 MiB (multipart), ls, sync, cp back, SSE-C up, down and copied,
+# copies between keys (multipart copies, mv, cp --recursive, stdin and stdout, presign, rm
+# --exclude), versioning, lifecycle, bucket policy, ACLs, CORS, rm, rb.
 # Usage: compat/awscli.sh v1|v2   (v1: the PyPI `aws` on PATH; v2: Debian's /usr/bin/aws)
 source "$(dirname "$0")/lib.sh"
 case "${1:-v1}" in
@@ -44,6 +44,18 @@ size=$(aws_ s3api head-object --bucket "$B" --key pkgs/pkg/__init__.py --query C
 
 step "cp back"; aws_ s3 cp "s3://$B/data/big.bin" "$WORK/big.back" --only-show-errors
 cmp "$WORK/big.bin" "$WORK/big.back" || fail "downloaded bytes differ"
+
+step "SSE-C: cp up (multipart) and down with a customer key, a multipart copy under another key"
+head -c 32 /dev/urandom >"$WORK/ssec.key"; head -c 32 /dev/urandom >"$WORK/ssec2.key"
+aws_ s3 cp "$WORK/big.bin" "s3://$B/ssec/big" --sse-c AES256 --sse-c-key "fileb://$WORK/ssec.key" --only-show-errors
+aws_ s3 cp "s3://$B/ssec/big" - 2>/dev/null | cmp -s - "$WORK/big.bin" && fail "an SSE-C object read without its key"
+aws_ s3 cp "s3://$B/ssec/big" - --sse-c AES256 --sse-c-key "fileb://$WORK/ssec.key" | cmp - "$WORK/big.bin" ||
+  fail "SSE-C download differs"
+aws_ s3 cp "s3://$B/ssec/big" "s3://$B/ssec/copy" --sse-c-copy-source AES256 \
+  --sse-c-copy-source-key "fileb://$WORK/ssec.key" --sse-c AES256 --sse-c-key "fileb://$WORK/ssec2.key" --only-show-errors
+aws_ s3 cp "s3://$B/ssec/copy" - --sse-c AES256 --sse-c-key "fileb://$WORK/ssec2.key" | cmp - "$WORK/big.bin" ||
+  fail "SSE-C copy under another key differs"
+aws_ s3 rm "s3://$B/ssec" --recursive --only-show-errors
 
 step "copies between keys: multipart copy, mv, cp --recursive, stdin/stdout, presign, rm --exclude"
 head -c $((20 * 1000 * 1000)) /dev/urandom >"$WORK/c20"

@@ -5,10 +5,13 @@
 # checksums), ranged and seeking reads, copies and composes of up to 10,000 sources, presigned
 # URLs and POST policies, metadata, tags, listings, and (ENABLE_KMS) SSE-S3 objects, copies
 # between encrypted and plain objects and key rotation in place, against a gateway whose volumes
-# are declared encrypted at rest (`encrypted_at_rest`). The suite marks a test NA where the
-# gateway answers NotImplemented (notifications, SSE-C, MinIO's extensions); any failure not
+# are declared encrypted at rest (`encrypted_at_rest`), and SSE-C objects (customer keys: put,
+# read at offsets and by seeking, copied between SSE-C, SSE-S3 and plain objects and parts),
+# which the suite runs over TLS only: so the whole suite speaks TLS. The suite marks a test NA
+# where the gateway answers NotImplemented (notifications, MinIO's extensions); any failure not
 # named in compat/suites/minio_go.py fails the scenario, and so does a named one that passes.
 export COMPAT_CONFIG='encrypted_at_rest = true'
+export COMPAT_TLS=1
 source "$(dirname "$0")/lib.sh"
 src=/usr/share/gocode/src/github.com/minio/minio-go/v7/functional_tests.go
 [ -f "$src" ] || fail "$src missing: scripts/install-deps.sh test installs golang-github-minio-minio-go-v7-dev"
@@ -23,8 +26,8 @@ cd "$WORK"
 # RUN_ON_FAIL: report each failure and go on (the suite stops at the first one otherwise).
 # TMPDIR: the suite leaves its temporary files (up to 129 MiB each) behind; here they go with $WORK.
 mkdir -p "$WORK/tmp"
-TMPDIR=$WORK/tmp SERVER_ENDPOINT=127.0.0.1:$PORT ACCESS_KEY=$AWS_ACCESS_KEY_ID SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-  ENABLE_HTTPS=0 ENABLE_KMS=1 MINT_MODE=full RUN_ON_FAIL=1 SERVER_REGION=us-east-1 \
+TMPDIR=$WORK/tmp SERVER_ENDPOINT=localhost:$PORT ACCESS_KEY=$AWS_ACCESS_KEY_ID SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
+  SSL_CERT_FILE=$CA_FILE ENABLE_HTTPS=1 ENABLE_KMS=1 MINT_MODE=full RUN_ON_FAIL=1 SERVER_REGION=us-east-1 \
   "$WORK/suite/suite" >"$WORK/results.json" 2>"$WORK/suite.err" || true
 python3 "$COMPAT_ROOT/compat/suites/minio_go.py" "$WORK/results.json" || {
   tail -n 20 "$WORK/suite.err" >&2

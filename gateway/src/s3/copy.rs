@@ -122,8 +122,8 @@ impl Gateway {
         // (served only where volumes encrypt at rest: `unconfigured.rs`), which is how clients
         // rotate an object's SSE-S3 key in place (minio-go's functional suite does).
         let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
-        // The copy's own key (SSE-C), if it is to be stored with one: never the source's. A new
-        // key, or a key at all, is a change of encryption (how a client rotates an object's key).
+        // The copy's own key (SSE-C), if it is to be stored with one: never the source's. A key
+        // is a change of encryption (how a client rotates an object's key).
         let dest_key = CustomerKey::parse(
             i.sse_customer_algorithm.as_deref(),
             i.sse_customer_key.as_deref(),
@@ -132,7 +132,9 @@ impl Gateway {
         )?;
         self.sse_c_allowed(&req.headers, peer(&req), dest_key.is_some())?;
         sse_c::check_bucket(&b.rec, dest_key.is_some())?;
-        let encryption = i.server_side_encryption.is_some() || dest_key.is_some();
+        // Taking a customer key off (a source stored with one, read with it) is one too.
+        let encryption =
+            i.server_side_encryption.is_some() || dest_key.is_some() || src.rec.attrs.customer_key.is_some();
         // Nor is a website redirect location copied: each object has the one its own write
         // named (S3's rule), so naming one is a change of an object copied onto itself.
         let redirect = super::object::redirect_location(i.website_redirect_location.clone())?;

@@ -8,8 +8,8 @@
 //! nothing here would act on it.
 //!
 //! The same holds for requests that ask for one of these features per object (server-side
-//! encryption headers naming the gateway's keys): they are refused, never served as if the feature had been applied, so no
-//! client believes an object encrypted that is not.
+//! encryption headers naming the gateway's keys): they are refused, never served as if the
+//! feature had been applied, so no client believes an object encrypted that is not.
 //!
 //! Encryption at rest is the exception when the operator attests it (`encrypted_at_rest`: every
 //! volume encrypts what it stores): then every object is what S3 calls SSE-S3 encrypted, and

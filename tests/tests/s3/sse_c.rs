@@ -168,7 +168,7 @@ async fn malformed_keys_are_refused_and_write_nothing() {
 
 /// Copies decrypt a source with its key (`x-amz-copy-source-server-side-encryption-customer-*`)
 /// and store the copy under the copy's own key or none; copying an object onto itself with a
-/// new key rotates it.
+/// new key rotates it, and without one takes the key off.
 #[tokio::test]
 async fn copies_decrypt_their_source_and_encrypt_under_their_own_key() {
     let (_gw, c) = Gateway::with_bucket("copies").await;
@@ -209,6 +209,10 @@ async fn copies_decrypt_their_source_and_encrypt_under_their_own_key() {
     let e = with_key!(c.get_object().bucket("copies").key("src"), k).send().await.unwrap_err();
     assert_eq!(status(&e), 403);
     assert_eq!(get_with(&c, "copies", "src", &k2).await, body);
+    // And off: copied onto itself with its key and no new one, it is a plain object again (a
+    // change of encryption, so no refusal as a copy onto itself that changes nothing).
+    with_source_key!(c.copy_object().bucket("copies").key("src").copy_source("copies/src"), k2).send().await.unwrap();
+    assert_eq!(get(&c, "copies", "src").await, body);
 }
 
 /// A multipart upload started with a key takes parts only with that key; each part is stored
