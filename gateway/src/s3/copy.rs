@@ -60,7 +60,7 @@ impl Gateway {
         };
         parse_key(key)?;
         let source_key = CustomerKey::from_headers(&req.headers, &sse_c::SOURCE_KEY)?;
-        self.sse_c_allowed(&req.headers, peer(req), source_key.is_some())?;
+        let source_key = self.admit_key(&req.headers, peer(req), source_key)?;
         let who = caller(req)?;
         let sb = self.bucket(&who, bucket).await?;
         super::check_expected_owner(&req.headers, "x-amz-source-expected-bucket-owner", &sb.rec)?;
@@ -124,13 +124,7 @@ impl Gateway {
         let class = super::object::stored_class(i.storage_class.as_ref().map(|c| c.as_str().to_owned()));
         // The copy's own key (SSE-C), if it is to be stored with one: never the source's. A key
         // is a change of encryption (how a client rotates an object's key).
-        let dest_key = CustomerKey::parse(
-            i.sse_customer_algorithm.as_deref(),
-            i.sse_customer_key.as_deref(),
-            i.sse_customer_key_md5.as_deref(),
-            &sse_c::OBJECT_KEY,
-        )?;
-        self.sse_c_allowed(&req.headers, peer(&req), dest_key.is_some())?;
+        let dest_key = self.admit_key(&req.headers, peer(&req), sse_c::input_key!(i)?)?;
         sse_c::check_bucket(&b.rec, dest_key.is_some())?;
         // Taking a customer key off (a source stored with one, read with it) is one too.
         let encryption =

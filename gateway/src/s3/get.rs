@@ -138,12 +138,7 @@ macro_rules! read_request {
             range: $i.range,
             part_number: $i.part_number,
             version_id: $i.version_id.as_deref(),
-            sse: CustomerKey::parse(
-                $i.sse_customer_algorithm.as_deref(),
-                $i.sse_customer_key.as_deref(),
-                $i.sse_customer_key_md5.as_deref(),
-                &super::sse_c::OBJECT_KEY,
-            )?,
+            sse: super::sse_c::input_key!($i)?,
         }
     };
 }
@@ -274,8 +269,8 @@ impl Gateway {
         let who = caller(&req)?;
         no_anonymous_overrides!(who, i);
         let admission = self.rdma.admit(&req.headers, peer(&req), &self.metrics, false)?;
-        let r = read_request!(i, &who);
-        self.sse_c_allowed(&req.headers, peer(&req), r.sse.is_some())?;
+        let mut r = read_request!(i, &who);
+        r.sse = self.admit_key(&req.headers, peer(&req), r.sse.take())?;
         let plan = self.plan_read(r).await.map_err(|e| hidden(&who, e))?;
         let mut out = GetObjectOutput {
             server_side_encryption: self.at_rest(),
@@ -365,8 +360,8 @@ impl Gateway {
         let i = &req.input;
         let who = caller(&req)?;
         no_anonymous_overrides!(who, i);
-        let r = read_request!(i, &who);
-        self.sse_c_allowed(&req.headers, peer(&req), r.sse.is_some())?;
+        let mut r = read_request!(i, &who);
+        r.sse = self.admit_key(&req.headers, peer(&req), r.sse.take())?;
         let plan = self.plan_read(r).await.map_err(|e| hidden(&who, e))?;
         let mut out = HeadObjectOutput {
             server_side_encryption: self.at_rest(),
@@ -417,13 +412,7 @@ impl Gateway {
                 "Invalid attribute name specified: x-amz-object-attributes takes ETag, Checksum, ObjectParts, StorageClass and ObjectSize"
             ));
         }
-        let sse = CustomerKey::parse(
-            i.sse_customer_algorithm.as_deref(),
-            i.sse_customer_key.as_deref(),
-            i.sse_customer_key_md5.as_deref(),
-            &super::sse_c::OBJECT_KEY,
-        )?;
-        self.sse_c_allowed(&req.headers, peer(&req), sse.is_some())?;
+        let sse = self.admit_key(&req.headers, peer(&req), super::sse_c::input_key!(i)?)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let (rec, st, _) = self.open_version(&b, &i.key, i.version_id.as_deref()).await?;
         // Its metadata is read with the object's key, as its bytes are (S3's rule).

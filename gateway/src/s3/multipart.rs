@@ -50,13 +50,7 @@ impl Gateway {
         let input = &mut req.input;
         parse_key(&input.key)?;
         // The upload's key (SSE-C): every part is then sent and stored with it.
-        let sse = CustomerKey::parse(
-            input.sse_customer_algorithm.as_deref(),
-            input.sse_customer_key.as_deref(),
-            input.sse_customer_key_md5.as_deref(),
-            &sse_c::OBJECT_KEY,
-        )?;
-        self.sse_c_allowed(&req.headers, from, sse.is_some())?;
+        let sse = self.admit_key(&req.headers, from, sse_c::input_key!(input)?)?;
         let b = self.bucket(&who, &input.bucket).await?;
         sse_c::check_bucket(&b.rec, sse.is_some())?;
         let (owner, acl) = self
@@ -125,13 +119,7 @@ impl Gateway {
         parse_key(&input.key)?;
         let b = self.bucket(&who, &input.bucket).await?;
         let up = self.upload_record(&b, &input.key, &input.upload_id).await?;
-        let sse = CustomerKey::parse(
-            input.sse_customer_algorithm.as_deref(),
-            input.sse_customer_key.as_deref(),
-            input.sse_customer_key_md5.as_deref(),
-            &sse_c::OBJECT_KEY,
-        )?;
-        self.sse_c_allowed(&req.headers, from, sse.is_some())?;
+        let sse = self.admit_key(&req.headers, from, sse_c::input_key!(input)?)?;
         sse_c::check_part(up.attrs.customer_key.as_ref(), sse.as_ref())?;
         let requested = input_algo(input.checksum_algorithm.as_ref())?.or(up.checksum_algorithm);
         let claims = Claims::from_headers(&req.headers, requested)?;
@@ -188,13 +176,7 @@ impl Gateway {
         parse_key(&i.key)?;
         let b = self.bucket(&caller(&req)?, &i.bucket).await?;
         let up = self.upload_record(&b, &i.key, &i.upload_id).await?;
-        let sse = CustomerKey::parse(
-            i.sse_customer_algorithm.as_deref(),
-            i.sse_customer_key.as_deref(),
-            i.sse_customer_key_md5.as_deref(),
-            &sse_c::OBJECT_KEY,
-        )?;
-        self.sse_c_allowed(&req.headers, peer(&req), sse.is_some())?;
+        let sse = self.admit_key(&req.headers, peer(&req), sse_c::input_key!(i)?)?;
         sse_c::check_part(up.attrs.customer_key.as_ref(), sse.as_ref())?;
         let src = self.copy_source(&req, &i.copy_source, copy_conditions!(i)).await?;
         let size = src.st.size;

@@ -46,13 +46,7 @@ impl Gateway {
         attrs.acl = acl;
         attrs.owner = owner;
         super::object_lock::lock_input!(input).apply(&b.rec, &mut attrs)?;
-        let sse = CustomerKey::parse(
-            input.sse_customer_algorithm.as_deref(),
-            input.sse_customer_key.as_deref(),
-            input.sse_customer_key_md5.as_deref(),
-            &sse_c::OBJECT_KEY,
-        )?;
-        self.sse_c_allowed(&req.headers, from, sse.is_some())?;
+        let sse = self.admit_key(&req.headers, from, sse_c::input_key!(input)?)?;
         sse_c::check_bucket(&b.rec, sse.is_some())?;
         attrs.customer_key = sse.as_ref().map(CustomerKey::keyed);
         let tags = parse_tagging_header(input.tagging.as_deref())?;

@@ -253,6 +253,20 @@ impl CustomerKey {
     }
 }
 
+/// The object's key ([`CustomerKey::parse`]) of an input with S3's three SSE-C fields (every
+/// write and read of an object names them alike), as an `S3Result<Option<CustomerKey>>`.
+macro_rules! input_key {
+    ($i:expr) => {
+        $crate::s3::sse_c::CustomerKey::parse(
+            $i.sse_customer_algorithm.as_deref(),
+            $i.sse_customer_key.as_deref(),
+            $i.sse_customer_key_md5.as_deref(),
+            &$crate::s3::sse_c::OBJECT_KEY,
+        )
+    };
+}
+pub(crate) use input_key;
+
 /// Names the key in an answer (`x-amz-server-side-encryption-customer-algorithm` and `-key-MD5`,
 /// same field names in every output that has them) when `$md5` (`Option<&str>`, the key's base64
 /// MD5) is one; such an object is not also SSE-S3's (`x-amz-server-side-encryption`).
@@ -268,22 +282,22 @@ macro_rules! answer_key {
 pub(crate) use answer_key;
 
 impl super::Gateway {
-    /// Whether a request that sends a customer key (`asked`) may: S3 takes keys over TLS only.
-    /// Here also from a loopback peer (the key crosses no network) and, with
-    /// `sse_c_over_http`, from any; behind a TLS-terminating proxy, its
+    /// `key`, the customer key a request sent (or none), if the request may send one: S3 takes
+    /// keys over TLS only. Here also from a loopback peer (the key crosses no network) and,
+    /// with `sse_c_over_http`, from any; behind a TLS-terminating proxy, its
     /// `X-Forwarded-Proto: https` counts as TLS.
-    pub(crate) fn sse_c_allowed(
+    pub(crate) fn admit_key(
         &self,
         headers: &HeaderMap,
         from: Option<super::PeerAddr>,
-        asked: bool,
-    ) -> S3Result<()> {
-        if !asked
+        key: Option<CustomerKey>,
+    ) -> S3Result<Option<CustomerKey>> {
+        if key.is_none()
             || self.sse_c_over_http
             || super::request_scheme(headers, self.secure) == "https"
             || from.is_some_and(|p| p.0.ip().is_loopback())
         {
-            return Ok(());
+            return Ok(key);
         }
         Err(s3_error!(
             InvalidRequest,
