@@ -11,7 +11,10 @@
 //! key stream). Counter mode keeps the file exactly as long as the object, so the file's size is
 //! the object's in listings, quotas and ranges, and any range decrypts on its own: byte `n` of a
 //! segment is XORed with byte `n` of that segment's key stream. A compute session that mounts
-//! the folder sees the ciphertext, as any reader without the key must.
+//! the folder sees the ciphertext, as any reader without the key must. What this buys is
+//! confidentiality at rest, which is what S3 promises of SSE-C; counter mode carries no
+//! integrity tag. A file a session rewrites no longer matches its record's fingerprint and is
+//! then served as the plain file it is (the rule for every object), not decrypted.
 //!
 //! ETags: S3 gives an SSE-C object an ETag that is not the MD5 of its data. Here it is the MD5
 //! of the salt followed by the data's MD5: as unique as an MD5 ETag, cheap, and telling nothing
