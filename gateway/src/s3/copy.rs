@@ -192,10 +192,8 @@ impl Gateway {
             rec
         } else {
             let algos = copy_algos(&src.rec, requested);
-            let mut staging = b.folder.create_staging(Some(src.st.size)).await.map_err(backend_err)?;
-            if let (Some(k), Some(keyed)) = (&dest_key, &attrs.customer_key) {
-                staging = k.encrypting(staging, &keyed.salt)?;
-            }
+            let staging = b.folder.create_staging(Some(src.st.size)).await.map_err(backend_err)?;
+            let mut staging = sse_c::object_staging(dest_key.as_ref(), attrs.customer_key.as_ref(), staging)?;
             let mut hasher = BodyHasher::new(&algos);
             if let Some(h) = &src.handle {
                 copy_range(h.as_ref(), 0, src.st.size, staging.as_mut(), &mut hasher).await?;

@@ -122,9 +122,10 @@ pub(crate) fn select(
     }
 }
 
-/// Builds the [`ReadRequest`] of a GetObject or HeadObject input (same field names).
+/// Builds the [`ReadRequest`] of a GetObject or HeadObject request `$req` with input `$i` (same
+/// field names), its customer key admitted by gateway `$gw`.
 macro_rules! read_request {
-    ($i:expr, $who:expr) => {
+    ($gw:expr, $req:expr, $i:expr, $who:expr) => {
         ReadRequest {
             who: $who,
             bucket: &$i.bucket,
@@ -138,7 +139,7 @@ macro_rules! read_request {
             range: $i.range,
             part_number: $i.part_number,
             version_id: $i.version_id.as_deref(),
-            sse: super::sse_c::input_key!($i)?,
+            sse: $gw.admit_key(&$req.headers, peer(&$req), super::sse_c::input_key!($i)?)?,
         }
     };
 }
@@ -269,9 +270,10 @@ impl Gateway {
         let who = caller(&req)?;
         no_anonymous_overrides!(who, i);
         let admission = self.rdma.admit(&req.headers, peer(&req), &self.metrics, false)?;
-        let mut r = read_request!(i, &who);
-        r.sse = self.admit_key(&req.headers, peer(&req), r.sse.take())?;
-        let plan = self.plan_read(r).await.map_err(|e| hidden(&who, e))?;
+        let plan = self
+            .plan_read(read_request!(self, req, i, &who))
+            .await
+            .map_err(|e| hidden(&who, e))?;
         let mut out = GetObjectOutput {
             server_side_encryption: self.at_rest(),
             ..Default::default()
@@ -360,9 +362,10 @@ impl Gateway {
         let i = &req.input;
         let who = caller(&req)?;
         no_anonymous_overrides!(who, i);
-        let mut r = read_request!(i, &who);
-        r.sse = self.admit_key(&req.headers, peer(&req), r.sse.take())?;
-        let plan = self.plan_read(r).await.map_err(|e| hidden(&who, e))?;
+        let plan = self
+            .plan_read(read_request!(self, req, i, &who))
+            .await
+            .map_err(|e| hidden(&who, e))?;
         let mut out = HeadObjectOutput {
             server_side_encryption: self.at_rest(),
             ..Default::default()

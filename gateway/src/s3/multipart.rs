@@ -126,11 +126,8 @@ impl Gateway {
         let admission = self.rdma.admit(&req.headers, from, &self.metrics, true)?;
 
         let hint = super::put::payload_hint(&admission, input.content_length);
-        let mut staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
-        let salt = sse.as_ref().map(|_| sse_c::part_salt());
-        if let (Some(k), Some(salt)) = (&sse, &salt) {
-            staging = k.encrypting(staging, salt)?;
-        }
+        let staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
+        let (mut staging, salt) = sse_c::part_staging(sse.as_ref(), staging)?;
         let mut hasher = BodyHasher::new(&claims.algos());
         let path_kind = self
             .fill_staging(
@@ -185,11 +182,8 @@ impl Gateway {
             Some(r) => parse_copy_range(r, size)?,
         };
         let algos = vec![up.checksum_algorithm.unwrap_or(Algo::Crc64Nvme)];
-        let mut staging = b.folder.create_staging(Some(len)).await.map_err(backend_err)?;
-        let salt = sse.as_ref().map(|_| sse_c::part_salt());
-        if let (Some(k), Some(salt)) = (&sse, &salt) {
-            staging = k.encrypting(staging, salt)?;
-        }
+        let staging = b.folder.create_staging(Some(len)).await.map_err(backend_err)?;
+        let (mut staging, salt) = sse_c::part_staging(sse.as_ref(), staging)?;
         let mut hasher = BodyHasher::new(&algos);
         if let Some(h) = &src.handle {
             copy_range(h.as_ref(), start, len, staging.as_mut(), &mut hasher).await?;
@@ -226,10 +220,7 @@ impl Gateway {
         let st = staging.seal(self.durable).await.map_err(backend_err)?;
         let part = PartRecord {
             part_number: n,
-            md5_hex: match &salt {
-                Some(salt) => sse_c::etag(&d.md5, salt),
-                None => hex::encode(d.md5),
-            },
+            md5_hex: sse_c::etag(&d.md5, salt.as_deref()),
             size: st.size,
             last_modified_ms: now_ms(),
             checksums: d.checksums,

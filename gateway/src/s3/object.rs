@@ -91,10 +91,7 @@ pub(crate) fn new_record(
 /// The ETag value of bytes with MD5 `md5` written with `attrs`: the MD5 itself, or for an
 /// object encrypted with a customer's key an ETag that does not reveal it (`sse_c::etag`).
 pub(crate) fn data_etag(md5: &[u8; 16], attrs: &ObjectAttrs) -> String {
-    match &attrs.customer_key {
-        Some(k) => super::sse_c::etag(md5, &k.salt),
-        None => hex::encode(md5),
-    }
+    super::sse_c::etag(md5, attrs.customer_key.as_ref().map(|k| k.salt.as_str()))
 }
 
 /// A strong ETag value as s3s serializes it.

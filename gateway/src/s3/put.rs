@@ -76,10 +76,8 @@ impl Gateway {
 
         // Stream the payload into a staging file inside the folder, hashing as it goes.
         let hint = payload_hint(&admission, input.content_length);
-        let mut staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
-        if let (Some(k), Some(keyed)) = (&sse, &attrs.customer_key) {
-            staging = k.encrypting(staging, &keyed.salt)?;
-        }
+        let staging = b.folder.create_staging(hint).await.map_err(backend_err)?;
+        let mut staging = sse_c::object_staging(sse.as_ref(), attrs.customer_key.as_ref(), staging)?;
         let mut hasher = BodyHasher::new(&claims.algos());
         let path_kind = self
             .fill_staging(&admission, body, staging.as_mut(), &mut hasher, input.content_length)

@@ -218,7 +218,7 @@ impl CustomerKey {
 
     /// `staging`, encrypting what is written to it under the data key of `salt_hex` (the
     /// object's salt, or a part's).
-    pub(crate) fn encrypting(&self, staging: Box<dyn StagingFile>, salt_hex: &str) -> S3Result<Box<dyn StagingFile>> {
+    fn encrypting(&self, staging: Box<dyn StagingFile>, salt_hex: &str) -> S3Result<Box<dyn StagingFile>> {
         let key = self.data_key(salt_hex)?;
         Ok(Box::new(Encrypting {
             inner: staging,
@@ -323,12 +323,42 @@ pub(crate) fn check_bucket(rec: &penstock_metadata::BucketRecord, asked: bool) -
 }
 
 /// A fresh salt for one part upload.
-pub(crate) fn part_salt() -> String {
+fn part_salt() -> String {
     hex::encode(rand::random::<[u8; 32]>())
 }
 
-/// The ETag of data with MD5 `md5` encrypted under salt `salt_hex` (see the module's note).
-pub(crate) fn etag(md5: &[u8; 16], salt_hex: &str) -> String {
+/// The staging file of an object written with `key` (none: `staging` itself), encrypting
+/// under the salt of `keyed`, the object's record of the key.
+pub(crate) fn object_staging(
+    key: Option<&CustomerKey>,
+    keyed: Option<&CustomerKeyed>,
+    staging: Box<dyn StagingFile>,
+) -> S3Result<Box<dyn StagingFile>> {
+    match (key, keyed) {
+        (Some(k), Some(keyed)) => k.encrypting(staging, &keyed.salt),
+        _ => Ok(staging),
+    }
+}
+
+/// The staging file of a part written with `key` (none: `staging` itself) and the fresh salt
+/// it encrypts under, for the part's record.
+pub(crate) fn part_staging(
+    key: Option<&CustomerKey>,
+    staging: Box<dyn StagingFile>,
+) -> S3Result<(Box<dyn StagingFile>, Option<String>)> {
+    let Some(k) = key else {
+        return Ok((staging, None));
+    };
+    let salt = part_salt();
+    Ok((k.encrypting(staging, &salt)?, Some(salt)))
+}
+
+/// The ETag of data with MD5 `md5`: the MD5 itself, or for data encrypted under salt
+/// `salt_hex` the MD5 of the salt and the MD5 (see the module's note).
+pub(crate) fn etag(md5: &[u8; 16], salt_hex: Option<&str>) -> String {
+    let Some(salt_hex) = salt_hex else {
+        return hex::encode(md5);
+    };
     let mut c = penstock_md5::Chain::default();
     c.update(salt_hex.as_bytes());
     c.update(md5);
@@ -709,8 +739,11 @@ mod tests {
     #[test]
     fn etags_differ_by_salt_and_data() {
         let (a, b) = (part_salt(), part_salt());
-        assert_ne!(etag(&[1; 16], &a), etag(&[1; 16], &b));
-        assert_ne!(etag(&[1; 16], &a), etag(&[2; 16], &a));
-        assert_eq!(etag(&[1; 16], &a).len(), 32);
+        let (a, b) = (Some(a.as_str()), Some(b.as_str()));
+        assert_ne!(etag(&[1; 16], a), etag(&[1; 16], b));
+        assert_ne!(etag(&[1; 16], a), etag(&[2; 16], a));
+        assert_ne!(etag(&[1; 16], a), etag(&[1; 16], None));
+        assert_eq!(etag(&[1; 16], a).len(), 32);
+        assert_eq!(etag(&[1; 16], None), "01".repeat(16), "no salt: the MD5 itself");
     }
 }
