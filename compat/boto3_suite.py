@@ -243,6 +243,22 @@ check("object ACL shows AllUsers READ", any(g["Grantee"].get("URI", "").endswith
                                              for g in grants), grants)
 s3.put_object_acl(Bucket=B, Key="pub/readme.txt", ACL="private")
 check("private again", http("GET", anon_url)[0] == 403)
+# Grant headers and policy bodies grant exactly what they name (s3-tests' header-grant and
+# revoke-all cases): a header grant to everyone reads back as that grant alone, no grants as none.
+s3.put_object_acl(Bucket=B, Key="pub/readme.txt", GrantRead='uri="http://acs.amazonaws.com/groups/global/AllUsers"')
+grants = s3.get_object_acl(Bucket=B, Key="pub/readme.txt")["Grants"]
+check("header grant read back alone", [(g["Grantee"].get("URI"), g["Permission"]) for g in grants]
+      == [("http://acs.amazonaws.com/groups/global/AllUsers", "READ")], grants)
+check("owner reads its object without a grant", s3.get_object(Bucket=B, Key="pub/readme.txt")["Body"].read() == b"open data")
+s3.put_object_acl(Bucket=B, Key="pub/readme.txt", ACL="private")
+bucket_acl = s3.get_bucket_acl(Bucket=B)
+s3.put_bucket_acl(Bucket=B, AccessControlPolicy={"Owner": bucket_acl["Owner"], "Grants": []})
+check("revoked bucket ACL reads back empty", s3.get_bucket_acl(Bucket=B)["Grants"] == [])
+check("owner still lists", s3.list_objects_v2(Bucket=B, MaxKeys=1)["KeyCount"] == 1)
+check("policy without an owner id refused", error_code(lambda: s3.put_bucket_acl(
+    Bucket=B, AccessControlPolicy={"Owner": {}, "Grants": bucket_acl["Grants"]}))[1] == 400)
+s3.put_bucket_acl(Bucket=B, AccessControlPolicy={"Owner": bucket_acl["Owner"], "Grants": bucket_acl["Grants"]})
+check("bucket ACL restored", s3.get_bucket_acl(Bucket=B)["Grants"] == bucket_acl["Grants"])
 check("grant by e-mail refused", error_code(lambda: s3.put_bucket_acl(Bucket=B, GrantRead='emailAddress="x@example.com"'))[0]
       == "UnresolvableGrantByEmailAddress")
 s3.delete_bucket_ownership_controls(Bucket=B)

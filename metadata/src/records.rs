@@ -88,9 +88,15 @@ pub struct BucketRecord {
     /// default, under which ACLs are disabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<String>,
-    /// The bucket's ACL grants besides the owner's implicit full control.
+    /// The bucket's ACL grants besides the owner's full control.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acl: Vec<AclGrant>,
+    /// The ACL was set without the owner's full control (an AccessControlPolicy or
+    /// `x-amz-grant-*` headers naming only others, or no one): it lists exactly `acl`. The
+    /// owner's access does not come from the ACL and is kept. `false` (every canned ACL, and
+    /// records written before this field) lists the owner's full control first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acl_owner_omitted: bool,
     /// CORS rules (PutBucketCors), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cors: Vec<CorsRule>,
@@ -222,6 +228,7 @@ impl BucketRecord {
             tags: Vec::new(),
             object_lock: None,
             sse_c_blocked: false,
+            acl_owner_omitted: false,
         }
     }
 }
@@ -378,9 +385,13 @@ pub struct ObjectAttrs {
     pub expires: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub user_metadata: BTreeMap<String, String>,
-    /// ACL grants besides the bucket owner's implicit full control (buckets with ACLs enabled).
+    /// ACL grants besides the object owner's full control (buckets with ACLs enabled).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acl: Vec<AclGrant>,
+    /// The ACL was set without the object owner's full control: it lists exactly `acl`
+    /// (as [`BucketRecord::acl_owner_omitted`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acl_owner_omitted: bool,
     /// The object's owner, as ACLs name users (the user id in plain hex), where it is not the
     /// bucket owner: in a bucket with ACLs enabled, the user who wrote it (S3's
     /// `ObjectWriter`, and `BucketOwnerPreferred` unless the write gave the bucket owner full

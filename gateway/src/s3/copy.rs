@@ -154,7 +154,7 @@ impl Gateway {
             src.rec.attrs.clone()
         };
         // As on S3, a copy gets the ACL its request asks for (private by default), not the source's.
-        attrs.acl = acl;
+        acl.set_on(&mut attrs);
         attrs.owner = owner;
         attrs.storage_class = class;
         attrs.website_redirect_location = redirect;

@@ -81,7 +81,7 @@ impl Gateway {
                 let mut a = attr_input!(input)
                     .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
                     .into_attrs()?;
-                a.acl = acl;
+                acl.set_on(&mut a);
                 a.owner = owner;
                 super::object_lock::lock_input!(input).apply(&b.rec, &mut a)?;
                 a.customer_key = sse.as_ref().map(CustomerKey::keyed);

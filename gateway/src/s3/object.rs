@@ -192,6 +192,7 @@ impl AttrInput {
                 .map(|m| m.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect())
                 .unwrap_or_default(),
             acl: Vec::new(),
+            acl_owner_omitted: false,
             owner: None,
             storage_class: stored_class(self.storage_class),
             restored_until_ms: None,

@@ -43,7 +43,7 @@ impl Gateway {
         let mut attrs = attr_input!(input)
             .with_raw(req.extensions.get::<super::raw_headers::RawAttrs>())
             .into_attrs()?;
-        attrs.acl = acl;
+        acl.set_on(&mut attrs);
         attrs.owner = owner;
         super::object_lock::lock_input!(input).apply(&b.rec, &mut attrs)?;
         let sse = self.admit_key(&req.headers, from, sse_c::input_key!(input)?)?;
