@@ -22,9 +22,18 @@ done
 cache=${PENSTOCK_CACHE:-$HOME/.cache/penstock}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target}
 eval "$(scripts/rocksdb-prebuilt.sh)"
-if [ "$mode" = smoke ]; then profile=debug; cargo build --locked -p penstock -p penstock-client >&2
+# A smoke run under scripts/test takes the debug build it made (PENSTOCK_BIN, penstock-bench beside
+# it): building here with `-p` would unify other features, rebuild the gateway and replace the
+# binary under the scenarios running meanwhile.
+bindir=
+if [ "$mode" = smoke ]; then
+  profile=debug
+  if [ -x "${PENSTOCK_BIN:-}" ] && [ -x "$(dirname "$PENSTOCK_BIN")/penstock-bench" ]; then
+    bindir=$(dirname "$PENSTOCK_BIN")
+  else cargo build --locked -p penstock -p penstock-client >&2; fi
 else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
-PENSTOCK="$CARGO_TARGET_DIR/$profile/penstock"
+bindir=${bindir:-$CARGO_TARGET_DIR/$profile}
+PENSTOCK="$bindir/penstock"
 # PENSTOCK_BENCH_BIN: measure another build of the gateway (an A/B run against the one just built).
 PENSTOCK=${PENSTOCK_BENCH_BIN:-$PENSTOCK}
-BENCH="$CARGO_TARGET_DIR/$profile/penstock-bench"
+BENCH="$bindir/penstock-bench"
