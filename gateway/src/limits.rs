@@ -297,18 +297,21 @@ mod tests {
         assert_eq!(secs(1.5), Some(Duration::from_millis(1500)));
     }
 
-    #[tokio::test(start_paused = true)]
+    // On the real clock, with margins wide enough for a loaded machine: tokio's paused clock
+    // (its test-util feature) would change tokio's features for `cargo test` alone, and with them
+    // the build of every crate above tokio, compiled once more for the tests.
+    #[tokio::test]
     async fn stalled_bodies_fail_and_slow_ones_do_not() {
         let metrics = Arc::new(Metrics::new());
-        // A frame every 4 s against a 5 s limit: slow, but progressing.
+        // A frame every 100 ms against a 600 ms limit: slow, but progressing.
         let slow = futures::stream::unfold(0, |n| async move {
             (n < 5).then_some(())?;
-            tokio::time::sleep(Duration::from_secs(4)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
             Some((Ok::<_, std::io::Error>(Frame::data(Bytes::from_static(b"x"))), n + 1))
         });
         let body = StallGuard::new(
             StreamBody::new(Box::pin(slow)),
-            Some(Duration::from_secs(5)),
+            Some(Duration::from_millis(600)),
             metrics.clone(),
         );
         assert_eq!(body.collect().await.unwrap().to_bytes().len(), 5);
@@ -321,7 +324,7 @@ mod tests {
         });
         let body = StallGuard::new(
             StreamBody::new(Box::pin(stalled)),
-            Some(Duration::from_secs(5)),
+            Some(Duration::from_millis(300)),
             metrics,
         );
         let err = body.collect().await.unwrap_err();
