@@ -25,11 +25,12 @@ eval "$(scripts/rocksdb-prebuilt.sh)"
 # A smoke run under scripts/test takes the debug build it made (PENSTOCK_BIN, penstock-bench beside
 # it): building here with `-p` would unify other features, rebuild the gateway and replace the
 # binary under the scenarios running meanwhile.
-bindir=
+# prebuilt=1 tells the caller to take its other binaries from there too.
+bindir= prebuilt=
 if [ "$mode" = smoke ]; then
   profile=debug
   if [ -x "${PENSTOCK_BIN:-}" ] && [ -x "$(dirname "$PENSTOCK_BIN")/penstock-bench" ]; then
-    bindir=$(dirname "$PENSTOCK_BIN")
+    bindir=$(dirname "$PENSTOCK_BIN") prebuilt=1
   else cargo build --locked -p penstock -p penstock-client >&2; fi
 else profile=release; cargo build --release --locked -p penstock -p penstock-client >&2; fi
 bindir=${bindir:-$CARGO_TARGET_DIR/$profile}
