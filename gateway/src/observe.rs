@@ -51,6 +51,17 @@ pub struct RequestInfo {
     /// The head of a SigV4-signed request handed to s3s, for the document of a signature that
     /// does not match.
     pub(crate) signed_head: Option<Arc<crate::signed_path::SignedHead>>,
+    /// The length of the key a request path names, where it is over S3's limit: s3s refuses
+    /// such a path with `KeyTooLongError` alone, and S3's document names the length.
+    pub(crate) long_path_key: Option<usize>,
+}
+
+/// The length in bytes of the key request path `path` names, decoded: all of it when the Host
+/// named the bucket (`virtual_hosted`), else what follows `/bucket/`.
+fn path_key_len(path: &str, virtual_hosted: bool) -> Option<usize> {
+    let path = path.strip_prefix('/')?;
+    let key = if virtual_hosted { path } else { path.split_once('/')?.1 };
+    Some(percent_encoding::percent_decode_str(key).count())
 }
 
 /// The key named by an `x-amz-copy-source` value (`[/]bucket/key[?versionId=...]`, URL-encoded),
@@ -215,6 +226,14 @@ impl Observed {
         crate::signed_path::respell_signed_spaces(&mut req, &self.auth).await;
         crate::signed_path::accept_root_signed_as_double_slash(&mut req, &self.auth).await;
         crate::signed_path::accept_presigned_payload_hash(&mut req, &self.auth).await;
+        // Only a path longer than the limit can name a key over it.
+        if req.uri().path().len() > crate::s3::MAX_KEY_BYTES {
+            let virtual_hosted = self.cors.as_ref().is_some_and(|c| c.host_bucket(&req).is_some());
+            let len = path_key_len(req.uri().path(), virtual_hosted);
+            if let Ok(mut info) = slot.0.lock() {
+                info.long_path_key = len.filter(|&n| n > crate::s3::MAX_KEY_BYTES);
+            }
+        }
         let req = if close {
             req.map(|_| Body::empty())
         } else {
@@ -514,10 +533,7 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
                         }
                         _ => given,
                     };
-                    let detail = given.or_else(|| {
-                        let (tag, value) = slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i))?;
-                        Some(format!("<{tag}>{value}</{tag}>"))
-                    });
+                    let detail = given.or_else(|| slot.0.lock().ok().and_then(|i| detail_of(found.as_deref()?, &i)));
                     let message = missing_message(&bytes, found.as_deref()).unwrap_or_default();
                     let mut detail = message + detail.as_deref().unwrap_or_default();
                     // S3's 405 documents name the method refused, whatever refused it.
@@ -607,6 +623,14 @@ impl hyper::service::Service<Request<Incoming>> for Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_key_is_measured_decoded_and_without_its_bucket() {
+        assert_eq!(path_key_len("/b/a%20b", false), Some(3));
+        assert_eq!(path_key_len("/a%20b/c", true), Some(5));
+        assert_eq!(path_key_len("/b", false), None);
+        assert_eq!(path_key_len("/b/%E2%82%AC", false), Some(3), "bytes, not characters");
+    }
 
     #[test]
     fn the_host_is_read_from_the_authority_when_no_header_names_it() {

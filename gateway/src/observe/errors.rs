@@ -40,13 +40,18 @@ pub(super) fn error_code(xml: &[u8]) -> Option<String> {
     Some(s[start..end].to_owned())
 }
 
-/// The element S3 adds to an error document to name what was not there or in the way:
-/// `<BucketName>` or `<Key>`, from the request's own bucket and key. A copy's missing key is its
-/// source's, which S3 names; a copy's missing bucket may be either, so it is not named.
-pub(super) fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str, String)> {
+/// The elements S3 adds to an error document from the request itself: `<BucketName>` or
+/// `<Key>` for what was not there or in the way (a copy's missing key is its source's, which S3
+/// names; a copy's missing bucket may be either, so it is not named), and a path key's length
+/// where it is too long.
+pub(super) fn detail_of(code: &str, info: &RequestInfo) -> Option<String> {
+    let element = |tag: &str, value: &str| format!("<{tag}>{}</{tag}>", crate::s3::post_form::xml_escape(value));
+    if code == "KeyTooLongError" {
+        return info.long_path_key.map(crate::s3::key_too_long_detail);
+    }
     if matches!(info.operation.as_str(), "CopyObject" | "UploadPartCopy") {
         let key = info.copy_source_key.as_ref().filter(|_| code == "NoSuchKey")?;
-        return Some(("Key", crate::s3::post_form::xml_escape(key)));
+        return Some(element("Key", key));
     }
     let (tag, value) = match code {
         "NoSuchKey" => ("Key", info.key.as_ref()?),
@@ -68,7 +73,7 @@ pub(super) fn detail_of(code: &str, info: &RequestInfo) -> Option<(&'static str,
         | "ServerSideEncryptionConfigurationNotFoundError" => ("BucketName", info.bucket.as_ref()?),
         _ => return None,
     };
-    Some((tag, crate::s3::post_form::xml_escape(value)))
+    Some(element(tag, value))
 }
 
 /// S3's message for an error that s3s answers with a code alone (a path it cannot parse, a
@@ -389,8 +394,7 @@ mod tests {
             key: Some("a<b".into()),
             ..RequestInfo::default()
         };
-        let (tag, value) = detail_of("NoSuchKey", &info).unwrap();
-        let out = with_request_id(xml, "ID", &format!("<{tag}>{value}</{tag}>"));
+        let out = with_request_id(xml, "ID", &detail_of("NoSuchKey", &info).unwrap());
         assert_eq!(
             &out[..],
             b"<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Key>a&lt;b</Key><RequestId>ID</RequestId></Error>"
@@ -431,20 +435,32 @@ mod tests {
             key: Some("k".into()),
             ..RequestInfo::default()
         };
-        assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "k".to_owned())));
-        assert_eq!(detail_of("NoSuchBucket", &info), Some(("BucketName", "b".to_owned())));
+        assert_eq!(detail_of("NoSuchKey", &info), Some("<Key>k</Key>".to_owned()));
+        assert_eq!(
+            detail_of("NoSuchBucket", &info),
+            Some("<BucketName>b</BucketName>".to_owned())
+        );
         assert_eq!(
             detail_of("NoSuchCORSConfiguration", &info),
-            Some(("BucketName", "b".to_owned()))
+            Some("<BucketName>b</BucketName>".to_owned())
         );
         assert_eq!(detail_of("AccessDenied", &info), None);
         info.operation = "CopyObject".into();
         assert_eq!(detail_of("NoSuchKey", &info), None, "no source known");
         info.copy_source_key = copy_source_key("/src/a%20b%26c.txt?versionId=3");
         assert_eq!(info.copy_source_key.as_deref(), Some("a b&c.txt"));
-        assert_eq!(detail_of("NoSuchKey", &info), Some(("Key", "a b&amp;c.txt".to_owned())));
+        assert_eq!(
+            detail_of("NoSuchKey", &info),
+            Some("<Key>a b&amp;c.txt</Key>".to_owned())
+        );
         assert_eq!(detail_of("NoSuchBucket", &info), None, "source or destination");
         assert_eq!(copy_source_key("src"), None);
+        // A path key over the limit, which s3s refuses without a document of ours.
+        info.long_path_key = Some(1025);
+        assert_eq!(
+            detail_of("KeyTooLongError", &info).as_deref(),
+            Some("<Size>1025</Size><MaxSizeAllowed>1024</MaxSizeAllowed>")
+        );
         assert_eq!(copy_source_key("src/d/e"), Some("d/e".to_owned()));
     }
 

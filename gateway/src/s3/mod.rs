@@ -57,7 +57,7 @@ use crate::config::{Config, MetadataEngine, VolumeConfig};
 use crate::metrics::Metrics;
 use crate::observe::Observed;
 use crate::secrets::MasterKey;
-pub(crate) use object::now_ms;
+pub(crate) use object::{key_too_long_detail, now_ms, MAX_KEY_BYTES};
 pub(crate) use unconfigured::{names_blocked_encryption_types, SSE_C_BLOCKED_MARK};
 // The pure parsers and checks the fuzz targets drive (crate::fuzzing).
 pub(crate) use acl::OWNERSHIPS;

@@ -9,19 +9,23 @@ use s3s::{s3_error, S3Result};
 use penstock_backends::{ObjectPath, Stat};
 use penstock_metadata::{Checksums, Fingerprint, ObjectAttrs, ObjectRecord};
 
-use super::error::key_err;
+use super::error::{key_err, with_detail};
 
 /// Longest object key S3 accepts, in bytes (UTF-8).
-const MAX_KEY_BYTES: usize = 1024;
+pub(crate) const MAX_KEY_BYTES: usize = 1024;
+
+/// The elements of S3's `KeyTooLongError` document: the key's length and the limit.
+pub(crate) fn key_too_long_detail(len: usize) -> String {
+    format!("<Size>{len}</Size><MaxSizeAllowed>{MAX_KEY_BYTES}</MaxSizeAllowed>")
+}
 
 /// Validates an object key: at most 1024 bytes, as on S3, wherever it comes from (a request
 /// path, a DeleteObjects document, a copy source), and a path the backend can store.
 pub(crate) fn parse_key(key: &str) -> S3Result<ObjectPath> {
     if key.len() > MAX_KEY_BYTES {
-        return Err(s3_error!(
-            KeyTooLongError,
-            "Your key is too long: {} bytes, the most is {MAX_KEY_BYTES}",
-            key.len()
+        return Err(with_detail(
+            s3_error!(KeyTooLongError, "Your key is too long"),
+            &key_too_long_detail(key.len()),
         ));
     }
     ObjectPath::parse(key).map_err(key_err)

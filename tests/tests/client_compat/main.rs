@@ -23,7 +23,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, ChecksumType, CompletedMultipartUpload, CompletedPart};
 use base64::Engine;
 use penstock_tests::raw::Conn;
-use penstock_tests::{get, md5_hex, pattern, put, Gateway, Upload};
+use penstock_tests::{error_doc, get, md5_hex, pattern, put, xml_element, Gateway, Upload};
 
 fn presigning() -> PresigningConfig {
     PresigningConfig::expires_in(Duration::from_secs(600)).unwrap()

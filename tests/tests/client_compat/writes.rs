@@ -156,6 +156,10 @@ async fn keys_longer_than_1024_bytes_are_refused() {
         .unwrap_err();
     assert_eq!(e.code(), Some("KeyTooLongError"));
     assert_eq!(e.raw_response().unwrap().status().as_u16(), 400);
+    // The document names the key's length and the limit, as S3's does.
+    let doc = error_doc(&e);
+    assert_eq!(xml_element(&doc, "Size").as_deref(), Some("1025"), "{doc}");
+    assert_eq!(xml_element(&doc, "MaxSizeAllowed").as_deref(), Some("1024"), "{doc}");
     // The same limit holds for keys named in a DeleteObjects document: reported per key.
     use aws_sdk_s3::types::{Delete, ObjectIdentifier};
     let too_long = format!("{longest}x");
