@@ -54,6 +54,17 @@ async fn digests_of_xml_bodies_are_checked() {
         assert!(String::from_utf8_lossy(&r.body).contains("<RequestId>"));
         assert_eq!(penstock_tests::get(&c, "dig", "a").await, b"keep me", "{headers:?} deleted the object");
     }
+    // A document's BadDigest names both digests, as an object's does.
+    let r = raw.send(Method::POST, &delete_url, &[("content-md5", &wrong)], doc.clone()).await.unwrap();
+    let body = String::from_utf8_lossy(&r.body);
+    let claimed = hex::encode(base64::engine::general_purpose::STANDARD.decode(&wrong).unwrap());
+    assert!(
+        body.contains(&format!(
+            "<CalculatedDigest>{}</CalculatedDigest><ExpectedDigest>{claimed}</ExpectedDigest>",
+            b64_md5(&doc)
+        )),
+        "{body}"
+    );
 
     // PutObjectTagging with a wrong Content-MD5 leaves the tags alone.
     let tag_url = format!("{}/dig/a?tagging", gw.endpoint);

@@ -33,9 +33,9 @@ pub(crate) enum BodyDigest {
     Unclaimed,
     /// Every claimed digest matched.
     Verified,
-    /// A claim was malformed or did not match: the error S3 answers (its code, message, and
-    /// status where the code alone does not give one).
-    Refused(S3ErrorCode, String, Option<http::StatusCode>),
+    /// A claim was malformed or did not match: the error S3 answers (its code, message, status
+    /// where the code alone does not give one, and the elements its document adds).
+    Refused(S3ErrorCode, String, Option<http::StatusCode>, Option<String>),
     /// The body could not be read (the client stalled or went away): refused whatever the
     /// operation, since the handler would see an empty body.
     Unreadable(S3ErrorCode, String),
@@ -208,6 +208,7 @@ fn refused(e: S3Error) -> BodyDigest {
         e.code().clone(),
         e.message().unwrap_or_default().to_owned(),
         e.status_code(),
+        super::error::detail_of(&e),
     )
 }
 
@@ -222,12 +223,15 @@ pub(crate) fn enforce(op: &str, verdict: Option<&BodyDigest>) -> S3Result<()> {
         return Ok(());
     }
     match verdict {
-        Some(BodyDigest::Refused(code, msg, status)) => {
+        Some(BodyDigest::Refused(code, msg, status, detail)) => {
             let mut e = S3Error::with_message(code.clone(), msg.clone());
             if let Some(status) = status {
                 e.set_status_code(*status);
             }
-            Err(e)
+            Err(match detail {
+                Some(xml) => super::error::with_detail(e, xml),
+                None => e,
+            })
         }
         Some(BodyDigest::Unclaimed) if op == "DeleteObjects" => Err(s3_error!(
             InvalidRequest,
@@ -334,12 +338,12 @@ mod tests {
         assert!(enforce("PutObjectTagging", Some(&BodyDigest::Unclaimed)).is_ok());
         assert!(enforce(
             "PutObject",
-            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new(), None))
+            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new(), None, None))
         )
         .is_ok());
         assert!(enforce(
             "CompleteMultipartUpload",
-            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new(), None))
+            Some(&BodyDigest::Refused(S3ErrorCode::BadDigest, String::new(), None, None))
         )
         .is_err());
     }

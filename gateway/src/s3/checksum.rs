@@ -248,9 +248,18 @@ impl Claims {
                 .filter(|r| r.len() == 16)
                 .ok_or_else(|| s3_error!(InvalidDigest, "The Content-MD5 you specified was invalid."))?;
             if raw != d.md5 {
-                return Err(s3_error!(
-                    BadDigest,
-                    "The Content-MD5 you specified did not match what we received."
+                // S3's document names both digests: what it computed in base64, what the
+                // request claimed in hex.
+                return Err(super::error::with_detail(
+                    s3_error!(
+                        BadDigest,
+                        "The Content-MD5 you specified did not match what we received."
+                    ),
+                    &format!(
+                        "<CalculatedDigest>{}</CalculatedDigest><ExpectedDigest>{}</ExpectedDigest>",
+                        B64.encode(d.md5),
+                        hex::encode(&raw)
+                    ),
                 ));
             }
         }

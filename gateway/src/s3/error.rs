@@ -79,6 +79,14 @@ pub(crate) fn with_detail(mut e: S3Error, xml: &str) -> S3Error {
     e
 }
 
+/// The document elements [`with_detail`] gave `e`, if any.
+pub(crate) fn detail_of(e: &S3Error) -> Option<String> {
+    e.headers()
+        .and_then(|h| h.get(DETAIL_HEADER))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
 /// The elements S3 adds to an `InvalidArgument` document to name what it refuses:
 /// `<ArgumentName>name</ArgumentName><ArgumentValue>value</ArgumentValue>`, the value escaped.
 pub(crate) fn argument_detail(name: &str, value: &str) -> String {

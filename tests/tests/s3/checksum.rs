@@ -2,7 +2,7 @@
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode};
-use penstock_tests::{code, status, Gateway};
+use penstock_tests::{code, error_doc, status, xml_element, Gateway};
 
 #[tokio::test]
 async fn checksums_are_verified_stored_and_returned() {
@@ -72,6 +72,11 @@ async fn checksums_are_verified_stored_and_returned() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "BadDigest");
+    // As on S3, the document names the digest computed (base64) and the one claimed (hex: the
+    // MD5 of no bytes).
+    let doc = error_doc(&e);
+    assert_eq!(xml_element(&doc, "CalculatedDigest").as_deref(), Some("eu3/pGh9N9QAe72Of88ADQ=="), "{doc}");
+    assert_eq!(xml_element(&doc, "ExpectedDigest").as_deref(), Some("d41d8cd98f00b204e9800998ecf8427e"), "{doc}");
     assert_eq!(status(&c.head_object().bucket("sums").key("bad").send().await.unwrap_err()), 404);
     let staging = gw.folder_dir("k-CRC32").join(".penstock/tmp");
     assert_eq!(std::fs::read_dir(staging).unwrap().count(), 0, "no staging file left behind");
